@@ -1,0 +1,1 @@
+"""The ``piitracer`` command line (click); every command calls the public Python API."""

@@ -1,0 +1,1 @@
+"""The column-level lineage graph (networkx). Pure: no Spark, no file I/O."""

@@ -1,0 +1,1 @@
+"""Reading lineage sources (OpenLineage events, SQL) and the workspace file."""

@@ -1,0 +1,143 @@
+"""Read ``piitracer.yaml`` into a :class:`Workspace`, with errors that name file, line and field."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from piitracer.model.naming import DEFAULT_SPARK_CATALOGS, DatasetNamer, normalise_location, split_table_name
+from piitracer.model.workspace import WorkspaceConfig
+
+WORKSPACE_FILE = "piitracer.yaml"
+
+
+class WorkspaceError(Exception):
+    """A workspace that cannot be used; the message names the file, line and field."""
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """A validated workspace: its folder, its configuration and its dataset naming rule."""
+
+    root: Path
+    config: WorkspaceConfig
+    namer: DatasetNamer
+
+    def resolve(self, path: str) -> Path:
+        """A path of the workspace file, relative to the workspace folder unless absolute."""
+        return Path(path) if os.path.isabs(path) else self.root / path
+
+    def location_of(self, dataset_id: str) -> Path | None:
+        """Absolute storage location of a catalog dataset, if it has one on the local filesystem."""
+        entry = self.config.catalog.get(dataset_id)
+        if entry is None or entry.location is None:
+            return None
+        return Path(_absolute_location(self.root, entry.location))
+
+
+def load_workspace(folder: str | os.PathLike[str] = ".") -> Workspace:
+    """Load and validate ``<folder>/piitracer.yaml``.
+
+    Raises :class:`WorkspaceError` naming the file, the line, the field path and what was expected.
+    """
+    root = Path(folder).absolute()
+    path = root / WORKSPACE_FILE
+    if not path.is_file():
+        raise WorkspaceError(f"{path}: no workspace file here (expected {WORKSPACE_FILE} in {root})")
+    try:
+        text = path.read_text(encoding="utf-8")
+        document = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except (OSError, UnicodeDecodeError) as error:
+        raise WorkspaceError(f"{path}: cannot read: {error}") from error
+    except yaml.YAMLError as error:
+        raise WorkspaceError(f"{path}: not valid YAML: {error}") from error
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise WorkspaceError(f"{path}:1: expected a mapping of keys (lineage, catalog, policy, spark)")
+    try:
+        config = WorkspaceConfig.model_validate(data)
+    except ValidationError as error:
+        raise WorkspaceError(_describe(error, path, document)) from None
+    return Workspace(root=root, config=config, namer=build_namer(config, root))
+
+
+def build_namer(config: WorkspaceConfig, root: Path) -> DatasetNamer:
+    """The dataset naming rule, loaded with the catalog's ids, tables, locations and aliases."""
+    locations: dict[str, str] = {}
+    tables: dict[str, str] = {}
+    aliases: dict[str, str] = {}
+    for dataset_id, entry in config.catalog.items():
+        tables[dataset_id] = dataset_id
+        if entry.table:
+            tables[".".join(split_table_name(entry.table))] = dataset_id
+        if entry.location:
+            locations[normalise_location(_absolute_location(root, entry.location))] = dataset_id
+        for alias in entry.aliases:
+            aliases[alias.strip().lower()] = dataset_id
+    catalogs = tuple(dict.fromkeys(DEFAULT_SPARK_CATALOGS + config.lineage.spark_catalogs + (config.spark.catalog,)))
+    roots = sorted(
+        ((normalise_location(remote), normalise_location(_absolute_location(root, local)))
+         for remote, local in config.lineage.location_roots.items()),
+        key=lambda pair: -len(pair[0]),
+    )
+    return DatasetNamer(
+        catalog_ids=frozenset(config.catalog),
+        location_roots=tuple(roots),
+        locations=locations,
+        tables=tables,
+        aliases=aliases,
+        spark_catalogs=tuple(c.lower() for c in catalogs),
+    )
+
+
+def _absolute_location(root: Path, location: str) -> str:
+    if "://" in location or location.startswith("file:") or os.path.isabs(location):
+        return location
+    return os.path.normpath(os.path.join(root, location))
+
+
+def _describe(error: ValidationError, path: Path, document: Any) -> str:
+    """One line per problem: ``file:line: field.path: message (got value)``."""
+    lines = []
+    for problem in error.errors():
+        loc = [part for part in problem["loc"] if not _is_pydantic_tag(part)]
+        field_path = ".".join(str(part) for part in loc) or "(top level)"
+        line = _line_of(document, loc)
+        where = f"{path}:{line}" if line else str(path)
+        message = problem["msg"].removeprefix("Value error, ")
+        got = problem.get("input")
+        shown = "" if isinstance(got, (dict, list)) or problem["type"] == "missing" else f" (got {got!r})"
+        lines.append(f"{where}: {field_path}: {message}{shown}")
+    return "invalid workspace:\n  " + "\n  ".join(lines)
+
+
+def _is_pydantic_tag(part: Any) -> bool:
+    # Validators of Annotated/union types add tags such as 'function-before[...]' to the path.
+    return isinstance(part, str) and ("[" in part or part in {"function-after", "function-before"})
+
+
+def _line_of(node: Any, loc: list[Any]) -> int | None:
+    """Line of the deepest YAML node along ``loc`` (1-based), for error messages."""
+    best = node.start_mark.line + 1 if node is not None else None
+    for part in loc:
+        child = None
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if str(key.value).lower() == str(part).lower():
+                    child = value
+                    best = key.start_mark.line + 1
+                    break
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            child = node.value[part]
+            best = child.start_mark.line + 1
+        if child is None:
+            break
+        node = child
+    return best

@@ -1,0 +1,1 @@
+"""Frozen pydantic types shared by every layer. Imports nothing of the project."""

@@ -1,0 +1,227 @@
+"""The workspace: what ``piitracer.yaml`` declares, as validated, frozen pydantic types.
+
+Every key is documented in the README ("Workspace reference"). Durations are written as
+``30d``, ``12h``, ``90m``, ``45s`` (or a number of seconds) and held as ``timedelta``.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from enum import Enum
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field, field_validator, model_validator
+
+from piitracer.model.lineage import Frozen
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(d|h|m|s|w)\s*$", re.IGNORECASE)
+_UNIT_SECONDS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
+
+
+def parse_duration(value: Any) -> timedelta:
+    """``'30d'`` -> 30 days; also ``'12h'``, ``'90m'``, ``'45s'``, ``'2w'``, seconds as a number."""
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, bool):
+        raise ValueError("expected a duration such as '30d', '12h' or '90m'")
+    if isinstance(value, (int, float)):
+        return timedelta(seconds=value)
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match:
+            return timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2).lower()])
+    raise ValueError("expected a duration such as '30d', '12h' or '90m'")
+
+
+Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+
+
+class DatasetFormat(str, Enum):
+    ICEBERG = "iceberg"
+    DELTA = "delta"
+    PARQUET = "parquet"
+    VIEW = "view"
+    ARCHIVE = "archive"
+    EXTERNAL = "external"
+
+
+class IcebergWriteMode(str, Enum):
+    """How an Iceberg table applies row-level deletes (``write.delete.mode``)."""
+
+    MERGE_ON_READ = "merge-on-read"
+    COPY_ON_WRITE = "copy-on-write"
+
+
+class CloneMode(str, Enum):
+    SHALLOW = "shallow"  # shares the source's data files
+    DEEP = "deep"  # its own copy of the files
+
+
+class Retention(Frozen):
+    """How long a dataset keeps bytes after a logical delete, under its own maintenance."""
+
+    snapshot_max_age: Duration | None = Field(
+        None, description="Iceberg: expire snapshots older than this (history.expire.max-snapshot-age-ms)."
+    )
+    min_snapshots_to_keep: int | None = Field(None, ge=0, description="Iceberg: snapshots always kept.")
+    deleted_file_retention: Duration | None = Field(
+        None, description="Delta: VACUUM retention (delta.deletedFileRetentionDuration)."
+    )
+    log_retention: Duration | None = Field(
+        None, description="Delta: how long _delta_log entries are kept (delta.logRetentionDuration)."
+    )
+    maintenance_every: Duration | None = Field(
+        None, description="How often expiry/VACUUM/orphan removal actually runs for this dataset."
+    )
+
+
+def _lower(value: Any) -> Any:
+    return value.lower() if isinstance(value, str) else value
+
+
+DatasetId = Annotated[str, BeforeValidator(_lower)]
+
+
+class CloneOf(Frozen):
+    dataset: DatasetId = Field(description="Catalog id of the cloned dataset.")
+    mode: CloneMode
+
+
+class ArchiveOf(Frozen):
+    dataset: DatasetId = Field(description="Catalog id of the dataset whose snapshots are exported.")
+    schedule: Duration = Field(description="Export period, e.g. '7d' for weekly.")
+    retention: Duration = Field(description="How long an exported snapshot is kept.")
+    restore_delay: Duration | None = Field(None, description="Cold-storage restore delay, if any.")
+    cost_per_gb_restore: float | None = Field(None, ge=0, description="Restore cost, for the plan.")
+
+
+class CatalogDataset(Frozen):
+    """One dataset of the lakehouse, keyed by its canonical id (``db.table``) in ``catalog:``."""
+
+    format: DatasetFormat
+    table: str | None = Field(None, description="Spark table identifier, e.g. 'lake.prod.payments'.")
+    location: str | None = Field(None, description="Storage location; relative paths are relative to the workspace.")
+    write_mode: IcebergWriteMode | None = Field(None, description="Iceberg only.")
+    columns: tuple[str, ...] = Field((), description="Schema, in order (used to expand SELECT *).")
+    identifiers: tuple[str, ...] = Field((), description="Columns holding PII identifiers.")
+    subject_key: Annotated[str | None, BeforeValidator(_lower)] = Field(
+        None, description="The identifier that is the subject key."
+    )
+    aliases: tuple[str, ...] = Field((), description="Other names of this dataset in lineage events.")
+    retention: Retention = Retention()
+    clone_of: CloneOf | None = None
+    archive_of: ArchiveOf | None = None
+    owner: str | None = Field(None, description="Team or person responsible (required for external).")
+    description: str | None = None
+
+    @field_validator("columns", "identifiers", "aliases", mode="before")
+    @classmethod
+    def _lowercase_names(cls, value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            return tuple(v.lower() if isinstance(v, str) and not _looks_like_uri(v) else v for v in value)
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "CatalogDataset":
+        if self.subject_key and self.subject_key not in self.identifiers:
+            raise ValueError(
+                f"subject_key {self.subject_key!r} must be one of identifiers {list(self.identifiers)}"
+            )
+        if self.columns:
+            unknown = [c for c in self.identifiers if c not in self.columns]
+            if unknown:
+                raise ValueError(f"identifiers {unknown} are not in columns {list(self.columns)}")
+        if self.write_mode and self.format is not DatasetFormat.ICEBERG:
+            raise ValueError("write_mode applies to format 'iceberg' only")
+        if self.format is DatasetFormat.EXTERNAL and not self.owner:
+            raise ValueError("an external dataset needs an 'owner' (who erases it by hand)")
+        if self.format is DatasetFormat.ARCHIVE and not self.archive_of:
+            raise ValueError("an archive dataset needs 'archive_of'")
+        if self.archive_of and self.format is not DatasetFormat.ARCHIVE:
+            raise ValueError("'archive_of' applies to format 'archive' only")
+        needs_place = self.format not in (DatasetFormat.VIEW, DatasetFormat.EXTERNAL)
+        if needs_place and not (self.location or self.table):
+            raise ValueError(f"a {self.format.value} dataset needs a 'location' or a 'table'")
+        return self
+
+
+def _looks_like_uri(value: str) -> bool:
+    return "/" in value or ":" in value
+
+
+class OpenLineageSource(Frozen):
+    path: str = Field(description="A file (.json, .jsonl, .ndjson) or a folder of them.")
+
+
+class SqlSource(Frozen):
+    path: str = Field(description="A .sql file or a folder of them.")
+    dialect: str = Field("spark", description="sqlglot dialect name.")
+    default_database: str = Field("default", description="Database of unqualified table names.")
+
+
+class LineageSources(Frozen):
+    openlineage: tuple[OpenLineageSource, ...] = ()
+    sql: tuple[SqlSource, ...] = ()
+    spark_catalogs: tuple[str, ...] = Field(
+        ("spark_catalog",), description="Catalog names stripped from 'catalog.db.table' names."
+    )
+    location_roots: dict[str, str] = Field(
+        default_factory=dict,
+        description="Where events' paths live here: {'/data/lakehouse': '.'} maps a cluster mount "
+        "point onto a folder relative to the workspace.",
+    )
+
+    @field_validator("openlineage", "sql", mode="before")
+    @classmethod
+    def _paths_as_strings(cls, value: Any) -> Any:
+        # Allow the short form `sql: [sql/]` as well as `sql: [{path: sql/}]`.
+        if isinstance(value, (list, tuple)):
+            return [{"path": v} if isinstance(v, str) else v for v in value]
+        return value
+
+
+class Policy(Frozen):
+    deadline: Duration = Field(timedelta(days=30), description="Legal deadline for erasure.")
+
+
+class SparkSettings(Frozen):
+    master: str = "local[2]"
+    catalog: str = Field("lake", description="Name of the Iceberg catalog registered in Spark.")
+    warehouse: str = Field("warehouse", description="Iceberg warehouse folder (relative to the workspace).")
+    iceberg_jar: str | None = Field(None, description="Path of the Iceberg runtime jar; default: the one in the installed wheel.")
+    packages: tuple[str, ...] = Field((), description="Maven coordinates for spark.jars.packages instead of the jar.")
+    driver_memory: str = "1g"
+    conf: dict[str, str] = Field(default_factory=dict, description="Extra Spark configuration.")
+
+
+class WorkspaceConfig(Frozen):
+    """The whole ``piitracer.yaml``."""
+
+    version: int = Field(1, description="Workspace file format version.")
+    lineage: LineageSources = LineageSources()
+    catalog: dict[str, CatalogDataset] = Field(default_factory=dict)
+    policy: Policy = Policy()
+    spark: SparkSettings = SparkSettings()
+
+    @field_validator("version")
+    @classmethod
+    def _known_version(cls, value: int) -> int:
+        if value != 1:
+            raise ValueError("only workspace version 1 is known")
+        return value
+
+    @field_validator("catalog", mode="before")
+    @classmethod
+    def _lowercase_ids(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {str(k).lower(): v for k, v in value.items()}
+        return value
+
+    @model_validator(mode="after")
+    def _references_exist(self) -> "WorkspaceConfig":
+        for dataset_id, entry in self.catalog.items():
+            for ref in (entry.clone_of, entry.archive_of):
+                if ref and ref.dataset not in self.catalog:
+                    raise ValueError(f"catalog.{dataset_id}: refers to {ref.dataset!r}, which is not in the catalog")
+        return self

@@ -1,0 +1,99 @@
+"""Imports point one way only (design.md): model <- ingest, graph <- planner <- executor, verify,
+audit, render <- cli. The planner is pure: no Spark, no file I/O."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "piitracer"
+LOWER = {"model": set(), "ingest": {"model"}, "graph": {"model"}}
+LOWER["planner"] = {"model", "graph"}
+for _layer in ("executor", "verify", "audit", "render"):
+    LOWER[_layer] = {"model", "graph", "planner"}
+WIRING = {"cli", "__init__", "api"}  # may import every layer
+# What "touches files or Spark" means for the pure layers.
+IMPURE_MODULES = {
+    "pyspark", "deltalake", "pyiceberg", "pyarrow", "fastavro", "pandas", "os", "pathlib", "io",
+    "shutil", "glob", "tempfile", "sqlite3", "subprocess", "socket", "yaml",
+}
+PURE_LAYERS = {"planner", "graph", "model"}
+
+
+def imported_modules(source: str) -> list[tuple[int, str]]:
+    """(line, dotted module) for every import statement, relative imports resolved to 'piitracer'."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                found.append((node.lineno, "piitracer." + (node.module or "")))
+            elif node.module:
+                found.append((node.lineno, node.module))
+    return found
+
+
+def layer_of(path: Path) -> str:
+    relative = path.relative_to(PACKAGE)
+    return relative.parts[0] if len(relative.parts) > 1 else relative.stem
+
+
+def violations(layer: str, source: str, where: str) -> list[str]:
+    """Every import in ``source`` (a module of ``layer``) that crosses the layer direction."""
+    if layer in WIRING:
+        return []
+    allowed = LOWER[layer] | {layer}
+    problems = []
+    for line, module in imported_modules(source):
+        parts = module.split(".")
+        if parts[0] == "piitracer":
+            target = parts[1] if len(parts) > 1 else "__init__"
+            if target not in allowed:
+                problems.append(f"{where}:{line}: layer '{layer}' imports '{module}' (allowed: {sorted(allowed)})")
+        elif layer in PURE_LAYERS and parts[0] in IMPURE_MODULES:
+            problems.append(f"{where}:{line}: pure layer '{layer}' imports '{module}'")
+    if layer in PURE_LAYERS and "open(" in source:
+        problems.append(f"{where}: pure layer '{layer}' calls open()")
+    return problems
+
+
+def package_modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def test_every_layer_is_known() -> None:
+    for path in package_modules():
+        layer = layer_of(path)
+        assert layer in LOWER or layer in WIRING, f"{path}: unknown layer {layer!r}; add it to design.md and here"
+
+
+def test_imports_point_one_way() -> None:
+    problems = []
+    for path in package_modules():
+        problems += violations(layer_of(path), path.read_text(), str(path.relative_to(PACKAGE.parent)))
+    assert problems == []
+
+
+@pytest.mark.parametrize(
+    ("layer", "source"),
+    [
+        ("model", "from piitracer.graph.lineage_graph import LineageGraph"),
+        ("graph", "import piitracer.ingest.openlineage"),
+        ("planner", "from piitracer.executor import run"),
+        ("planner", "import pyspark.sql"),
+        ("planner", "from pathlib import Path"),
+        ("graph", "data = open('x').read()"),
+        ("render", "from piitracer.cli.main import cli"),
+        ("ingest", "from piitracer import api"),
+    ],
+)
+def test_the_check_catches_a_wrong_import(layer: str, source: str) -> None:
+    assert violations(layer, source, "x.py"), f"{layer}: {source!r} should be a violation"
+
+
+def test_the_check_allows_the_right_direction() -> None:
+    assert violations("planner", "from piitracer.graph.lineage_graph import LineageGraph", "x.py") == []
+    assert violations("cli", "import pyspark\nfrom piitracer.executor import x", "x.py") == []
