@@ -186,7 +186,9 @@ class LineageGraph:
         return dataset_id in self._datasets
 
     def has_column(self, ref: ColumnRef) -> bool:
-        return self._graph.has_node(column_node(ref))
+        """Whether the column is known (from the catalog, a schema, or an edge)."""
+        info = self._datasets.get(ref.dataset)
+        return info is not None and ref.column in info.columns
 
     def column_edges(self) -> list[ColumnEdge]:
         """All column edges, in their deterministic order."""

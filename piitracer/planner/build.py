@@ -1,0 +1,243 @@
+"""Build a :class:`DeletionPlan` from the lineage graph, the catalog, the policy and a request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from piitracer.graph.lineage_graph import LineageGraph, Reach
+from piitracer.model.lineage import ColumnRef
+from piitracer.model.plan import (
+    Action,
+    DatasetDecision,
+    DatasetStatus,
+    DeletionPlan,
+    PlanRequest,
+    ResolveCapture,
+    Step,
+    ValueKind,
+    ValueSource,
+)
+from piitracer.model.table_state import TableState
+from piitracer.model.workspace import CatalogDataset, CloneMode, Policy
+from piitracer.planner.deadlines import deadline_for
+from piitracer.planner.decisions import Decision, decide
+from piitracer.planner.derivations import derive, describe_path, seeds
+from piitracer.planner.ordering import dataset_order, order_steps
+from piitracer.planner.physical import StepTemplate, steps_for
+
+LOGICAL_ERASE_ACTIONS = {Action.DELETE_ROWS, Action.REWRITE_FILES, Action.REWRITE_ARCHIVE}
+
+
+class PlanningError(ValueError):
+    """The request cannot be planned; the message says what is wrong and what was expected."""
+
+
+@dataclass(frozen=True)
+class _Pending:
+    dataset: str
+    template: StepTemplate
+
+
+def build_plan(
+    graph: LineageGraph,
+    catalog: Mapping[str, CatalogDataset],
+    policy: Policy,
+    request: PlanRequest,
+    table_states: Mapping[str, TableState] | None = None,
+) -> DeletionPlan:
+    """The ordered, per-format erasure plan for every subject of ``request``. Pure and
+    deterministic: the same inputs give a byte-identical plan."""
+    _validate(graph, catalog, request)
+    identifiers = {ref.dataset: catalog[ref.dataset].identifiers for ref in request.sources}
+    starts = seeds(graph, list(request.sources), identifiers)
+    derivations = derive(graph, starts)
+    reach, indirect_paths = _reach(graph, [s.column for s in starts])
+    decisions = {d: decide(graph, d, catalog.get(d), derivations, how, indirect_paths.get(d, ())) for d, how in sorted(reach.items())}
+    order = dataset_order(graph, set(decisions))
+    received = min(subject.received_at for subject in request.subjects)
+    templates = {d: steps_for(decisions[d].status, catalog.get(d), (table_states or {}).get(d)) for d in order.datasets}
+    steps = _ordered_steps(request, order, decisions, templates, catalog)
+    summaries = tuple(_summary(decisions[d], catalog.get(d), order.group.get(d), received, policy) for d in order.datasets)
+    warnings = [w for d in order.datasets for w in decisions[d].warnings]
+    warnings += [t.warning for d in order.datasets for t in templates[d] if t.warning]
+    plan = DeletionPlan(
+        sources=request.sources,
+        subjects=tuple(sorted(request.subjects, key=lambda s: (s.request_id, s.value))),
+        deadline_at=received + policy.deadline,
+        resolve=_captures(request, identifiers, decisions),
+        steps=steps,
+        datasets=summaries,
+        warnings=tuple(warnings),
+    )
+    return plan.with_id()
+
+
+def _validate(graph: LineageGraph, catalog: Mapping[str, CatalogDataset], request: PlanRequest) -> None:
+    for ref in request.sources:
+        if ref.dataset not in catalog:
+            raise PlanningError(f"source {ref}: dataset {ref.dataset!r} is not in the catalog (catalog.{ref.dataset} expected)")
+        if not graph.has_column(ref):
+            known = ", ".join(graph.dataset(ref.dataset).columns) if graph.has_dataset(ref.dataset) else "none"
+            raise PlanningError(f"source {ref}: unknown column {ref.column!r} (known columns: {known})")
+
+
+def _reach(graph: LineageGraph, columns: list[ColumnRef]) -> tuple[dict[str, Reach], dict[str, tuple[str, ...]]]:
+    """Datasets reached from any seed column, with the strongest way, and for datasets reached only
+    indirectly the path that explains it."""
+    rank = {Reach.FLOW: 0, Reach.INDIRECT: 1, Reach.DIRECT: 2, Reach.START: 3}
+    reach: dict[str, Reach] = {}
+    paths: dict[str, tuple[str, ...]] = {}
+    for column in columns:
+        for dataset, how in graph.reach(column).datasets.items():
+            if how is Reach.START:
+                how = Reach.DIRECT if dataset != column.dataset else Reach.START
+            if dataset not in reach or rank[how] > rank[reach[dataset]]:
+                reach[dataset] = how
+            if how in (Reach.INDIRECT, Reach.FLOW) and dataset not in paths:
+                path = graph.explain(column, dataset)
+                paths[dataset] = describe_path(tuple(path)) if path else (f"a job reads a reached dataset and writes {dataset}",)
+    return reach, paths
+
+
+def _ordered_steps(
+    request: PlanRequest,
+    order,
+    decisions: dict[str, Decision],
+    templates: dict[str, list[StepTemplate]],
+    catalog: Mapping[str, CatalogDataset],
+) -> tuple[Step, ...]:
+    rank = {d: i for i, d in enumerate(order.datasets)}
+    nodes: dict[str, tuple[int, int]] = {}
+    depends: dict[str, set[str]] = {}
+    pending: dict[str, _Pending | str] = {}
+    resolve_keys = []
+    for source in sorted({ref.dataset for ref in request.sources}):
+        key = f"resolve:{source}"
+        nodes[key], depends[key], pending[key] = (-1, 0), set(), source
+        resolve_keys.append(key)
+    keys_of: dict[str, list[str]] = {}
+    for dataset in order.datasets:
+        keys_of[dataset] = []
+        for index, template in enumerate(templates[dataset]):
+            key = f"{dataset}#{index}"
+            nodes[key] = (rank[dataset], index)
+            depends[key] = {keys_of[dataset][-1]} if keys_of[dataset] else set(resolve_keys)
+            pending[key] = _Pending(dataset, template)
+            keys_of[dataset].append(key)
+    _upstream_first(order, templates, keys_of, depends)
+    _shallow_clones_before_source_expiry(order, templates, keys_of, depends, catalog)
+    sequence = order_steps(nodes, depends)
+    ids = {key: f"s{number:03d}" for number, key in enumerate(sequence, start=1)}
+    steps = []
+    for number, key in enumerate(sequence, start=1):
+        item = pending[key]
+        after = tuple(sorted(ids[k] for k in depends[key]))
+        if isinstance(item, str):
+            steps.append(_resolve_step(number, ids[key], item, decisions))
+        else:
+            steps.append(_dataset_step(number, ids[key], item, after, decisions[item.dataset], order, catalog))
+    return tuple(steps)
+
+
+def _upstream_first(order, templates, keys_of, depends) -> None:
+    """A dataset's logical step waits for its upstreams' logical steps, so a pipeline re-run cannot
+    re-populate an erased dataset; in a cycle, every member's logical step precedes the group's
+    physical steps."""
+    for dataset in order.datasets:
+        if not keys_of[dataset]:
+            continue
+        first = keys_of[dataset][0]
+        for upstream in order.upstream[dataset]:
+            if keys_of[upstream]:
+                depends[first].add(keys_of[upstream][0])
+        group = order.group.get(dataset)
+        if group is None:
+            continue
+        physical = [k for k, t in zip(keys_of[dataset], templates[dataset]) if t.physical]
+        for member in (d for d in order.datasets if order.group.get(d) == group and d != dataset):
+            if keys_of[member] and physical:
+                depends[physical[0]].add(keys_of[member][0])
+
+
+def _shallow_clones_before_source_expiry(order, templates, keys_of, depends, catalog) -> None:
+    """A shallow clone shares the source's data files: the source may only expire and remove them
+    after the clone has erased the subjects and stopped referencing the old files."""
+    for clone in order.datasets:
+        entry = catalog.get(clone)
+        if entry is None or entry.clone_of is None or entry.clone_of.mode is not CloneMode.SHALLOW:
+            continue
+        source = entry.clone_of.dataset
+        if source not in keys_of or not keys_of[clone]:
+            continue
+        clone_done = keys_of[clone][-1]
+        for key, template in zip(keys_of[source], templates[source]):
+            if template.action in (Action.EXPIRE_SNAPSHOTS, Action.REMOVE_ORPHAN_FILES):
+                depends[key].add(clone_done)
+
+
+def _resolve_step(number: int, step_id: str, source: str, decisions: dict[str, Decision]) -> Step:
+    values = sorted({v for d in decisions.values() for v in d.values_from if v.source.dataset == source},
+                    key=lambda v: v.name)
+    return Step(
+        order=number, id=step_id, dataset=source, action=Action.RESOLVE, values_from=tuple(values),
+        reason="capture every identifier and computed key of the subjects' rows before anything is deleted",
+    )
+
+
+def _dataset_step(number, step_id, item: _Pending, after, decision: Decision, order, catalog) -> Step:
+    template = item.template
+    entry = catalog.get(item.dataset)
+    logical = template.action in LOGICAL_ERASE_ACTIONS
+    manual = template.action in (Action.MANUAL, Action.MANUAL_REVIEW)
+    return Step(
+        order=number,
+        id=step_id,
+        dataset=item.dataset,
+        action=template.action,
+        group=order.group.get(item.dataset),
+        key_column=decision.key_column if logical or manual else None,
+        values_from=decision.values_from if logical or manual else (),
+        depends_on=after,
+        params=template.params,
+        blocking=template.blocking,
+        owner=entry.owner if entry is not None and manual else None,
+        reason=template.warning or template.reason or (decision.reason if manual or logical else None),
+        lineage_path=decision.path if logical or manual or template.action is Action.RECOMPUTE else (),
+    )
+
+
+def _summary(decision: Decision, entry: CatalogDataset | None, group, received, policy) -> DatasetDecision:
+    deadline = None
+    if decision.status is DatasetStatus.ERASE and entry is not None:
+        deadline = deadline_for(entry, received, policy.deadline)
+    return DatasetDecision(
+        dataset=decision.dataset,
+        format=entry.format.value if entry is not None else None,
+        status=decision.status,
+        key_column=decision.key_column,
+        rule=decision.rule,
+        reason=decision.reason,
+        values_from=decision.values_from,
+        lineage_path=decision.path,
+        group=group,
+        deadline=deadline,
+        warnings=tuple(decision.warnings),
+    )
+
+
+def _captures(request: PlanRequest, identifiers, decisions: dict[str, Decision]) -> tuple[ResolveCapture, ...]:
+    captures = []
+    for source in sorted({ref.dataset for ref in request.sources}):
+        keys = tuple(sorted(ref.column for ref in request.sources if ref.dataset == source))
+        computed = sorted({v for d in decisions.values() for v in d.values_from
+                           if v.kind is ValueKind.COMPUTED and v.source.dataset == source}, key=lambda v: v.name)
+        captures.append(ResolveCapture(
+            dataset=source, key_columns=keys,
+            identifiers=tuple(sorted(set(identifiers.get(source, ())) | set(keys))),
+            computed=tuple(computed),
+        ))
+    return tuple(captures)
+
+
+__all__ = ["PlanningError", "build_plan", "ValueSource"]

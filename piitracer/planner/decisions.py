@@ -1,0 +1,131 @@
+"""Which column identifies the subjects' rows in each reached dataset, by the rules of design.md:
+
+1. identity of the subject key (renamed is fine), 2. identity of another identifier,
+3. a deterministic transform known from SQL, 4. otherwise ``manual_review`` with the reason.
+Aggregates without an identifying group key -> ``recompute``; views and datasets only influenced
+through INDIRECT edges -> ``no_action``. Nothing reached is dropped silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from piitracer.graph.lineage_graph import LineageGraph, Reach
+from piitracer.model.lineage import ColumnRef
+from piitracer.model.plan import DatasetStatus, ValueKind, ValueSource
+from piitracer.model.workspace import CatalogDataset, DatasetFormat
+from piitracer.planner.derivations import Derivation, DerivationKind, describe_path
+
+RULES = {
+    DerivationKind.SUBJECT_KEY: "1: identity of the subject key",
+    DerivationKind.IDENTIFIER: "2: identity of another identifier",
+    DerivationKind.COMPUTED: "3: deterministic transform known from SQL",
+}
+RULE_OPAQUE = "4: holds the subject's data but cannot be filtered"
+RULE_AGGREGATE = "aggregation without an identifying group key"
+RULE_VIEW = "view: stores no rows"
+RULE_INDIRECT = "influenced only through INDIRECT edges"
+RULE_FLOW = "written from a reached dataset with no column lineage"
+RULE_EXTERNAL = "external system"
+RULE_UNCATALOGUED = "not in the catalog"
+
+
+@dataclass
+class Decision:
+    """The planner's working record for one dataset (becomes a DatasetDecision)."""
+
+    dataset: str
+    status: DatasetStatus
+    rule: str
+    reason: str
+    key_column: str | None = None
+    values_from: tuple[ValueSource, ...] = ()
+    path: tuple[str, ...] = ()
+    warnings: list[str] = field(default_factory=list)
+
+
+def value_source(derivation: Derivation) -> ValueSource:
+    """The named value set the resolve step makes for one derivation."""
+    if derivation.kind is DerivationKind.COMPUTED:
+        digest = hashlib.sha256(f"{derivation.source}|{derivation.expression}".encode()).hexdigest()[:10]
+        return ValueSource(name=f"{derivation.source}~{digest}", kind=ValueKind.COMPUTED,
+                           source=derivation.source, expression=derivation.expression)
+    return ValueSource(name=str(derivation.source), kind=ValueKind.IDENTIFIER, source=derivation.source)
+
+
+def decide(
+    graph: LineageGraph,
+    dataset: str,
+    entry: CatalogDataset | None,
+    derivations: dict[ColumnRef, list[Derivation]],
+    reach: Reach,
+    indirect_path: tuple[str, ...] = (),
+) -> Decision:
+    """The decision for one reached dataset."""
+    info = graph.dataset(dataset)
+    fmt = entry.format if entry else None
+    own = {ref: found for ref, found in derivations.items() if ref.dataset == dataset}
+    decision = _by_key_rules(dataset, info.columns, own, reach, indirect_path)
+    if fmt is DatasetFormat.VIEW:
+        return Decision(dataset, DatasetStatus.NO_ACTION, RULE_VIEW,
+                        "a view stores no rows: it reads its inputs, which the plan erases",
+                        key_column=decision.key_column, path=decision.path)
+    if fmt is DatasetFormat.EXTERNAL:
+        owner = entry.owner if entry else None
+        key = f" by {decision.key_column}" if decision.key_column else ""
+        return Decision(dataset, DatasetStatus.MANUAL_REVIEW, RULE_EXTERNAL,
+                        f"piitracer cannot touch this system: its owner ({owner}) erases the subjects{key}",
+                        key_column=decision.key_column, values_from=decision.values_from, path=decision.path)
+    if entry is None and decision.status is not DatasetStatus.NO_ACTION:
+        decision.warnings.append(f"{dataset} is not in the catalog: add it with its format and location")
+        return Decision(dataset, DatasetStatus.MANUAL_REVIEW, RULE_UNCATALOGUED,
+                        f"holds the subject's data ({decision.reason}) but its format and location are unknown",
+                        key_column=decision.key_column, values_from=decision.values_from,
+                        path=decision.path, warnings=decision.warnings)
+    return decision
+
+
+def _by_key_rules(
+    dataset: str,
+    columns: list[str],
+    own: dict[ColumnRef, list[Derivation]],
+    reach: Reach,
+    indirect_path: tuple[str, ...],
+) -> Decision:
+    order = {name: index for index, name in enumerate(columns)}
+    keyed = [(min(d.kind for d in found), order.get(ref.column, len(order)), ref.column, found)
+             for ref, found in own.items() if any(d.kind <= DerivationKind.COMPUTED for d in found)]
+    if keyed:
+        rank, _, column, found = min(keyed, key=lambda item: item[:3])
+        usable = [d for d in found if d.kind <= DerivationKind.COMPUTED]
+        values = tuple(sorted({value_source(d) for d in usable}, key=lambda v: v.name))
+        best = min(usable, key=lambda d: (d.kind, len(d.path)))
+        sources = ", ".join(v.expression or v.name for v in values)
+        decision = Decision(dataset, DatasetStatus.ERASE, RULES[rank],
+                            f"{column} holds {sources}", key_column=column, values_from=values,
+                            path=describe_path(best.path))
+        unusable = [d for d in found if d.kind > DerivationKind.COMPUTED and d.why_opaque]
+        for d in unusable:
+            decision.warnings.append(f"key column {column} also receives values that cannot be recomputed: {d.why_opaque}")
+        return decision
+    opaque = sorted((d for found in own.values() for d in found if d.kind is DerivationKind.OPAQUE),
+                    key=lambda d: (str(d.column), str(d.source)))
+    if opaque:
+        return Decision(dataset, DatasetStatus.MANUAL_REVIEW, RULE_OPAQUE, opaque[0].why_opaque or "",
+                        path=describe_path(opaque[0].path))
+    aggregated = sorted((d for found in own.values() for d in found if d.kind is DerivationKind.AGGREGATED),
+                        key=lambda d: (str(d.column), str(d.source)))
+    if aggregated:
+        columns_hit = ", ".join(sorted({str(d.column.column) for d in aggregated}))
+        return Decision(dataset, DatasetStatus.RECOMPUTE, RULE_AGGREGATE,
+                        f"{columns_hit} aggregate the subjects' values with no identifying group key: "
+                        "no row is the subject's; rebuild it after its inputs are erased",
+                        path=describe_path(aggregated[0].path))
+    if reach is Reach.FLOW:
+        return Decision(dataset, DatasetStatus.MANUAL_REVIEW, RULE_FLOW,
+                        "a job writes it from a dataset holding the subjects' data, but no column lineage says what it holds",
+                        path=indirect_path)
+    return Decision(dataset, DatasetStatus.NO_ACTION, RULE_INDIRECT,
+                    "the subjects' values only filter, join, group or order its rows: it holds none of them",
+                    path=indirect_path)

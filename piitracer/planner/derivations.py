@@ -1,0 +1,124 @@
+"""How the subjects' values reach each column: a breadth-first walk of DIRECT edges from every
+identifier column of every source, carrying what a downstream row holds in terms of the source row.
+
+Each reached column gets :class:`Derivation` records. Their ``kind`` decides the key column rule:
+
+* ``SUBJECT_KEY`` — the subject key itself, through IDENTITY edges only (renamed is fine);
+* ``IDENTIFIER`` — another identifier of the source (PAN, phone), through IDENTITY edges only;
+* ``COMPUTED`` — a deterministic transform known from SQL, composed along the path, evaluated by
+  the resolve step on the source rows;
+* ``OPAQUE`` — the values are there but cannot be recomputed (masked with an unknown transform,
+  no expression, several inputs, non-deterministic);
+* ``AGGREGATED`` — only inside an aggregate (a sum or count is not the subject's row).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from enum import IntEnum
+
+from piitracer.graph.lineage_graph import LineageGraph
+from piitracer.model.lineage import ColumnEdge, ColumnRef, EdgeKind, EdgeSubtype
+from piitracer.planner.expressions import NotComposable, column_expression, compose
+
+
+class DerivationKind(IntEnum):
+    """Ordered by preference: a lower value is a better key (design.md, key column rules 1-4)."""
+
+    SUBJECT_KEY = 1
+    IDENTIFIER = 2
+    COMPUTED = 3
+    OPAQUE = 4
+    AGGREGATED = 5
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """What a column holds, in terms of one source identifier column."""
+
+    column: ColumnRef
+    source: ColumnRef  # the source identifier column the value comes from
+    kind: DerivationKind
+    expression: str | None  # over the source row; None unless the value can be recomputed
+    path: tuple[ColumnEdge, ...]
+    why_opaque: str | None = None
+
+    def step(self, edge: ColumnEdge) -> "Derivation":
+        """The derivation of ``edge``'s target, one hop further."""
+        target = edge.target
+        assert target is not None and edge.kind is EdgeKind.DIRECT
+        path = self.path + (edge,)
+        if self.kind >= DerivationKind.OPAQUE:
+            return Derivation(target, self.source, self.kind, None, path, self.why_opaque)
+        if edge.subtype is EdgeSubtype.AGGREGATION:
+            return Derivation(target, self.source, DerivationKind.AGGREGATED, None, path)
+        if edge.subtype is EdgeSubtype.IDENTITY:
+            return Derivation(target, self.source, self.kind, self.expression, path)
+        return self._transformed(edge, target, path)
+
+    def _transformed(self, edge: ColumnEdge, target: ColumnRef, path: tuple[ColumnEdge, ...]) -> "Derivation":
+        if edge.expression is None:
+            described = f" ({edge.description})" if edge.description else ""
+            masked = "a masked transform" if edge.masking else "a transform"
+            why = f"{target} holds {self.source} through {masked} with no known expression{described}"
+            return Derivation(target, self.source, DerivationKind.OPAQUE, None, path, why)
+        try:
+            composed = compose(edge.expression, edge.source.column, self.expression or column_expression(self.source.column))
+        except NotComposable as error:
+            why = f"{target} holds {self.source} through a transform that cannot be recomputed: {error}"
+            return Derivation(target, self.source, DerivationKind.OPAQUE, None, path, why)
+        return Derivation(target, self.source, DerivationKind.COMPUTED, composed, path)
+
+    def revisits(self) -> bool:
+        """Whether the path comes back to a column it already went through (a lineage cycle:
+        composing transforms around it would never end, and it adds no new place)."""
+        return any(edge.source == self.column for edge in self.path)
+
+    def state(self) -> tuple:
+        """Two derivations with the same state reach the same places the same way."""
+        return (self.column, self.source, self.kind, self.expression)
+
+
+def seeds(graph: LineageGraph, source_keys: list[ColumnRef], identifiers: dict[str, tuple[str, ...]]) -> list[Derivation]:
+    """One starting derivation per identifier column of each source dataset (the key columns
+    included). ``identifiers`` maps a source dataset to its identifier columns."""
+    result = []
+    for dataset in sorted({ref.dataset for ref in source_keys}):
+        keys = {ref.column for ref in source_keys if ref.dataset == dataset}
+        for column in sorted(set(identifiers.get(dataset, ())) | keys):
+            ref = ColumnRef(dataset=dataset, column=column)
+            if not graph.has_column(ref):
+                continue
+            kind = DerivationKind.SUBJECT_KEY if column in keys else DerivationKind.IDENTIFIER
+            result.append(Derivation(ref, ref, kind, column_expression(column), ()))
+    return result
+
+
+def derive(graph: LineageGraph, starts: list[Derivation]) -> dict[ColumnRef, list[Derivation]]:
+    """Every reached column with its derivations, shortest paths first, deterministic."""
+    reached: dict[ColumnRef, list[Derivation]] = {}
+    seen: set[tuple] = set()
+    queue = deque(starts)
+    while queue:
+        current = queue.popleft()
+        if current.state() in seen or current.revisits():
+            continue
+        seen.add(current.state())
+        reached.setdefault(current.column, []).append(current)
+        for edge in graph.edges_from(current.column):
+            if edge.kind is EdgeKind.DIRECT and edge.target is not None:
+                queue.append(current.step(edge))
+    return reached
+
+
+def describe_path(path: tuple[ColumnEdge, ...]) -> tuple[str, ...]:
+    """Human-readable edges, e.g. ``prod.payments.user_id -[DIRECT IDENTITY]-> a.b.customer_id (sql/x.sql:3)``."""
+    lines = []
+    for edge in path:
+        label = f"{edge.kind.value} {edge.subtype.value if edge.subtype else 'UNTYPED'}"
+        if edge.masking:
+            label += " masked"
+        target = str(edge.target) if edge.target else f"{edge.target_dataset} (all rows)"
+        lines.append(f"{edge.source} -[{label}]-> {target} ({edge.origin.location()})")
+    return tuple(lines)

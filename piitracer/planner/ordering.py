@@ -1,0 +1,64 @@
+"""Deterministic order: resolve first, then datasets upstream first, cycles condensed into groups,
+each dataset's physical steps after its logical delete."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+
+from piitracer.graph.lineage_graph import LineageGraph
+
+
+@dataclass(frozen=True)
+class DatasetOrder:
+    """Datasets in erase order; ``group`` names the lineage cycle a dataset belongs to, if any;
+    ``upstream`` lists, per dataset, the planned datasets that feed it (outside its own group)."""
+
+    datasets: tuple[str, ...]
+    group: dict[str, str]
+    upstream: dict[str, tuple[str, ...]]
+
+
+def dataset_order(graph: LineageGraph, planned: set[str]) -> DatasetOrder:
+    """Topological order of the planned datasets (upstream first), ties broken by dataset id;
+    strongly connected components (e.g. a MERGE back into an upstream) are erased together."""
+    flows = nx.DiGraph()
+    flows.add_nodes_from(sorted(planned))
+    for edge in graph.column_edges():
+        if edge.source.dataset in planned and edge.target_dataset in planned and edge.source.dataset != edge.target_dataset:
+            flows.add_edge(edge.source.dataset, edge.target_dataset)
+    for dataset_edge in graph.dataset_edges():
+        if dataset_edge.source in planned and dataset_edge.target in planned and dataset_edge.source != dataset_edge.target:
+            flows.add_edge(dataset_edge.source, dataset_edge.target)
+    condensed = nx.condensation(flows)
+    members = {node: sorted(condensed.nodes[node]["members"]) for node in condensed.nodes}
+    ordered_components = list(nx.lexicographical_topological_sort(condensed, key=lambda node: members[node][0]))
+    group: dict[str, str] = {}
+    order: list[str] = []
+    cycle_count = 0
+    for component in ordered_components:
+        names = members[component]
+        if len(names) > 1:
+            cycle_count += 1
+            for name in names:
+                group[name] = f"cycle-{cycle_count}"
+        order.extend(names)
+    upstream = {
+        name: tuple(sorted(p for p in flows.predecessors(name) if group.get(p) is None or group.get(p) != group.get(name)))
+        for name in order
+    }
+    return DatasetOrder(datasets=tuple(order), group=group, upstream=upstream)
+
+
+def order_steps(nodes: dict[str, tuple[int, int]], depends: dict[str, set[str]]) -> list[str]:
+    """Step keys in an order that respects ``depends`` (key -> keys that must run first), ties
+    broken by ``nodes[key]`` = (dataset rank, position within the dataset)."""
+    dag = nx.DiGraph()
+    dag.add_nodes_from(nodes)
+    for key, before in depends.items():
+        for other in before:
+            dag.add_edge(other, key)
+    if not nx.is_directed_acyclic_graph(dag):  # a bug in the planner, never an input problem
+        raise AssertionError(f"step dependencies form a cycle: {nx.find_cycle(dag)}")
+    return list(nx.lexicographical_topological_sort(dag, key=lambda key: (nodes[key], key)))

@@ -1,0 +1,111 @@
+"""The steps that make bytes disappear, per format (facts in shared/lakehouse-notes.md).
+
+A logical delete only tombstones rows: the old data files, delete files, manifest bounds and log
+statistics keep the values until snapshots expire and unreferenced files are removed. Each
+function returns the step templates of one dataset, logical step first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from piitracer.model.plan import Action, DatasetStatus
+from piitracer.model.table_state import RefType, TableState
+from piitracer.model.workspace import CatalogDataset, CloneMode, DatasetFormat, IcebergWriteMode
+
+# rewrite_data_files options that applied every delete file in the measured runs.
+REWRITE_OPTIONS = {
+    "delete-file-threshold": "1",
+    "remove-dangling-deletes": "true",
+    "use-starting-sequence-number": "false",
+}
+ORPHAN_CONDITION = "only with no concurrent writer: run with --no-concurrent-writers"
+
+
+@dataclass
+class StepTemplate:
+    """A step before ordering gives it its number and id."""
+
+    action: Action
+    params: dict[str, Any] = field(default_factory=dict)
+    blocking: bool = False
+    reason: str | None = None
+    warning: str | None = None
+    physical: bool = True  # False for the logical step (delete, rewrite, manual...)
+
+
+def steps_for(status: DatasetStatus, entry: CatalogDataset | None, state: TableState | None) -> list[StepTemplate]:
+    """Every step of one dataset, in the order they must run."""
+    if status is DatasetStatus.NO_ACTION:
+        return []
+    if status is DatasetStatus.RECOMPUTE:
+        return [StepTemplate(Action.RECOMPUTE, physical=False,
+                             reason="re-run the job that builds it once its inputs are erased")]
+    if status is DatasetStatus.MANUAL_REVIEW:
+        external = entry is not None and entry.format is DatasetFormat.EXTERNAL
+        action = Action.MANUAL if external else Action.MANUAL_REVIEW
+        return [StepTemplate(action, blocking=True, physical=False)]
+    assert entry is not None, "an erase decision needs a catalog entry"
+    if entry.format is DatasetFormat.ICEBERG:
+        return _iceberg(entry, state)
+    if entry.format is DatasetFormat.DELTA:
+        return _delta()
+    if entry.format is DatasetFormat.PARQUET:
+        return [StepTemplate(Action.REWRITE_FILES, physical=False, params={
+            "strategy": "write each affected file without the subjects' rows, commit the replacement, then remove the original",
+            "skip_files_by_statistics": True,
+        })]
+    if entry.format is DatasetFormat.ARCHIVE:
+        archive = entry.archive_of
+        params: dict[str, Any] = {"alternative": "delete the affected archived objects"}
+        if archive is not None and archive.restore_delay is not None:
+            params["restore_delay"] = _duration(archive.restore_delay)
+        if archive is not None and archive.cost_per_gb_restore is not None:
+            params["cost_per_gb_restore"] = archive.cost_per_gb_restore
+        return [StepTemplate(Action.REWRITE_ARCHIVE, physical=False, params=params)]
+    raise ValueError(f"no physical erasure for format {entry.format.value}")
+
+
+def _iceberg(entry: CatalogDataset, state: TableState | None) -> list[StepTemplate]:
+    merge_on_read = entry.write_mode is not IcebergWriteMode.COPY_ON_WRITE
+    shallow = entry.clone_of is not None and entry.clone_of.mode is CloneMode.SHALLOW
+    steps = [StepTemplate(Action.DELETE_ROWS, physical=False)]
+    if merge_on_read:
+        # Merge-on-read deletes write position-delete files; the data files keep the rows.
+        steps.append(StepTemplate(Action.REWRITE_DATA_FILES, params={"options": dict(REWRITE_OPTIONS)}))
+    # Without this, the current manifest's DELETED entries keep the subject in column bounds.
+    steps.append(StepTemplate(Action.REWRITE_MANIFESTS))
+    for ref in state.refs if state else ():
+        fix = (f"ALTER TABLE ... DROP TAG `{ref.name}` (or re-create it on a snapshot after the delete)"
+               if ref.type is RefType.TAG else
+               f"apply the delete on branch `{ref.name}` too, or drop the branch")
+        steps.append(StepTemplate(
+            Action.RELEASE_REF, blocking=True,
+            params={"ref": ref.name, "ref_type": ref.type.value, "snapshot_id": ref.snapshot_id, "fix": fix},
+            warning=f"{ref.type.value} '{ref.name}' retains snapshot {ref.snapshot_id}, written before the delete: "
+                    f"its files cannot be expired until it is released ({fix})",
+        ))
+    steps.append(StepTemplate(Action.EXPIRE_SNAPSHOTS, params={"older_than": "delete_commit_time", "retain_last": 1}))
+    orphan_params = {"older_than": "run_start", "condition": ORPHAN_CONDITION, "api": "SparkActions.deleteOrphanFiles"}
+    if shallow:
+        orphan_params["scope"] = "the clone's own location only: the source's files belong to the source"
+    steps.append(StepTemplate(Action.REMOVE_ORPHAN_FILES, params=orphan_params))
+    return steps
+
+
+def _delta() -> list[StepTemplate]:
+    return [
+        StepTemplate(Action.DELETE_ROWS, physical=False),
+        StepTemplate(Action.PURGE_DELETION_VECTORS, params={"when": "the table has deletion vectors"}),
+        StepTemplate(Action.VACUUM, params={"retention_hours": 0, "enforce_retention_duration": False,
+                                            "includes": "removed data files and _change_data files"}),
+        StepTemplate(Action.CLEAN_DELTA_LOG, params={
+            "log_retention": "0 hours", "create_checkpoint": True, "cleanup_metadata": True,
+            "why": "add-action stats (minValues/maxValues) in _delta_log JSON and checkpoints hold the values",
+        }),
+    ]
+
+
+def _duration(value) -> str:
+    return f"{int(value.total_seconds() // 3600)}h"
