@@ -4,11 +4,15 @@ verify). Only this module and ``cli`` import across layers."""
 from __future__ import annotations
 
 import os
+from typing import Mapping, Sequence
 
 from piitracer.graph.lineage_graph import LineageGraph
 from piitracer.ingest.workspace_ingest import ingest_workspace
 from piitracer.ingest.workspace_loader import Workspace, load_workspace
 from piitracer.model.lineage import ColumnRef
+from piitracer.model.plan import DeletionPlan, PlanRequest, Subject
+from piitracer.model.table_state import TableState
+from piitracer.planner.build import PlanningError, build_plan
 
 
 def build_lineage_graph(workspace: Workspace | str | os.PathLike[str]) -> LineageGraph:
@@ -35,3 +39,32 @@ def parse_column(text: str, graph: LineageGraph) -> ColumnRef | str:
             raise KeyError(f"dataset {dataset!r} has no column {column!r} (columns: {known})")
         return ref
     raise KeyError(f"{text!r} is neither a dataset nor a dataset.column of the lineage graph")
+
+
+def plan_deletion(
+    workspace: Workspace,
+    graph: LineageGraph,
+    sources: Sequence[str],
+    subjects: Sequence[Subject],
+    table_states: Mapping[str, TableState] | None = None,
+) -> DeletionPlan:
+    """Plan the erasure of ``subjects`` whose key is in the ``sources`` columns (``db.table.column``)."""
+    refs = []
+    for text in sources:
+        try:
+            parsed = parse_column(text, graph)
+        except KeyError as error:
+            raise PlanningError(f"--source {text}: {error.args[0]}") from None
+        if not isinstance(parsed, ColumnRef):
+            raise PlanningError(f"--source {text}: expected DATASET.COLUMN, got a dataset")
+        refs.append(parsed)
+    request = PlanRequest(sources=tuple(refs), subjects=tuple(subjects))
+    return build_plan(graph, workspace.config.catalog, workspace.config.policy, request, table_states)
+
+
+def write_private(path: str | os.PathLike[str], text: str) -> None:
+    """Write a file only its owner can read (mode 0600): plans and journals hold subject values."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # also when the file existed with a wider mode
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import click
@@ -11,7 +12,12 @@ from rich.console import Console
 from rich.table import Table
 
 import piitracer
+from piitracer.api import plan_deletion, write_private
+from piitracer.ingest.requests import RequestFileError, read_requests
+from piitracer.model.plan import DeletionPlan, Subject
+from piitracer.planner.build import PlanningError
 from piitracer.render.lineage_diagram import RenderError, lineage_diagram, render_lineage
+from piitracer.render.plan_text import explain_text, plan_tables
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 console = Console()
@@ -24,7 +30,7 @@ class PiitracerGroup(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except (piitracer.WorkspaceError, RenderError, KeyError) as error:
+        except (piitracer.WorkspaceError, RenderError, KeyError, PlanningError, RequestFileError) as error:
             message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
             err_console.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
             sys.exit(EXIT_ERROR)
@@ -100,6 +106,62 @@ def lineage_show(ctx: click.Context, start: str | None, fmt: str, out: Path | No
     else:
         out.write_bytes(data)
         err_console.print(f"wrote {out}", highlight=False)
+
+
+@cli.command("plan")
+@click.option("--source", "sources", multiple=True, metavar="DATASET.COLUMN", help="A source column holding the subject key (repeatable).")
+@click.option("--subject", "subject_values", multiple=True, metavar="VALUE", help="A subject's key value (repeatable).")
+@click.option("--requests", "requests_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="A .csv or .jsonl batch of requests (value, request_id, received_at).")
+@click.option("--request-id", help="Request id of --subject values (and default of the requests file).")
+@click.option("--received-at", type=click.DateTime(["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d"]),
+              help="When the request(s) arrived (default: now, UTC). The deadline runs from here.")
+@click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the plan JSON here (mode 0600).")
+@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--explain", "explain_dataset", metavar="DATASET", help="Print the lineage path and rule that decided DATASET.")
+@click.option("--schema", is_flag=True, help="Print the plan's JSON Schema and exit.")
+@click.pass_context
+def plan_command(ctx, sources, subject_values, requests_file, request_id, received_at, out, output, explain_dataset, schema) -> None:
+    """Plan the erasure of one subject or a batch: ordered, per-format steps and deadlines."""
+    if schema:
+        click.echo(json.dumps(DeletionPlan.model_json_schema(), indent=2))
+        return
+    if not sources:
+        raise click.UsageError("give at least one --source DATASET.COLUMN")
+    if bool(subject_values) == bool(requests_file):
+        raise click.UsageError("give either --subject VALUE (repeatable) or --requests FILE")
+    arrived = _aware(received_at)
+    if requests_file:
+        subjects = read_requests(requests_file, default_request_id=request_id, default_received_at=arrived)
+    else:
+        subjects = [_subject(value, request_id or "cli", arrived) for value in subject_values]
+    workspace = piitracer.load_workspace(ctx.obj["workspace"])
+    graph = piitracer.build_lineage_graph(workspace)
+    plan = plan_deletion(workspace, graph, sources, subjects)
+    if out is not None:
+        write_private(out, plan.to_json())
+        err_console.print(f"wrote {out} (mode 0600: it holds subject values)", highlight=False)
+    if explain_dataset:
+        try:
+            click.echo(explain_text(plan, explain_dataset.lower()))
+        except KeyError as error:
+            raise PlanningError(f"--explain {explain_dataset}: {error.args[0]}") from None
+    elif output == "json":
+        click.echo(plan.to_json(), nl=False)
+    else:
+        console.print(plan_tables(plan))
+
+
+def _aware(moment: datetime | None) -> datetime:
+    if moment is None:
+        return datetime.now(timezone.utc).replace(microsecond=0)
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def _subject(value: str, request_id: str, received_at: datetime) -> Subject:
+    if not value.strip():
+        raise PlanningError("--subject: a subject value must not be empty")
+    return Subject(value=value, request_id=request_id, received_at=received_at)
 
 
 def main() -> None:

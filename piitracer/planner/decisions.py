@@ -72,10 +72,9 @@ def decide(
                         "a view stores no rows: it reads its inputs, which the plan erases",
                         key_column=decision.key_column, path=decision.path)
     if fmt is DatasetFormat.EXTERNAL:
-        owner = entry.owner if entry else None
         key = f" by {decision.key_column}" if decision.key_column else ""
         return Decision(dataset, DatasetStatus.MANUAL_REVIEW, RULE_EXTERNAL,
-                        f"piitracer cannot touch this system: its owner ({owner}) erases the subjects{key}",
+                        f"piitracer cannot touch this system: its owner erases the subjects{key}",
                         key_column=decision.key_column, values_from=decision.values_from, path=decision.path)
     if entry is None and decision.status is not DatasetStatus.NO_ACTION:
         decision.warnings.append(f"{dataset} is not in the catalog: add it with its format and location")

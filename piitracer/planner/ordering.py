@@ -44,10 +44,13 @@ def dataset_order(graph: LineageGraph, planned: set[str]) -> DatasetOrder:
             for name in names:
                 group[name] = f"cycle-{cycle_count}"
         order.extend(names)
-    upstream = {
-        name: tuple(sorted(p for p in flows.predecessors(name) if group.get(p) is None or group.get(p) != group.get(name)))
-        for name in order
-    }
+    # A cycle is erased as one group: every member waits for every upstream of the group.
+    upstream: dict[str, tuple[str, ...]] = {}
+    for component in ordered_components:
+        names = members[component]
+        outside = sorted({p for name in names for p in flows.predecessors(name) if p not in names})
+        for name in names:
+            upstream[name] = tuple(outside)
     return DatasetOrder(datasets=tuple(order), group=group, upstream=upstream)
 
 

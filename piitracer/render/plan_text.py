@@ -1,0 +1,96 @@
+"""The plan as readable tables (rich), and one dataset's explanation. Never prints subject values."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from piitracer.model.plan import DatasetDecision, DeletionPlan, Step
+
+
+def plan_tables(plan: DeletionPlan) -> Group:
+    """Header, the ordered steps and the per-dataset summary."""
+    requests = sorted({s.request_id for s in plan.subjects})
+    shown = ", ".join(requests[:5]) + (f" and {len(requests) - 5} more" if len(requests) > 5 else "")
+    header = Text.assemble(
+        ("plan ", "bold"), plan.plan_id[:16], f"  schema {plan.schema_version}\n",
+        f"{len(plan.subjects)} subject(s), requests {shown}; sources ", ", ".join(str(s) for s in plan.sources),
+        f"\ndeadline {plan.deadline_at.isoformat()}",
+    )
+    steps = Table(title="steps", show_lines=False)
+    for name in ("#", "id", "dataset", "action", "key column", "values", "after", "note"):
+        steps.add_column(name, overflow="fold")
+    for step in plan.steps:
+        steps.add_row(str(step.order), step.id, step.dataset, _action(step), step.key_column or "",
+                      _values(step), ", ".join(step.depends_on[:3]) + ("…" if len(step.depends_on) > 3 else ""),
+                      _note(step))
+    datasets = Table(title="datasets")
+    for name in ("dataset", "format", "status", "key column", "rule", "deadline"):
+        datasets.add_column(name, overflow="fold")
+    for decision in plan.datasets:
+        datasets.add_row(decision.dataset, decision.format or "?", decision.status.value, decision.key_column or "",
+                         decision.rule, _deadline(decision))
+    parts = [header, steps, datasets]
+    if plan.warnings:
+        parts.append(Text("warnings:\n" + "\n".join(f"  - {w}" for w in plan.warnings), style="yellow"))
+    return Group(*parts)
+
+
+def explain_text(plan: DeletionPlan, dataset: str) -> str:
+    """Why the plan does what it does with one dataset: rule, key, values, lineage path, deadline."""
+    decision = plan.decision(dataset)
+    lines = [
+        f"{decision.dataset} ({decision.format or 'not in catalog'})",
+        f"  status:     {decision.status.value}",
+        f"  rule:       {decision.rule}",
+        f"  reason:     {decision.reason}",
+    ]
+    if decision.key_column:
+        lines.append(f"  key column: {decision.key_column}")
+    for value in decision.values_from:
+        how = f"computed on {value.source}: {value.expression}" if value.expression else f"captured from {value.source}"
+        lines.append(f"  values:     {value.name} ({how})")
+    if decision.group:
+        lines.append(f"  group:      {decision.group} (a lineage cycle, erased together)")
+    lines.append("  lineage path:")
+    lines += [f"    {hop}" for hop in decision.lineage_path] or ["    (a source of the request)"]
+    if decision.deadline:
+        d = decision.deadline
+        lines.append(f"  deadline:   {d.deadline_at.isoformat()}; own retention: {d.basis}")
+        if d.violates_deadline:
+            lines.append(f"  ! own retention misses the deadline; the plan instead: {d.override}")
+    steps = [s for s in plan.steps if s.dataset == dataset]
+    if steps:
+        lines.append("  steps:      " + ", ".join(f"{s.id} {s.action.value}" for s in steps))
+    lines += [f"  warning:    {w}" for w in decision.warnings]
+    return "\n".join(lines)
+
+
+def _action(step: Step) -> str:
+    return step.action.value + (" (blocking)" if step.blocking else "")
+
+
+def _values(step: Step) -> str:
+    return ", ".join(v.expression or v.name for v in step.values_from)
+
+
+def _note(step: Step) -> str:
+    parts = []
+    if step.group:
+        parts.append(step.group)
+    if step.owner:
+        parts.append(f"owner: {step.owner}")
+    if step.reason and step.action.value in ("manual", "manual_review", "release_ref", "recompute"):
+        parts.append(step.reason)
+    if "condition" in step.params:
+        parts.append(step.params["condition"])
+    return "; ".join(parts)
+
+
+def _deadline(decision: DatasetDecision) -> str:
+    if decision.deadline is None:
+        return ""
+    if decision.deadline.violates_deadline:
+        return "own retention misses it: overridden"
+    return "met by own retention"
