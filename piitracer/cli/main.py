@@ -32,7 +32,8 @@ class PiitracerGroup(click.Group):
             return super().invoke(ctx)
         except (piitracer.WorkspaceError, RenderError, KeyError, PlanningError, RequestFileError) as error:
             message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
-            err_console.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+            # Plain text, never wrapped: 'file:line: field: what was expected' must stay one line.
+            click.echo(f"error: {message}", err=True)
             sys.exit(EXIT_ERROR)
 
 
