@@ -1,0 +1,591 @@
+"""Column lineage of one SQL query (a sqlglot AST), resolved down to base-table columns.
+
+A query is turned into a :class:`DerivedRelation`: its ordered output columns, each with the
+set of :class:`Flow` s that reach it from base-table columns, plus the dataset-level influences
+(JOIN, FILTER, GROUP_BY, SORT) that decide which rows exist. CTEs, subqueries and temporary views
+are relations of the same kind, so reading one composes its flows into the reader's.
+
+Typing follows OpenLineage: a bare column is IDENTITY, a column inside an aggregate is
+AGGREGATION, any other expression is TRANSFORMATION; a CASE/IF condition is a column-level
+CONDITIONAL influence and a window's PARTITION BY/ORDER BY a column-level WINDOW influence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping
+
+from sqlglot import exp
+
+from piitracer.model.lineage import DIRECT_SUBTYPES, ColumnRef, EdgeSubtype
+from piitracer.model.naming import DatasetNamer
+
+DIALECT = "spark"  # expressions are always printed in Spark SQL, whatever dialect was read
+
+_HASH_CLASSES = tuple(
+    getattr(exp, name) for name in ("SHA", "SHA2", "MD5", "MD5Digest", "SHA1Digest", "SHA2Digest") if hasattr(exp, name)
+)
+_HASH_NAMES = frozenset({"SHA", "SHA1", "SHA2", "MD5", "HASH", "XXHASH64", "CRC32"})
+_NONDETERMINISTIC_CLASSES = tuple(
+    getattr(exp, name)
+    for name in ("Rand", "Randn", "Uuid", "CurrentTimestamp", "CurrentDate")
+    if hasattr(exp, name)
+)
+_NONDETERMINISTIC_NAMES = frozenset(
+    {"RAND", "RANDN", "RANDOM", "UUID", "CURRENT_TIMESTAMP", "CURRENT_DATE", "NOW", "MONOTONICALLY_INCREASING_ID"}
+)
+# Window functions that pick a value of another row: sqlglot files them under AggFunc, but the
+# value is carried, not aggregated.
+_WINDOW_VALUE_FUNCTIONS = (exp.Lag, exp.Lead, exp.FirstValue, exp.LastValue, exp.NthValue)
+# Generators: one input row gives several output rows, so no per-row expression exists.
+_GENERATORS = (exp.Explode, exp.Inline, exp.Unnest)
+_COLUMN_INFLUENCES = frozenset({EdgeSubtype.CONDITIONAL, EdgeSubtype.WINDOW})
+
+Influence = tuple[ColumnRef, EdgeSubtype]  # a dataset-level INDIRECT edge: (source column, subtype)
+
+
+@dataclass(frozen=True)
+class Flow:
+    """How one base column reaches one output column."""
+
+    source: ColumnRef
+    subtype: EdgeSubtype
+    masking: bool = False
+    expression: str | None = None  # set on TRANSFORMATION flows with a row-deterministic value
+    # The value along this path over unqualified base columns, kept to compose further hops;
+    # None when not row-deterministic. Equal expressions give equal trees, so it is not compared.
+    tree: exp.Expression | None = field(default=None, compare=False, hash=False)
+
+    @property
+    def direct(self) -> bool:
+        return self.subtype in DIRECT_SUBTYPES
+
+
+@dataclass(frozen=True, eq=False)
+class ColumnLineage:
+    """Everything known about one column of a relation."""
+
+    flows: frozenset[Flow] = frozenset()
+    tree: exp.Expression | None = None  # its value over base columns, None if unknown
+
+
+class Relation:
+    """A row source a query reads: a base table, a CTE, a subquery, a temp view."""
+
+    label: str = ""
+    inputs: frozenset[str] = frozenset()
+    indirect: frozenset[Influence] = frozenset()
+
+    def column_names(self) -> list[str] | None:
+        """Ordered column names, or ``None`` when unknown."""
+        raise NotImplementedError
+
+    def column(self, name: str) -> ColumnLineage | None:
+        """Lineage of a column, ``None`` when the relation has no such column."""
+        raise NotImplementedError
+
+    def has_column(self, name: str) -> bool:
+        names = self.column_names()
+        return names is not None and name in names
+
+
+class TableRelation(Relation):
+    """A base table: each column is its own IDENTITY source."""
+
+    def __init__(self, dataset: str, schema: Iterable[str] | None):
+        self.dataset = dataset
+        self.label = dataset
+        self.schema = [c.lower() for c in schema] if schema is not None else None
+        self.inputs = frozenset({dataset})
+
+    def column_names(self) -> list[str] | None:
+        return self.schema
+
+    def column(self, name: str) -> ColumnLineage:
+        # The SQL is trusted over a possibly stale schema: a qualified unknown column still flows.
+        tree = exp.column(name)
+        identity = Flow(ColumnRef(dataset=self.dataset, column=name), EdgeSubtype.IDENTITY, tree=tree)
+        return ColumnLineage(frozenset({identity}), tree)
+
+
+class OpaqueRelation(Relation):
+    """A row source whose columns carry no base-table lineage (MERGE target, VALUES, functions)."""
+
+    def __init__(self, label: str, names: list[str] | None):
+        self.label = label
+        self.names = names
+
+    def column_names(self) -> list[str] | None:
+        return self.names
+
+    def column(self, name: str) -> ColumnLineage:
+        return ColumnLineage(frozenset(), exp.column(name))
+
+
+@dataclass
+class DerivedRelation(Relation):
+    """The output of a query: ordered (name, lineage) pairs plus what it read."""
+
+    columns: list[tuple[str, ColumnLineage]]
+    inputs: frozenset[str] = frozenset()
+    indirect: frozenset[Influence] = frozenset()
+    label: str = "subquery"
+
+    def column_names(self) -> list[str]:
+        return [name for name, _ in self.columns]
+
+    def column(self, name: str) -> ColumnLineage | None:
+        return next((lineage for column, lineage in self.columns if column == name), None)
+
+    def renamed(self, names: list[str], label: str) -> "DerivedRelation":
+        """The same relation under an alias, with its columns renamed when names are given."""
+        columns = self.columns
+        if names:
+            columns = [(new, lineage) for new, (_, lineage) in zip(names, self.columns)]
+        return DerivedRelation(columns, self.inputs, self.indirect, label)
+
+
+@dataclass
+class QueryContext:
+    """What resolving names needs: the namer, known schemas, temp views; collects warnings."""
+
+    namer: DatasetNamer
+    schemas: dict[str, list[str]]  # learnt target schemas are added to it
+    default_database: str | None = None
+    temp_views: dict[str, DerivedRelation] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+    def dataset_id(self, table: exp.Table) -> str:
+        """Canonical id of a table node."""
+        name = ".".join(part for part in (table.catalog, table.db, table.name) if part)
+        return self.namer.from_table_name(name, self.default_database)
+
+
+class Scope:
+    """The sources visible to one SELECT (plus its parent, for correlated subqueries)."""
+
+    def __init__(self, ctx: QueryContext, ctes: Mapping[str, Relation], parent: Scope | None = None):
+        self.ctx = ctx
+        self.ctes = dict(ctes)
+        self.parent = parent
+        self.sources: dict[str, Relation] = {}
+        self.inputs: set[str] = set()
+        self.indirect: set[Influence] = set()
+
+    # ---- sources ------------------------------------------------------------------------------
+
+    def add_source(self, alias: str, relation: Relation) -> None:
+        """Make a relation visible under an alias; what it read becomes what this scope read."""
+        self.sources[alias.lower()] = relation
+        self.inputs |= relation.inputs
+        self.indirect |= relation.indirect
+
+    def table_relation(self, table: exp.Table) -> Relation:
+        """A CTE, then a temp view, then a base table (the order Spark resolves names in)."""
+        name = table.name.lower()
+        if not table.db and name in self.ctes:
+            return self.ctes[name]
+        if (not table.db or table.db.lower() == "global_temp") and name in self.ctx.temp_views:
+            return self.ctx.temp_views[name]
+        dataset = self.ctx.dataset_id(table)
+        return TableRelation(dataset, self.ctx.schemas.get(dataset))
+
+    def add_from_item(self, item: exp.Expression) -> None:
+        """A FROM or JOIN item: a table, a subquery, VALUES, or something opaque."""
+        alias = item.alias_or_name
+        if isinstance(item, exp.Table) and isinstance(item.this, exp.Identifier):
+            relation: Relation = self.table_relation(item)
+        elif isinstance(item, exp.Subquery):
+            relation = query_relation(item.this, self.ctx, self.ctes, self.parent)
+        else:
+            relation = OpaqueRelation(alias or "values", None)
+            if not isinstance(item, exp.Values):
+                self.ctx.warn(f"unsupported FROM item {item.sql(dialect=DIALECT)!r}: no lineage through it")
+        names = [c.name.lower() for c in item.args["alias"].columns] if item.args.get("alias") else []
+        if isinstance(relation, DerivedRelation):
+            relation = relation.renamed(names, alias)
+        elif isinstance(relation, OpaqueRelation) and names:
+            relation.names = names
+        self.add_source(alias or relation.label, relation)
+
+    def add_lateral(self, lateral: exp.Lateral) -> None:
+        """``LATERAL VIEW explode(x) t AS c``: each generated column is a transform of ``x``."""
+        alias = lateral.args.get("alias")
+        names = [c.name.lower() for c in alias.columns] if alias else []
+        lineage = self.lineage_of(lateral.this)
+        label = alias.name if alias and alias.name else "lateral"
+        self.add_source(label, DerivedRelation([(n, lineage) for n in names], label=label))
+
+    def subquery(self, query: exp.Expression) -> DerivedRelation:
+        """A nested query (in an expression or a condition): it may see this scope's columns."""
+        if isinstance(query, exp.Subquery):
+            query = query.this
+        relation = query_relation(query, self.ctx, self.ctes, self)
+        self.inputs |= relation.inputs
+        self.indirect |= relation.indirect
+        return relation
+
+    # ---- columns ------------------------------------------------------------------------------
+
+    def resolve(self, column: exp.Column) -> ColumnLineage | None:
+        """The lineage of a column reference, looking outwards for correlated references."""
+        name, qualifier = column.name.lower(), column.table.lower()
+        scope: Scope | None = self
+        while scope is not None:
+            if qualifier and qualifier in scope.sources:
+                found = scope.sources[qualifier].column(name)
+                if found is None:
+                    self.ctx.warn(f"column {qualifier}.{name} not found in {scope.sources[qualifier].label}")
+                return found
+            if not qualifier:
+                candidates = scope._candidates(name)
+                if len(candidates) == 1:
+                    return candidates[0].column(name)
+                if len(candidates) > 1:
+                    labels = ", ".join(sorted(r.label for r in candidates))
+                    self.ctx.warn(f"ambiguous column {name!r}: could come from {labels}")
+                    return None
+            scope = scope.parent
+        tables = [r for r in self.sources.values() if isinstance(r, TableRelation)]
+        if not qualifier and len(tables) == 1:
+            # One base table in scope (the other sources' columns are exact): the SQL is trusted
+            # over a possibly stale schema, but it is worth saying.
+            self.ctx.warn(f"column {name!r} is not in the known schema of {tables[0].label}")
+            return tables[0].column(name)
+        self.ctx.warn(f"cannot resolve column {column.sql(dialect=DIALECT)!r}")
+        return None
+
+    def _candidates(self, name: str) -> list[Relation]:
+        """Sources that have the column by their schema; else those whose schema is unknown."""
+        known = [r for r in self.sources.values() if r.has_column(name)]
+        if known:
+            return known
+        return [r for r in self.sources.values() if r.column_names() is None]
+
+    def join_using(self, name: str, right: str) -> None:
+        """``JOIN r USING (c)``: ``r.c`` and the earlier sources' ``c`` are JOIN influences."""
+        earlier = [r for alias, r in self.sources.items() if alias != right]
+        left = [r for r in earlier if r.has_column(name)]
+        unknown = [r for r in earlier if r.column_names() is None]
+        if not left and len(unknown) == 1:
+            left = unknown
+        for relation in left + [self.sources[right]]:
+            lineage = relation.column(name)
+            self._influenced_by(lineage.flows if lineage else frozenset(), EdgeSubtype.JOIN)
+
+    def has_known_column(self, name: str) -> bool:
+        return any(r.has_column(name) for r in self.sources.values())
+
+    def expand_star(self, qualifier: str, excluded: set[str]) -> list[tuple[str, ColumnLineage]]:
+        """``*`` or ``q.*``: every column of the named source(s), from their known schemas."""
+        if qualifier and qualifier not in self.sources:
+            self.ctx.warn(f"cannot expand {qualifier}.*: no such table in scope")
+            return []
+        relations = [self.sources[qualifier]] if qualifier else list(self.sources.values())
+        expanded = []
+        for relation in relations:
+            names = relation.column_names()
+            if names is None:
+                star = f"{qualifier}.*" if qualifier else "*"
+                self.ctx.warn(f"cannot expand {star} of {relation.label}: no known schema")
+                continue
+            expanded += [(n, relation.column(n) or ColumnLineage()) for n in names if n not in excluded]
+        return expanded
+
+    # ---- expressions --------------------------------------------------------------------------
+
+    def lineage_of(self, expression: exp.Expression) -> ColumnLineage:
+        """Compose an expression over this scope into flows from base columns."""
+        root = _unwrap(expression)
+        leaves = _leaves(root)
+        resolved = [self._leaf_lineage(leaf) for leaf in leaves]
+        repeatable = not _unrepeatable(root)
+        value = _substitute(root, leaves, [r.tree for r in resolved]) if repeatable else None
+        flows: set[Flow] = set()
+        for leaf, lineage in zip(leaves, resolved):
+            role, masked = _role(leaf, root), _masked(leaf, root)
+            for flow in lineage.flows:
+
+                def path_tree(flow: Flow = flow, lineage: ColumnLineage = lineage) -> exp.Expression | None:
+                    # Along this flow's path every reference to the same column takes its tree.
+                    if not repeatable or flow.tree is None:
+                        return None
+                    if flow.tree is lineage.tree:
+                        return value
+                    trees = [flow.tree if r is lineage else r.tree for r in resolved]
+                    return _substitute(root, leaves, trees)
+
+                flows.add(_compose(flow, role, masked, path_tree))
+        return ColumnLineage(frozenset(flows), value)
+
+    def _leaf_lineage(self, leaf: exp.Expression) -> ColumnLineage:
+        if isinstance(leaf, exp.Column):
+            found = self.resolve(leaf)
+            return found if found is not None else ColumnLineage(frozenset(), exp.column(leaf.name.lower()))
+        relation = self.subquery(leaf)
+        # A scalar subquery gives its first column; its value is not a per-row expression.
+        return ColumnLineage(relation.columns[0][1].flows if relation.columns else frozenset(), None)
+
+    def influence(
+        self, expression: exp.Expression, subtype: EdgeSubtype, outputs: list[tuple[str, ColumnLineage]] | None = None
+    ) -> None:
+        """Record a dataset-level influence from every base column the expression reads.
+
+        ``outputs`` (the select list) lets GROUP BY / ORDER BY / HAVING name an output column by
+        alias or position.
+        """
+        outputs = outputs or []
+        if isinstance(expression, exp.Literal) and expression.is_int and outputs:
+            position = int(expression.this) - 1  # GROUP BY 1 / ORDER BY 1
+            if 0 <= position < len(outputs):
+                self._influenced_by(outputs[position][1].flows, subtype)
+            return
+        aliases: dict[str, ColumnLineage] = {}
+        for name, lineage in outputs:
+            aliases.setdefault(name, lineage)
+        for leaf in _leaves(expression):
+            if isinstance(leaf, exp.Column):
+                lineage = self._clause_column(leaf, aliases)
+                self._influenced_by(lineage.flows if lineage else frozenset(), subtype)
+            else:
+                for _, lineage in self.subquery(leaf).columns:
+                    self._influenced_by(lineage.flows, subtype)
+
+    def _influenced_by(self, flows: Iterable[Flow], subtype: EdgeSubtype) -> None:
+        # Whatever a column depends on (its values and its own CONDITIONAL/WINDOW influences,
+        # e.g. a row_number() filtered on) influences the rows through it.
+        self.indirect |= {(f.source, subtype) for f in flows}
+
+    def _clause_column(self, column: exp.Column, aliases: Mapping[str, ColumnLineage]) -> ColumnLineage | None:
+        name = column.name.lower()
+        # An output alias wins when no source column of that name is known (Spark resolves
+        # ORDER BY against the select list, GROUP BY aliases as a fallback).
+        if not column.table and name in aliases and not self.has_known_column(name):
+            return aliases[name]
+        return self.resolve(column)
+
+
+# ---- queries ------------------------------------------------------------------------------------
+
+
+def query_relation(
+    query: exp.Expression, ctx: QueryContext, ctes: Mapping[str, Relation] | None = None, parent: Scope | None = None
+) -> DerivedRelation:
+    """The lineage of a query (SELECT, set operation, parenthesised query, VALUES)."""
+    ctes = with_ctes(query, ctx, ctes or {}, parent)
+    if isinstance(query, exp.Subquery):
+        return query_relation(query.this, ctx, ctes, parent)
+    if isinstance(query, exp.Select):
+        return _select_relation(query, ctx, ctes, parent)
+    if isinstance(query, exp.SetOperation):
+        return _set_operation_relation(query, ctx, ctes, parent)
+    if not isinstance(query, exp.Values):
+        ctx.warn(f"unsupported query {type(query).__name__}: no lineage through it")
+    return DerivedRelation([])
+
+
+def with_ctes(
+    node: exp.Expression, ctx: QueryContext, ctes: Mapping[str, Relation], parent: Scope | None = None
+) -> dict[str, Relation]:
+    """The CTEs visible inside ``node``: the outer ones plus its WITH, each seeing the earlier."""
+    visible = dict(ctes)
+    with_ = node.args.get("with_")
+    for cte in with_.expressions if with_ else []:
+        alias = cte.args["alias"]
+        relation = query_relation(cte.this, ctx, visible, parent)
+        visible[cte.alias.lower()] = relation.renamed([c.name.lower() for c in alias.columns], cte.alias.lower())
+    return visible
+
+
+def _select_relation(
+    select: exp.Select, ctx: QueryContext, ctes: Mapping[str, Relation], parent: Scope | None
+) -> DerivedRelation:
+    scope = Scope(ctx, ctes, parent)
+    from_ = select.args.get("from_")
+    if from_:
+        scope.add_from_item(from_.this)
+    for join in select.args.get("joins") or []:
+        scope.add_from_item(join.this)
+        if join.args.get("on"):
+            scope.influence(join.args["on"], EdgeSubtype.JOIN)
+        for identifier in join.args.get("using") or []:
+            scope.join_using(identifier.name.lower(), join.this.alias_or_name.lower())
+    for lateral in select.args.get("laterals") or []:
+        scope.add_lateral(lateral)
+
+    columns = _projections(select, scope)
+    for key in ("where", "having", "qualify"):
+        if select.args.get(key):
+            scope.influence(select.args[key].this, EdgeSubtype.FILTER, columns)
+    if select.args.get("group"):
+        for part in select.args["group"].iter_expressions():
+            scope.influence(part, EdgeSubtype.GROUP_BY, columns)
+    for key in ("order", "sort", "cluster", "distribute"):
+        if select.args.get(key):
+            for part in select.args[key].expressions:
+                scope.influence(part.this if isinstance(part, exp.Ordered) else part, EdgeSubtype.SORT, columns)
+    return DerivedRelation(columns, frozenset(scope.inputs), frozenset(scope.indirect))
+
+
+def _projections(select: exp.Select, scope: Scope) -> list[tuple[str, ColumnLineage]]:
+    columns: list[tuple[str, ColumnLineage]] = []
+    for projection in select.expressions:
+        star = projection if isinstance(projection, exp.Star) else None
+        if isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star):
+            star = projection.this
+        if star is not None:
+            excluded = {c.name.lower() for c in star.args.get("except_") or []}
+            qualifier = projection.table.lower() if isinstance(projection, exp.Column) else ""
+            columns += scope.expand_star(qualifier, excluded)
+        else:
+            columns.append((_output_name(projection), scope.lineage_of(projection)))
+    return columns
+
+
+def _output_name(projection: exp.Expression) -> str:
+    """The alias, the column name, or (as Spark does) the expression's text."""
+    return (projection.alias_or_name or projection.sql(dialect=DIALECT)).lower()
+
+
+def _set_operation_relation(
+    node: exp.SetOperation, ctx: QueryContext, ctes: Mapping[str, Relation], parent: Scope | None
+) -> DerivedRelation:
+    """UNION/INTERSECT/EXCEPT: columns by position, names from the first branch.
+
+    The right side of EXCEPT only removes rows, so its columns are FILTER influences.
+    """
+    left = query_relation(node.left, ctx, ctes, parent)
+    right = query_relation(node.right, ctx, ctes, parent)
+    if len(left.columns) != len(right.columns):
+        ctx.warn(f"{node.key.upper()} branches have {len(left.columns)} and {len(right.columns)} columns")
+    indirect = set(left.indirect | right.indirect)
+    columns = []
+    for index, (name, lineage) in enumerate(left.columns):
+        other = right.columns[index][1] if index < len(right.columns) else ColumnLineage()
+        if isinstance(node, exp.Except):
+            indirect |= {(f.source, EdgeSubtype.FILTER) for f in other.flows}
+            columns.append((name, lineage))
+        else:
+            columns.append((name, _merge(lineage, other)))
+    relation = DerivedRelation(columns, left.inputs | right.inputs, frozenset(indirect))
+    if node.args.get("order"):
+        scope = Scope(ctx, ctes, parent)
+        scope.add_source(relation.label, relation)
+        for part in node.args["order"].expressions:
+            scope.influence(part.this, EdgeSubtype.SORT, columns)
+        relation = DerivedRelation(columns, relation.inputs, frozenset(indirect | scope.indirect))
+    return relation
+
+
+def _merge(a: ColumnLineage, b: ColumnLineage) -> ColumnLineage:
+    """One column fed by two branches: all flows; a value tree only if both agree."""
+    same = a.tree is not None and b.tree is not None and a.tree == b.tree
+    return ColumnLineage(a.flows | b.flows, a.tree if same else None)
+
+
+# ---- expression helpers -------------------------------------------------------------------------
+
+
+def _unwrap(node: exp.Expression) -> exp.Expression:
+    while isinstance(node, (exp.Alias, exp.Paren)):
+        node = node.this
+    return node
+
+
+def _leaves(root: exp.Expression) -> list[exp.Expression]:
+    """Column references and nested queries of an expression, in a stable order.
+
+    Nested queries are leaves: their own columns belong to their own scope.
+    """
+
+    def nested(node: exp.Expression) -> bool:
+        return isinstance(node, (exp.Subquery, exp.Query))
+
+    return [
+        node
+        for node in root.walk(bfs=False, prune=nested)
+        if (isinstance(node, exp.Column) and not isinstance(node.this, exp.Star)) or nested(node)
+    ]
+
+
+def _substitute(
+    root: exp.Expression, leaves: list[exp.Expression], trees: list[exp.Expression | None]
+) -> exp.Expression | None:
+    """``root`` with every leaf replaced by its tree (unqualified base columns)."""
+    if any(tree is None for tree in trees):
+        return None
+    if len(leaves) == 1 and leaves[0] is root:
+        return trees[0].copy()
+    copy = root.copy()
+    for leaf, tree in zip(_leaves(copy), trees):
+        leaf.replace(tree.copy())
+    return copy
+
+
+def _ancestors(leaf: exp.Expression, root: exp.Expression) -> Iterable[tuple[exp.Expression, str]]:
+    """(ancestor, arg key it was reached through), from the leaf up to ``root``."""
+    child = leaf
+    while child is not root and child.parent is not None:
+        yield child.parent, child.arg_key
+        child = child.parent
+
+
+def _role(leaf: exp.Expression, root: exp.Expression) -> EdgeSubtype:
+    """How a leaf feeds the expression's value; the innermost condition or window wins."""
+    aggregated = False
+    for node, key in _ancestors(leaf, root):
+        if isinstance(node, exp.Window) and key != "this":
+            return EdgeSubtype.WINDOW
+        if isinstance(node, (exp.If, exp.Case)) and key == "this":
+            return EdgeSubtype.CONDITIONAL
+        if isinstance(node, exp.Filter) and key == "expression":  # agg(x) FILTER (WHERE c)
+            return EdgeSubtype.CONDITIONAL
+        if _is_aggregate(node):
+            aggregated = True
+    if aggregated:
+        return EdgeSubtype.AGGREGATION
+    return EdgeSubtype.IDENTITY if leaf is root else EdgeSubtype.TRANSFORMATION
+
+
+def _is_aggregate(node: exp.Expression) -> bool:
+    return isinstance(node, exp.AggFunc) and not isinstance(node, _WINDOW_VALUE_FUNCTIONS)
+
+
+def _masked(leaf: exp.Expression, root: exp.Expression) -> bool:
+    return any(_is_hash(node) for node, _ in _ancestors(leaf, root))
+
+
+def _function_name(node: exp.Expression) -> str:
+    return node.name.upper() if isinstance(node, exp.Anonymous) else ""
+
+
+def _is_hash(node: exp.Expression) -> bool:
+    return isinstance(node, _HASH_CLASSES) or _function_name(node) in _HASH_NAMES
+
+
+def _unrepeatable(root: exp.Expression) -> bool:
+    """Whether the value cannot be recomputed from one row: aggregates, windows, generators,
+    nested queries, non-deterministic functions."""
+    return any(
+        isinstance(node, (exp.AggFunc, exp.Window, exp.Subquery, exp.Query) + _GENERATORS + _NONDETERMINISTIC_CLASSES)
+        or _function_name(node) in _NONDETERMINISTIC_NAMES
+        for node in root.walk()
+    )
+
+
+def _compose(flow: Flow, role: EdgeSubtype, masked: bool, path_tree: Callable[[], exp.Expression | None]) -> Flow:
+    """One more hop: ``flow`` reaches a leaf that feeds the new column as ``role``."""
+    if role in _COLUMN_INFLUENCES:
+        # Everything the leaf depends on influences the new column the way the leaf does.
+        return Flow(flow.source, role)
+    if not flow.direct or role is EdgeSubtype.IDENTITY:
+        return flow
+    if EdgeSubtype.AGGREGATION in (role, flow.subtype):
+        return Flow(flow.source, EdgeSubtype.AGGREGATION, masked or flow.masking)
+    tree = path_tree()
+    expression = tree.sql(dialect=DIALECT) if tree is not None else None
+    return Flow(flow.source, EdgeSubtype.TRANSFORMATION, masked or flow.masking, expression, tree)
