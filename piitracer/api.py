@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from typing import Mapping, Sequence
 
+from piitracer.executor.table_state import read_table_states
 from piitracer.graph.lineage_graph import LineageGraph
 from piitracer.ingest.workspace_ingest import ingest_workspace
 from piitracer.ingest.workspace_loader import Workspace, load_workspace
@@ -48,7 +49,10 @@ def plan_deletion(
     subjects: Sequence[Subject],
     table_states: Mapping[str, TableState] | None = None,
 ) -> DeletionPlan:
-    """Plan the erasure of ``subjects`` whose key is in the ``sources`` columns (``db.table.column``)."""
+    """Plan the erasure of ``subjects`` whose key is in the ``sources`` columns (``db.table.column``).
+
+    ``table_states`` defaults to what the live Iceberg tables of the workspace say (tags, branches).
+    """
     refs = []
     for text in sources:
         try:
@@ -59,7 +63,16 @@ def plan_deletion(
             raise PlanningError(f"--source {text}: expected DATASET.COLUMN, got a dataset")
         refs.append(parsed)
     request = PlanRequest(sources=tuple(refs), subjects=tuple(subjects))
+    if table_states is None:
+        table_states = live_table_states(workspace)
     return build_plan(graph, workspace.config.catalog, workspace.config.policy, request, table_states)
+
+
+def live_table_states(workspace: Workspace) -> dict[str, TableState]:
+    """Tags and branches of every catalogued Iceberg table that exists on disk."""
+    catalog = workspace.config.catalog
+    locations = {d: path for d in catalog if (path := workspace.location_of(d)) is not None}
+    return read_table_states(catalog, locations)
 
 
 def write_private(path: str | os.PathLike[str], text: str) -> None:

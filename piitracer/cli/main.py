@@ -13,6 +13,7 @@ from rich.table import Table
 
 import piitracer
 from piitracer.api import plan_deletion, write_private
+from piitracer.executor.table_state import TableStateError
 from piitracer.ingest.requests import RequestFileError, read_requests
 from piitracer.model.plan import DeletionPlan, Subject
 from piitracer.planner.build import PlanningError
@@ -30,7 +31,7 @@ class PiitracerGroup(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except (piitracer.WorkspaceError, RenderError, KeyError, PlanningError, RequestFileError) as error:
+        except (piitracer.WorkspaceError, RenderError, KeyError, PlanningError, RequestFileError, TableStateError) as error:
             message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
             # Plain text, never wrapped: 'file:line: field: what was expected' must stay one line.
             click.echo(f"error: {message}", err=True)

@@ -1,0 +1,1 @@
+"""Everything that reads or changes live tables (Spark, delta-rs, pyiceberg, files)."""
