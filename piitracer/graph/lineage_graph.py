@@ -267,8 +267,6 @@ class LineageGraph:
             for _, target, data in sorted(self._graph.out_edges(dataset_node(source), data=True), key=_edge_tuple_key):
                 edge: DatasetEdge = data["dataset_edge"]
                 if edge.relation is DatasetRelation.FLOW and (source, edge.target) in self._column_pairs:
-                    if edge.target in datasets:
-                        result.append(edge)
                     continue  # column lineage says exactly what flows
                 result.append(edge)
                 if edge.target not in datasets:

@@ -117,7 +117,8 @@ def _dataset_label(graph: LineageGraph, dataset_id: str, start, states: Mapping[
         cell_fill = START_FILL if dataset_id == start_dataset and column == start_column else "white"
         name = html.escape(column)
         if column in identifiers:
-            name = f"<B>{name}</B> 🔑" if info.catalog and column == info.catalog.subject_key else f"<B>{name}</B>"
+            key = info.catalog is not None and column == info.catalog.subject_key
+            name = f'<B>{name}</B> <FONT POINT-SIZE="7">(subject key)</FONT>' if key else f"<B>{name}</B>"
         rows.append(f'<TR><TD BGCOLOR="{cell_fill}" PORT="{_port(column)}" ALIGN="LEFT">{name}</TD></TR>')
     return f'<<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="3">{"".join(rows)}</TABLE>>'
 
