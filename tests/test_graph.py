@@ -2,43 +2,11 @@
 
 from __future__ import annotations
 
+from lineage_builders import A, I, ORIGIN, T, col, edge
+
 from piitracer.graph.lineage_graph import LineageGraph, Reach
-from piitracer.model.lineage import (
-    ColumnEdge,
-    ColumnRef,
-    DatasetEdge,
-    DatasetRelation,
-    EdgeKind,
-    EdgeSubtype,
-    LineageBatch,
-    Origin,
-    OriginKind,
-)
+from piitracer.model.lineage import DatasetEdge, DatasetRelation, EdgeSubtype, LineageBatch
 from piitracer.model.workspace import CatalogDataset
-
-ORIGIN = Origin(kind=OriginKind.SQL, file="t.sql", line=1)
-
-
-def col(text: str) -> ColumnRef:
-    dataset, _, column = text.rpartition(".")
-    return ColumnRef(dataset=dataset, column=column)
-
-
-def edge(source: str, target: str | None, subtype: EdgeSubtype, *, dataset: str | None = None, **kw) -> ColumnEdge:
-    kind = EdgeKind.DIRECT if subtype in (EdgeSubtype.IDENTITY, EdgeSubtype.TRANSFORMATION, EdgeSubtype.AGGREGATION) else EdgeKind.INDIRECT
-    target_ref = col(target) if target else None
-    return ColumnEdge(
-        source=col(source),
-        target_dataset=target_ref.dataset if target_ref else dataset,
-        target_column=target_ref.column if target_ref else None,
-        kind=kind,
-        subtype=subtype,
-        origin=ORIGIN,
-        **kw,
-    )
-
-
-I, T, A = EdgeSubtype.IDENTITY, EdgeSubtype.TRANSFORMATION, EdgeSubtype.AGGREGATION
 
 
 def small_graph() -> LineageGraph:

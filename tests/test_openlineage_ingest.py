@@ -23,7 +23,6 @@ from openlineage.client.serde import Serde
 from piitracer.ingest.openlineage import ingest_openlineage_paths, ingest_openlineage_text
 from piitracer.model.lineage import (
     DatasetRelation,
-    EdgeKind,
     LineageBatch,
     OriginKind,
     ProblemSeverity,

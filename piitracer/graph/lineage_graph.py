@@ -118,7 +118,7 @@ class LineageGraph:
             info.aliases.update(facts.aliases)
         for edge in sorted(batch.column_edges, key=ColumnEdge.sort_key):
             graph.add_column_edge(edge)
-        for edge in sorted(batch.dataset_edges, key=_dataset_edge_key):
+        for edge in sorted(batch.dataset_edges, key=DatasetEdge.sort_key):
             graph.add_dataset_edge(edge)
         graph._add_catalog_relations(catalog or {})
         return graph
@@ -198,7 +198,7 @@ class LineageGraph:
     def dataset_edges(self) -> list[DatasetEdge]:
         """All dataset-level edges, in their deterministic order."""
         edges = [data["dataset_edge"] for _, _, data in self._graph.edges(data=True) if "dataset_edge" in data]
-        return sorted(edges, key=_dataset_edge_key)
+        return sorted(edges, key=DatasetEdge.sort_key)
 
     def edges_from(self, ref: ColumnRef) -> list[ColumnEdge]:
         """Column edges leaving one column, sorted."""
@@ -271,7 +271,7 @@ class LineageGraph:
                 result.append(edge)
                 if edge.target not in datasets:
                     datasets[edge.target] = Reach.FLOW
-        return sorted(set(result), key=_dataset_edge_key)
+        return sorted(set(result), key=DatasetEdge.sort_key)
 
     def explain(self, start: ColumnRef, target: str | ColumnRef) -> list[ColumnEdge]:
         """The shortest chain of edges that takes ``start`` to ``target`` (a column or any column of
@@ -376,9 +376,5 @@ def _unwind(parents: dict[object, ColumnEdge], landing: object, start: ColumnRef
     return list(reversed(path))
 
 
-def _dataset_edge_key(edge: DatasetEdge) -> tuple:
-    return (edge.source, edge.target, edge.relation.value, edge.origin.file, edge.origin.line or 0)
-
-
 def _edge_tuple_key(item: tuple) -> tuple:
-    return _dataset_edge_key(item[2]["dataset_edge"])
+    return item[2]["dataset_edge"].sort_key()

@@ -30,6 +30,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from piitracer.ingest.source_files import display_path, files_under
 from piitracer.model.lineage import (
     DIRECT_SUBTYPES,
     ColumnEdge,
@@ -251,7 +252,7 @@ def ingest_openlineage_paths(
     """
     reader = _Reader()
     for path in _event_files(paths, reader, display_root):
-        shown = _display_path(path, display_root)
+        shown = display_path(path, display_root)
         try:
             text = path.read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
@@ -265,25 +266,11 @@ def ingest_openlineage_paths(
 
 
 def _event_files(paths: Sequence[Path], reader: _Reader, display_root: Path | None) -> Iterator[Path]:
-    for path in paths:
-        path = Path(path)
-        if path.is_dir():
-            found = (p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in EVENT_SUFFIXES)
-            yield from sorted(found, key=lambda p: p.as_posix())
-        elif path.is_file():
+    for path in files_under(paths, EVENT_SUFFIXES):
+        if path.is_file():
             yield path
         else:
-            reader.error(_display_path(path, display_root), None, "path does not exist", counts=False)
-
-
-def _display_path(path: Path, display_root: Path | None) -> str:
-    if display_root is not None:
-        for candidate, root in ((path, display_root), (path.resolve(), display_root.resolve())):
-            try:
-                return candidate.relative_to(root).as_posix()
-            except ValueError:
-                continue
-    return path.as_posix()
+            reader.error(display_path(path, display_root), None, "path does not exist", counts=False)
 
 
 def _read_text(reader: _Reader, text: str, *, file: str) -> None:
@@ -489,7 +476,7 @@ def _build_batch(reader: _Reader, namer: DatasetNamer) -> LineageBatch:
 
     return LineageBatch(
         column_edges=tuple(sorted(builder.column_edges, key=_column_edge_key)),
-        dataset_edges=tuple(sorted(builder.dataset_edges, key=_dataset_edge_key)),
+        dataset_edges=tuple(sorted(builder.dataset_edges, key=DatasetEdge.sort_key)),
         datasets=_merge_facts(builder.facts),
         problems=_in_reading_order(reader.problems + builder.warnings, reader.files),
         units_read=reader.units_read,
@@ -711,15 +698,6 @@ def _column_edge_key(edge: ColumnEdge) -> tuple:
     return (*edge.sort_key(), edge.description or "", edge.origin.job or "")
 
 
-def _dataset_edge_key(edge: DatasetEdge) -> tuple:
-    return (
-        edge.source,
-        edge.target,
-        edge.relation.value,
-        edge.origin.file,
-        edge.origin.line or 0,
-        edge.origin.job or "",
-    )
 
 
 __all__ = ["ingest_openlineage_paths", "ingest_openlineage_text"]

@@ -30,6 +30,7 @@ from piitracer.ingest.sql_scope import (
     query_relation,
     with_ctes,
 )
+from piitracer.ingest.source_files import display_path, files_under
 from piitracer.model.lineage import (
     DIRECT_SUBTYPES,
     ColumnEdge,
@@ -82,8 +83,8 @@ def ingest_sql_paths(
     """
     known = _copy(schemas)
     batch = LineageBatch()
-    for path in _sql_files(paths):
-        shown = _display_path(path, display_root)
+    for path in files_under(paths, [".sql"]):
+        shown = display_path(path, display_root)
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as error:
@@ -100,24 +101,6 @@ def ingest_sql_paths(
 
 def _copy(schemas: Mapping[str, Sequence[str]] | None) -> dict[str, list[str]]:
     return {dataset: [c.lower() for c in columns] for dataset, columns in (schemas or {}).items()}
-
-
-def _sql_files(paths: Sequence[Path]) -> Iterator[Path]:
-    for path in paths:
-        if path.is_dir():
-            yield from sorted(p for p in path.rglob("*.sql") if p.is_file())
-        else:
-            yield path
-
-
-def _display_path(path: Path, root: Path | None) -> str:
-    if root is not None:
-        for candidate, base in ((path, root), (path.resolve(), root.resolve())):
-            try:
-                return candidate.relative_to(base).as_posix()
-            except ValueError:
-                continue
-    return path.as_posix() if root is not None else str(path)
 
 
 @dataclass

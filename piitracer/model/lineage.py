@@ -138,6 +138,11 @@ class DatasetEdge(Frozen):
     relation: DatasetRelation
     origin: Origin
 
+    def sort_key(self) -> tuple:
+        """Total order used wherever dataset edges are listed, so output is deterministic."""
+        return (self.source, self.target, self.relation.value, self.origin.file, self.origin.line or 0,
+                self.origin.job or "")
+
 
 class DatasetFacts(Frozen):
     """What one lineage source says about a dataset itself: columns (schema) and aliases."""

@@ -1,0 +1,30 @@
+"""Finding lineage source files and naming them in messages, shared by the event and SQL ingests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+
+def files_under(paths: Sequence[Path], suffixes: Iterable[str]) -> Iterator[Path]:
+    """Each given file as is, and every file with one of ``suffixes`` under each given folder,
+    recursively, sorted by path so ingest order (and output) is deterministic. A path that does not
+    exist is yielded too: the caller reports it."""
+    wanted = {s.lower() for s in suffixes}
+    for path in map(Path, paths):
+        if path.is_dir():
+            found = (p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in wanted)
+            yield from sorted(found, key=lambda p: p.as_posix())
+        else:
+            yield path
+
+
+def display_path(path: Path, root: Path | None) -> str:
+    """The path as messages and origins show it: relative to ``root`` (posix) when inside it."""
+    if root is not None:
+        for candidate, base in ((path, root), (path.resolve(), root.resolve())):
+            try:
+                return candidate.relative_to(base).as_posix()
+            except ValueError:
+                continue
+    return path.as_posix()
