@@ -4,8 +4,12 @@ verify). Only this module and ``cli`` import across layers."""
 from __future__ import annotations
 
 import os
-from typing import Mapping, Sequence
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
 
+from pydantic import ValidationError
+
+from piitracer.executor.runner import ExecuteOptions, ExecutionContext, PlanExecutor, RunSummary, StepResult
 from piitracer.executor.table_state import read_table_states
 from piitracer.graph.lineage_graph import LineageGraph
 from piitracer.ingest.workspace_ingest import ingest_workspace
@@ -81,3 +85,40 @@ def write_private(path: str | os.PathLike[str], text: str) -> None:
     os.fchmod(fd, 0o600)  # also when the file existed with a wider mode
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
+
+
+def load_plan(path: str | os.PathLike[str]) -> DeletionPlan:
+    """Read a plan file, refusing one whose content no longer matches its ``plan_id``."""
+    try:
+        plan = DeletionPlan.model_validate_json(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise PlanningError(f"{path}: cannot read the plan: {error}") from None
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise PlanningError(f"{path}: not a piitracer plan: {field}: {first['msg']}") from None
+    if plan.plan_id != plan.content_hash():
+        raise PlanningError(f"{path}: plan_id does not match the plan's content (edited after planning?): re-plan")
+    return plan
+
+
+def execution_context(workspace: Workspace) -> ExecutionContext:
+    """Where the executor finds tables, Spark settings and its journal, for one workspace."""
+    catalog = workspace.config.catalog
+    return ExecutionContext(
+        catalog=catalog,
+        locations={d: path for d in catalog if (path := workspace.location_of(d)) is not None},
+        spark=workspace.config.spark,
+        warehouse=workspace.resolve(workspace.config.spark.warehouse),
+        journal_path=workspace.root / ".piitracer" / "journal.sqlite",
+    )
+
+
+def execute_plan(
+    workspace: Workspace,
+    plan: DeletionPlan,
+    options: ExecuteOptions = ExecuteOptions(),
+    on_step: Callable[[StepResult], None] | None = None,
+) -> RunSummary:
+    """Run a plan on the workspace's lakehouse (journaled; ``options.resume`` continues a killed run)."""
+    return PlanExecutor(plan, execution_context(workspace), options, on_step).run()

@@ -1,0 +1,294 @@
+"""Run a deletion plan: resolve once, then every step in plan order, each journaled before and
+after it runs. A killed run resumes (``resume=True``) where it stopped: committed steps are not
+applied again, and every step is idempotent, so one that was running when the process died is
+simply run again (a delete with nothing left to match commits nothing)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from piitracer.executor.iceberg_eraser import IcebergEraser
+from piitracer.executor.journal import BLOCKED, COMMITTED, FAILED, PENDING, RUNNING, Journal
+from piitracer.executor.outcome import SafetyError, StepOutcome
+from piitracer.executor.resolve import resolve_values, values_for
+from piitracer.executor.spark_session import spark_session
+from piitracer.model.plan import Action, DeletionPlan, Step
+from piitracer.model.workspace import CatalogDataset, DatasetFormat, SparkSettings
+
+# Steps piitracer records but does not perform: a person (or the dataset's own job) does them.
+NOT_PERFORMED = {Action.MANUAL, Action.MANUAL_REVIEW, Action.RECOMPUTE}
+ICEBERG_ACTIONS = {Action.DELETE_ROWS, Action.REWRITE_DATA_FILES, Action.REWRITE_MANIFESTS, Action.EXPIRE_SNAPSHOTS,
+                   Action.REMOVE_ORPHAN_FILES, Action.RELEASE_REF}
+
+
+class ExecutionError(RuntimeError):
+    """The run stopped; the message names the step and why (never a subject value)."""
+
+
+@dataclass(frozen=True)
+class ExecuteOptions:
+    dry_run: bool = False
+    resume: bool = False
+    no_concurrent_writers: bool = False  # allows remove_orphan_files
+    drop_refs: bool = False  # allows release_ref to drop the tag/branch
+
+
+@dataclass
+class StepResult:
+    step: Step
+    state: str
+    outcome: StepOutcome | None = None
+    message: str | None = None
+    seconds: float = 0.0
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    plan_id: str
+    status: str  # complete | incomplete (blocked or pending steps) | failed | dry-run
+    results: list[StepResult] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def by_dataset(self) -> dict[str, dict[str, int]]:
+        """Rows deleted, files rewritten/removed and bytes removed per dataset."""
+        totals: dict[str, dict[str, int]] = {}
+        for result in self.results:
+            row = totals.setdefault(result.step.dataset, {"rows_deleted": 0, "files_rewritten": 0, "files_removed": 0, "bytes_removed": 0})
+            if result.outcome:
+                for key in row:
+                    row[key] += getattr(result.outcome, key)
+        return totals
+
+
+@dataclass
+class ExecutionContext:
+    """Where things are: built by the API from the workspace (the executor imports no ingest code)."""
+
+    catalog: Mapping[str, CatalogDataset]
+    locations: Mapping[str, Path]
+    spark: SparkSettings
+    warehouse: Path
+    journal_path: Path
+
+
+class PlanExecutor:
+    """Executes one plan against one lakehouse."""
+
+    def __init__(self, plan: DeletionPlan, context: ExecutionContext, options: ExecuteOptions = ExecuteOptions(),
+                 on_step: Callable[[StepResult], None] | None = None) -> None:
+        self.plan, self.context, self.options = plan, context, options
+        self.on_step = on_step or (lambda result: None)
+        self._spark = None
+        self._value_sets: dict[str, list[Any]] | None = None
+
+    # ---- running --------------------------------------------------------------------------
+
+    def run(self) -> RunSummary:
+        """Run (or with ``dry_run`` describe) every step; raises ExecutionError when a step fails."""
+        started = time.monotonic()
+        if self.options.dry_run:
+            results = [StepResult(step, "dry-run", message=describe(step, self.context.catalog)) for step in self.plan.steps]
+            for result in results:
+                self.on_step(result)
+            return RunSummary("dry-run", self.plan.plan_id, "dry-run", results, time.monotonic() - started)
+        journal = Journal(self.context.journal_path)
+        try:
+            return self._run(journal, started)
+        finally:
+            journal.close()
+
+    def _run(self, journal: Journal, started: float) -> RunSummary:
+        plan_id = self.plan.plan_id
+        if journal.has_steps(plan_id) and not self.options.resume:
+            raise ExecutionError(f"plan {plan_id[:16]} has already run (journal {self.context.journal_path}): "
+                                 "use --resume to continue it")
+        run_id = uuid.uuid4().hex
+        journal.start_run(run_id, plan_id, self.options.__dict__)
+        summary = RunSummary(run_id, plan_id, "complete")
+        states: dict[str, str] = {}
+        for step in self.plan.steps:
+            record = journal.step(plan_id, step.id)
+            if record is not None and record.state == COMMITTED:
+                states[step.id] = COMMITTED
+                result = StepResult(step, COMMITTED, StepOutcome(**record.outcome) if record.outcome else None,
+                                    "already committed in an earlier run")
+            else:
+                result = self._run_step(journal, run_id, step, states)
+            states[step.id] = result.state
+            summary.results.append(result)
+            self.on_step(result)
+            if result.state == FAILED:
+                summary.status = "failed"
+                journal.finish_run(run_id, "failed")
+                summary.seconds = time.monotonic() - started
+                raise ExecutionError(f"step {step.id} ({step.action.value} on {step.dataset}) failed: {result.message}")
+            if result.state in (BLOCKED, PENDING) and step.action not in NOT_PERFORMED:
+                summary.status = "incomplete"
+        journal.finish_run(run_id, summary.status)
+        summary.seconds = time.monotonic() - started
+        return summary
+
+    def _run_step(self, journal: Journal, run_id: str, step: Step, states: dict[str, str]) -> StepResult:
+        waiting = [d for d in step.depends_on if states.get(d) in (BLOCKED, FAILED) or
+                   (states.get(d) == PENDING and self._gates(d))]
+        if waiting:
+            message = f"waits for {', '.join(waiting)}"
+            journal.mark(self.plan.plan_id, run_id, step, BLOCKED, message=message)
+            return StepResult(step, BLOCKED, message=message)
+        refusal = self._refusal(step)
+        if refusal is not None:
+            state, message = refusal
+            journal.mark(self.plan.plan_id, run_id, step, state, message=message)
+            return StepResult(step, state, message=message)
+        journal.mark(self.plan.plan_id, run_id, step, RUNNING)
+        began = time.monotonic()
+        try:
+            outcome = self._perform(journal, step)
+        except Exception as error:  # journal every failure, then stop the run
+            message = _one_line(error)
+            journal.mark(self.plan.plan_id, run_id, step, FAILED, message=message)
+            return StepResult(step, FAILED, message=message, seconds=time.monotonic() - began)
+        journal.mark(self.plan.plan_id, run_id, step, COMMITTED, outcome.as_dict())
+        return StepResult(step, COMMITTED, outcome, seconds=time.monotonic() - began)
+
+    def _gates(self, step_id: str) -> bool:
+        """A step piitracer leaves to a person (manual, recompute) does not hold back others: the
+        rest of the erasure goes on; only refused physical steps (orphans, refs) do."""
+        step = next(s for s in self.plan.steps if s.id == step_id)
+        return step.action not in NOT_PERFORMED
+
+    def _refusal(self, step: Step) -> tuple[str, str] | None:
+        if step.action in NOT_PERFORMED:
+            who = f" by {step.owner}" if step.owner else ""
+            return PENDING, f"to be done{who}: {step.reason or step.action.value}"
+        if step.action is Action.REMOVE_ORPHAN_FILES and not self.options.no_concurrent_writers:
+            return PENDING, "orphan removal needs --no-concurrent-writers (a writer's uncommitted files look like orphans)"
+        if step.action is Action.RELEASE_REF and not self.options.drop_refs:
+            return BLOCKED, f"{step.params.get('ref_type')} {step.params.get('ref')!r} retains a pre-delete snapshot: {step.params.get('fix')} (or run with --drop-refs)"
+        return None
+
+    # ---- one step -------------------------------------------------------------------------
+
+    def _perform(self, journal: Journal, step: Step) -> StepOutcome:
+        if step.action is Action.RESOLVE:
+            return self._resolve(journal)
+        entry = self.context.catalog.get(step.dataset)
+        if entry is None:
+            raise SafetyError(f"{step.dataset} is not in the catalog")
+        location = self.context.locations.get(step.dataset)
+        values = values_for(step.values_from, self._values(journal)) if step.values_from else []
+        if entry.format is DatasetFormat.ICEBERG and step.action in ICEBERG_ACTIONS:
+            return self._iceberg(step, entry, location, values)
+        if location is None:
+            raise SafetyError(f"{step.dataset}: no location in the catalog")
+        if entry.format is DatasetFormat.DELTA:
+            return self._delta(step, location, values)
+        if step.action in (Action.REWRITE_FILES, Action.REWRITE_ARCHIVE):
+            from piitracer.executor import parquet_eraser
+
+            return parquet_eraser.rewrite_files(location, step.key_column, values)
+        raise SafetyError(f"no way to run {step.action.value} on a {entry.format.value} dataset")
+
+    def _iceberg(self, step: Step, entry: CatalogDataset, location: Path | None, values: list[Any]) -> StepOutcome:
+        if not entry.table:
+            raise SafetyError(f"{step.dataset}: an Iceberg dataset needs 'table:' (catalog.db.table) in the catalog")
+        eraser = IcebergEraser(self.spark(), entry.table, location)
+        if step.action is Action.DELETE_ROWS:
+            return eraser.delete_rows(step.key_column, values)
+        if step.action is Action.REWRITE_DATA_FILES:
+            return eraser.rewrite_data_files(step.params.get("options", {}))
+        if step.action is Action.REWRITE_MANIFESTS:
+            return eraser.rewrite_manifests()
+        if step.action is Action.EXPIRE_SNAPSHOTS:
+            return eraser.expire_snapshots(int(step.params.get("retain_last", 1)))
+        if step.action is Action.REMOVE_ORPHAN_FILES:
+            return eraser.remove_orphan_files()
+        return eraser.drop_ref(step.params["ref"], step.params["ref_type"])
+
+    def _delta(self, step: Step, location: Path, values: list[Any]) -> StepOutcome:
+        from piitracer.executor import delta_eraser
+
+        if step.action is Action.DELETE_ROWS:
+            return delta_eraser.delete_rows(location, step.key_column, values)
+        if step.action is Action.PURGE_DELETION_VECTORS:
+            return delta_eraser.purge_deletion_vectors(location)
+        if step.action is Action.VACUUM:
+            return delta_eraser.vacuum(location)
+        if step.action is Action.CLEAN_DELTA_LOG:
+            return delta_eraser.clean_delta_log(location)
+        raise SafetyError(f"no way to run {step.action.value} on a Delta table")
+
+    # ---- resolve and values ---------------------------------------------------------------
+
+    def _resolve(self, journal: Journal) -> StepOutcome:
+        saved = journal.load_values(self.plan.plan_id)
+        if saved is None:
+            saved = resolve_values(self.spark(), self.plan, self._source_frame)
+            journal.save_values(self.plan.plan_id, saved)
+        self._value_sets = saved
+        return StepOutcome(details={"value_sets": {name: len(values) for name, values in sorted(saved.items())}})
+
+    def _values(self, journal: Journal) -> dict[str, list[Any]]:
+        if self._value_sets is None:
+            self._value_sets = journal.load_values(self.plan.plan_id)
+            if self._value_sets is None:
+                raise SafetyError("the subjects' values were never resolved: run the resolve step first")
+        return self._value_sets
+
+    def _source_frame(self, dataset: str):
+        entry = self.context.catalog[dataset]
+        spark = self.spark()
+        location = self.context.locations.get(dataset)
+        if entry.format is DatasetFormat.ICEBERG and entry.table:
+            return spark.table(entry.table)
+        if entry.format is DatasetFormat.DELTA and location is not None:
+            from deltalake import DeltaTable
+
+            return spark.createDataFrame(DeltaTable(str(location)).to_pyarrow_table().to_pandas())
+        if location is not None:
+            return spark.read.parquet(str(location))
+        raise SafetyError(f"cannot read source {dataset}: no table or location in the catalog")
+
+    def spark(self):
+        if self._spark is None:
+            self._spark = spark_session(self.context.spark, self.context.warehouse)
+        return self._spark
+
+
+def describe(step: Step, catalog: Mapping[str, CatalogDataset]) -> str:
+    """What a step would do, with subject values redacted (for --dry-run)."""
+    entry = catalog.get(step.dataset)
+    table = entry.table if entry and entry.table else step.dataset
+    values = " + ".join(f"<{v.name}>" for v in step.values_from) or "<no values>"
+    if step.action is Action.RESOLVE:
+        return f"capture identifiers and computed keys of the subjects' rows in {table} (values bound as a broadcast view)"
+    if step.action is Action.DELETE_ROWS and entry and entry.format is DatasetFormat.ICEBERG:
+        return f"DELETE FROM {table} WHERE {step.key_column} IN (SELECT v FROM subjects_view)  -- subjects_view = {values} (redacted)"
+    if step.action is Action.DELETE_ROWS:
+        return f"delta-rs MERGE INTO {table} USING <values> ON {step.key_column} WHEN MATCHED DELETE  -- values = {values} (redacted)"
+    if step.action is Action.REWRITE_DATA_FILES:
+        options = ", ".join(f"'{k}','{v}'" for k, v in sorted(step.params.get("options", {}).items()))
+        return f"CALL system.rewrite_data_files(table => '{table}', options => map({options}))"
+    if step.action is Action.REWRITE_MANIFESTS:
+        return f"CALL system.rewrite_manifests('{table}')"
+    if step.action is Action.EXPIRE_SNAPSHOTS:
+        return f"CALL system.expire_snapshots(table => '{table}', older_than => <run time>, retain_last => {step.params.get('retain_last', 1)})"
+    if step.action is Action.REMOVE_ORPHAN_FILES:
+        return f"SparkActions.deleteOrphanFiles({table}).olderThan(<run time>)  -- only with --no-concurrent-writers"
+    if step.action is Action.RELEASE_REF:
+        return f"ALTER TABLE {table} DROP {str(step.params.get('ref_type', '')).upper()} {step.params.get('ref')}  -- only with --drop-refs"
+    if step.action in (Action.REWRITE_FILES, Action.REWRITE_ARCHIVE):
+        return f"rewrite files under {table} holding {step.key_column} in {values} (redacted), then replace the originals"
+    if step.action in NOT_PERFORMED:
+        return f"{step.action.value}: {step.reason or ''}".strip()
+    return f"delta-rs {step.action.value} on {table}"
+
+
+def _one_line(error: BaseException) -> str:
+    text = f"{type(error).__name__}: {error}".splitlines()[0]
+    return text[:500]
