@@ -58,3 +58,49 @@ def mor_properties() -> str:
 def cow_properties() -> str:
     return ("'format-version'='2', 'write.delete.mode'='copy-on-write', 'write.update.mode'='copy-on-write', "
             "'write.merge.mode'='copy-on-write'")
+
+
+# The smallest user ids and PANs (the worst case: they are every statistics' minimum), distinctive
+# enough that no count or size in the metadata equals them.
+SUBJECTS = [7_000_000_001, 7_000_000_002, 7_000_000_003]
+SUBJECT_PANS = [f"0000-0000-0000-000{i}" for i in range(1, 4)]
+
+
+def rows(extra: int = 1500) -> list[tuple]:
+    data = [(u, pan, 10.5, "2026-11-01") for u, pan in zip(SUBJECTS, SUBJECT_PANS) for _ in range(2)]
+    data += [(8_000_000_000 + i, f"4111-0000-{i:04d}-1111", float(i), f"2026-11-0{1 + i % 3}") for i in range(extra)]
+    return data
+
+
+def build(spark, warehouse: Path, ns: str, data: list[tuple] | None = None) -> None:
+    """A merge-on-read source, a copy-on-write copy with the key renamed, and a shallow clone."""
+    spark.sql(f"CREATE TABLE lake.{ns}.src (user_id BIGINT, pan STRING, amount DOUBLE, dt STRING) USING iceberg "
+              f"PARTITIONED BY (dt) TBLPROPERTIES ({mor_properties()})")
+    data = data or rows()
+    for part in (data[:700], data[700:]):  # two commits: several data files per partition
+        spark.createDataFrame(part, "user_id BIGINT, pan STRING, amount DOUBLE, dt STRING").writeTo(f"lake.{ns}.src").append()
+    spark.sql(f"CREATE TABLE lake.{ns}.cow (customer_id BIGINT, pan STRING, amount DOUBLE) USING iceberg TBLPROPERTIES ({cow_properties()})")
+    spark.sql(f"INSERT INTO lake.{ns}.cow SELECT user_id, pan, amount FROM lake.{ns}.src")
+    # A shallow clone: a table whose manifests point at the source's own data files.
+    spark.sql(f"CREATE TABLE lake.{ns}.clone (user_id BIGINT, pan STRING, amount DOUBLE, dt STRING) USING iceberg "
+              f"PARTITIONED BY (dt) TBLPROPERTIES ({mor_properties()})")
+    spark.sql(f"CALL lake.system.add_files(table => '{ns}.clone', source_table => '`parquet`.`{warehouse / ns / 'src' / 'data'}`')")
+
+
+def workspace(tmp_path: Path, warehouse: Path, ns: str) -> Path:
+    """The catalog and the SQL lineage of :func:`build`'s tables."""
+    loc = lambda name: str(warehouse / ns / name)  # noqa: E731
+    catalog = {
+        f"{ns}.src": {"format": "iceberg", "write_mode": "merge-on-read", "table": f"lake.{ns}.src", "location": loc("src"),
+                      "columns": ["user_id", "pan", "amount", "dt"], "identifiers": ["user_id", "pan"], "subject_key": "user_id"},
+        f"{ns}.cow": {"format": "iceberg", "write_mode": "copy-on-write", "table": f"lake.{ns}.cow", "location": loc("cow"),
+                      "columns": ["customer_id", "pan", "amount"]},
+        f"{ns}.clone": {"format": "iceberg", "write_mode": "merge-on-read", "table": f"lake.{ns}.clone", "location": loc("clone"),
+                        "clone_of": {"dataset": f"{ns}.src", "mode": "shallow"}},
+    }
+    sql = f"INSERT INTO lake.{ns}.cow SELECT user_id AS customer_id, pan, amount FROM lake.{ns}.src;\n"
+    return write_workspace(tmp_path / "ws", warehouse, catalog, sql)
+
+
+def table_rows(spark, table: str) -> list[tuple]:
+    return [tuple(r) for r in spark.table(table).collect()]

@@ -12,7 +12,10 @@ from rich.console import Console
 from rich.table import Table
 
 import piitracer
-from piitracer.api import plan_deletion, write_private
+from piitracer.api import execute_plan, load_plan, plan_deletion, write_private
+from piitracer.executor.runner import ExecuteOptions, ExecutionError, RunSummary, StepResult
+from piitracer.executor.outcome import SafetyError
+from piitracer.executor.spark_session import SparkSetupError
 from piitracer.executor.table_state import TableStateError
 from piitracer.ingest.requests import RequestFileError, read_requests
 from piitracer.model.plan import DeletionPlan, Subject
@@ -31,7 +34,8 @@ class PiitracerGroup(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except (piitracer.WorkspaceError, RenderError, KeyError, PlanningError, RequestFileError, TableStateError) as error:
+        except (piitracer.WorkspaceError, RenderError, KeyError, PlanningError, RequestFileError, TableStateError,
+                ExecutionError, SafetyError, SparkSetupError) as error:
             message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
             # Plain text, never wrapped: 'file:line: field: what was expected' must stay one line.
             click.echo(f"error: {message}", err=True)
@@ -152,6 +156,54 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
         click.echo(plan.to_json(), nl=False)
     else:
         console.print(plan_tables(plan))
+
+
+@cli.command("execute")
+@click.argument("plan_file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--dry-run", is_flag=True, help="Print every statement and action, subject values redacted; change nothing.")
+@click.option("--resume", is_flag=True, help="Continue a run that stopped; committed steps are not applied again.")
+@click.option("--no-concurrent-writers", is_flag=True, help="Promise no other job writes these tables now: allows orphan removal.")
+@click.option("--drop-refs", is_flag=True, help="Let release_ref steps drop the Iceberg tags/branches that retain pre-delete snapshots.")
+@click.pass_context
+def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, no_concurrent_writers: bool, drop_refs: bool) -> None:
+    """Run a plan on the lakehouse: one Spark session, every dataset touched once, journaled."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    plan = load_plan(plan_file)
+    workspace = piitracer.load_workspace(ctx.obj["workspace"])
+    options = ExecuteOptions(dry_run=dry_run, resume=resume, no_concurrent_writers=no_concurrent_writers, drop_refs=drop_refs)
+    if dry_run:
+        summary = execute_plan(workspace, plan, options)
+        for result in summary.results:
+            click.echo(f"{result.step.id} {result.step.dataset} {result.step.action.value}: {result.message}")
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=False) as progress:
+        task = progress.add_task("erasing", total=len(plan.steps))
+
+        def on_step(result: StepResult) -> None:
+            progress.update(task, advance=1, description=f"{result.step.id} {result.step.action.value} {result.step.dataset}: {result.state}")
+
+        summary = execute_plan(workspace, plan, options, on_step)
+    console.print(summary_table(summary))
+    if summary.status != "complete":
+        for result in summary.results:
+            if result.state in ("blocked", "pending"):
+                console.print(f"[yellow]{result.step.id} {result.step.dataset} {result.step.action.value}: {result.state}: {result.message}[/]", highlight=False)
+
+
+def summary_table(summary: RunSummary) -> Table:
+    """Datasets, rows removed, files rewritten/removed, bytes removed, time."""
+    seconds: dict[str, float] = {}
+    for result in summary.results:
+        seconds[result.step.dataset] = seconds.get(result.step.dataset, 0.0) + result.seconds
+    table = Table(title=f"run {summary.run_id[:12]}: {summary.status} in {summary.seconds:.1f} s")
+    for name in ("dataset", "rows deleted", "files rewritten", "files removed", "bytes removed", "seconds"):
+        table.add_column(name, justify="left" if name == "dataset" else "right")
+    for dataset, totals in summary.by_dataset().items():
+        table.add_row(dataset, str(totals["rows_deleted"]), str(totals["files_rewritten"]), str(totals["files_removed"]),
+                      f"{totals['bytes_removed']:,}", f"{seconds.get(dataset, 0.0):.1f}")
+    return table
 
 
 def _aware(moment: datetime | None) -> datetime:
