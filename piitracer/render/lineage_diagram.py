@@ -3,7 +3,8 @@
 Edge styles (also in the legend): IDENTITY solid black, TRANSFORMATION solid blue, AGGREGATION
 solid orange, masked edges red and labelled ``masked``, INDIRECT dashed grey labelled with the
 subtype, clones and archives bold purple dotted between dataset headers, job flows without
-column lineage thin grey dotted. The chosen start is filled yellow.
+column lineage thin grey dotted. The chosen start is filled yellow. Reports pass ``states``
+(dataset -> erasure state) to fill each dataset's header with its state's colour (``STATE_FILLS``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ STATE_FILLS = {
     "erased": "#c8f0c8",
     "pending": "#ffe2a8",
     "found": "#f6b3b3",
-    "manual_review": "#f6b3b3",
+    "manual_review": "#f3c4ec",  # not found's red: a person must act, nothing is known to be left
     "recompute": "#d9d2f3",
     "no_action": "#eeeeee",
 }
