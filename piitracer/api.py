@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from pydantic import ValidationError
 
-from piitracer.audit import (AuditKey, AuditLog, StepEvidence, VerifyResult, load_audit_key, record_plan_entry,
+from piitracer.audit import (AuditError, AuditKey, AuditLog, StepEvidence, VerifyResult, load_audit_key, record_plan_entry,
                              record_step_entries, record_verification_entry)
 from piitracer.executor.journal import Journal
 from piitracer.executor.runner import ExecuteOptions, ExecutionContext, PlanExecutor, RunSummary, StepResult
@@ -143,12 +143,15 @@ def audit_log_path(workspace: Workspace) -> Path:
 
 
 def audit_log(workspace: Workspace, key: str | bytes | AuditKey | None = None,
-              key_file: str | os.PathLike[str] | None = None) -> AuditLog:
-    """Open (or create) the workspace's audit log. The key is ``key`` (the demo passes its demo key
-    here), else ``key_file``, else ``$PIITRACER_AUDIT_KEY`` / ``$PIITRACER_AUDIT_KEY_FILE``; with
-    none, :class:`piitracer.audit.AuditKeyError`. There is no default key."""
+              key_file: str | os.PathLike[str] | None = None, create: bool = True) -> AuditLog:
+    """Open (or, with ``create``, create) the workspace's audit log. The key is ``key`` (the demo
+    passes its demo key here), else ``key_file``, else ``$PIITRACER_AUDIT_KEY`` /
+    ``$PIITRACER_AUDIT_KEY_FILE``; with none, :class:`piitracer.audit.AuditKeyError`. There is no
+    default key. A missing log with ``create=False`` is an :class:`piitracer.audit.AuditError`."""
     loaded = key if isinstance(key, AuditKey) else load_audit_key(key, key_file)
     path = audit_log_path(workspace)
+    if not create and not path.exists():
+        raise AuditError(f"{path}: no audit log in this workspace (nothing has been recorded yet)")
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(path.parent, 0o700)  # also when the journal created the folder first, or umask widened it
     return AuditLog(path, loaded)
