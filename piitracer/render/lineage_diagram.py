@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 import subprocess
-from typing import Mapping
+from typing import Collection, Mapping
 
 import graphviz
 
@@ -50,9 +50,19 @@ def lineage_diagram(
     graph: LineageGraph,
     start: str | ColumnRef | None = None,
     states: Mapping[str, str] | None = None,
+    datasets: Collection[str] | None = None,
 ) -> graphviz.Digraph:
-    """The diagram of the whole graph, or of what ``start`` reaches; ``states`` colours datasets."""
-    if start is None:
+    """The diagram of the whole graph, or of what ``start`` reaches, or of exactly ``datasets``
+    (with the edges between them; ``start`` is then only highlighted). ``states`` maps dataset ->
+    state and fills each dataset's header with ``STATE_FILLS[state]``."""
+    if datasets is not None:
+        # A plan reaches datasets through every identifier of its source (pan, phone...), not only
+        # the key column: a report draws the plan's datasets rather than one column's reach.
+        keep = {d for d in datasets if graph.has_dataset(d)}
+        column_edges = [e for e in graph.column_edges() if e.source.dataset in keep and e.target_dataset in keep]
+        dataset_edges = [e for e in graph.dataset_edges() if e.source in keep and e.target in keep]
+        datasets = sorted(keep)
+    elif start is None:
         datasets = graph.datasets()
         column_edges, dataset_edges = graph.column_edges(), graph.dataset_edges()
     else:

@@ -133,12 +133,12 @@ def _integrity_rows(facts: ReportFacts, trail: RequestTrail) -> list[list[str]]:
 
 def _diagram_svg(graph: LineageGraph, facts: ReportFacts) -> str:
     start = None
-    if len(facts.sources) == 1:  # one source column: draw what it reaches; several: the whole graph
+    if facts.sources:  # highlight the (first) source key column
         dataset, _, column = facts.sources[0].rpartition(".")
         ref = ColumnRef(dataset=dataset, column=column)
         start = ref if graph.has_dataset(dataset) and graph.has_column(ref) else None
     states = {d["dataset"]: d["state"] for d in facts.datasets}
-    svg = render_lineage(lineage_diagram(graph, start, states), "svg").decode("utf-8")
+    svg = render_lineage(lineage_diagram(graph, start, states, datasets=list(states)), "svg").decode("utf-8")
     # Inline: drop the XML prolog, DOCTYPE and comments graphviz writes before <svg>.
     return svg[svg.index("<svg"):]
 
