@@ -142,13 +142,15 @@ def audit_log_path(workspace: Workspace) -> Path:
     return workspace.root / ".piitracer" / "audit.sqlite"
 
 
-def audit_log(workspace: Workspace, key: str | bytes | AuditKey | None = None,
+def audit_log(workspace: Workspace | str | os.PathLike[str], key: str | bytes | AuditKey | None = None,
               key_file: str | os.PathLike[str] | None = None, create: bool = True) -> AuditLog:
     """Open (or, with ``create``, create) the workspace's audit log. The key is ``key`` (the demo
     passes its demo key here), else ``key_file``, else ``$PIITRACER_AUDIT_KEY`` /
     ``$PIITRACER_AUDIT_KEY_FILE``; with none, :class:`piitracer.audit.AuditKeyError`. There is no
     default key. A missing log with ``create=False`` is an :class:`piitracer.audit.AuditError`."""
     loaded = key if isinstance(key, AuditKey) else load_audit_key(key, key_file)
+    if not isinstance(workspace, Workspace):
+        workspace = load_workspace(workspace)
     path = audit_log_path(workspace)
     if not create and not path.exists():
         raise AuditError(f"{path}: no audit log in this workspace (nothing has been recorded yet)")

@@ -41,25 +41,25 @@ def report_html(trail: RequestTrail, graph: LineageGraph | None, generated_at: d
         f"<h1>Erasure audit report: request {e(facts.request_id)}</h1>",
         f'<p class="muted">generated {e(now.isoformat(timespec="seconds"))} from the audit log; '
         "no subject value appears in this report.</p>",
-        "<h2>Request</h2>", _html_table(["", ""], _html_rows(_request_rows(facts, trail)), header=False),
-        "<h2>Lineage and erasure state</h2>", _legend_html(),
+        '<h2 id="request">Request</h2>', _html_table(["", ""], _html_rows(_request_rows(facts, trail)), header=False),
+        '<h2 id="lineage">Lineage and erasure state</h2>', _legend_html(),
     ]
     if graph is not None:
         parts.append(f'<div class="diagram">{_diagram_svg(graph, facts)}</div>')
     parts += [
-        "<h2>Datasets</h2>",
+        '<h2 id="datasets">Datasets</h2>',
         _html_table(["dataset", "format", "plan", "state", "key column", "files scanned", "findings", "note"],
                     [[d["dataset"], d["format"] or "", d["status"], _state_cell(d["state"]), d["key_column"] or "",
                       _num(_ver(d, "files_scanned")), _num(_ver(d, "findings_count")), _note(d)] for d in facts.datasets]),
-        "<h2>Steps</h2>",
+        '<h2 id="steps">Steps</h2>',
         _html_table(["#", "step", "dataset", "action", "state", "started", "finished", "snapshot before → after",
                      "rows deleted", "files rewritten", "files removed", "bytes removed", "metadata hash", "run"],
                     [[_num(s["order"]), s["step_id"], s["dataset"], s["action"], s["state"], s.get("started_at") or "",
                       s.get("finished_at") or "", _versions(s), _num(s.get("rows_deleted")), _num(s.get("files_rewritten")),
                       _num(s.get("files_removed")), _num(s.get("bytes_removed")), _hash_cell(s.get("metadata_hash"), 16),
                       _hash_cell(s.get("run_id"), 12)] for s in facts.steps]),
-        "<h2>Verification evidence</h2>", _verification_html(facts),
-        "<h2>Integrity</h2>", _html_table(["", ""], _html_rows(_integrity_rows(facts, trail)), header=False),
+        '<h2 id="verification">Verification evidence</h2>', _verification_html(facts),
+        '<h2 id="integrity">Integrity</h2>', _html_table(["", ""], _html_rows(_integrity_rows(facts, trail)), header=False),
         "<p class=\"muted\">Merkle leaves: SHA-256(0x00 ‖ entry hash) of this request's entries in sequence order; "
         "nodes SHA-256(0x01 ‖ left ‖ right), split at the largest power of two (RFC 6962).</p>",
         _html_table(["seq", "kind", "recorded", "entry hash"],
