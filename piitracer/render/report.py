@@ -132,13 +132,21 @@ def _integrity_rows(facts: ReportFacts, trail: RequestTrail) -> list[list[str]]:
 
 
 def _diagram_svg(graph: LineageGraph, facts: ReportFacts) -> str:
-    start = None
-    if facts.sources:  # highlight the (first) source key column
-        dataset, _, column = facts.sources[0].rpartition(".")
-        ref = ColumnRef(dataset=dataset, column=column)
-        start = ref if graph.has_dataset(dataset) and graph.has_column(ref) else None
+    # The plan reaches datasets through every identifier of its sources (the resolve step captures
+    # them all: a PAN-only table is the subject's too), so draw the union of those reaches, limited
+    # to the plan's datasets; the source key column is highlighted first.
+    starts: list[ColumnRef] = []
+    for source in facts.sources:
+        dataset, _, column = source.rpartition(".")
+        if not graph.has_dataset(dataset):
+            continue
+        catalog = graph.dataset(dataset).catalog
+        for name in [column, *(catalog.identifiers if catalog else ())]:
+            ref = ColumnRef(dataset=dataset, column=name)
+            if graph.has_column(ref) and ref not in starts:
+                starts.append(ref)
     states = {d["dataset"]: d["state"] for d in facts.datasets}
-    svg = render_lineage(lineage_diagram(graph, start, states, datasets=list(states)), "svg").decode("utf-8")
+    svg = render_lineage(lineage_diagram(graph, starts or None, states, datasets=list(states)), "svg").decode("utf-8")
     # Inline: drop the XML prolog, DOCTYPE and comments graphviz writes before <svg>.
     return svg[svg.index("<svg"):]
 
