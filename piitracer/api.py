@@ -1,23 +1,33 @@
-"""The public API's wiring of the layers: workspace -> ingest -> graph (and, later, plan, execute,
-verify). Only this module and ``cli`` import across layers."""
+"""The public API's wiring of the layers: workspace -> ingest -> graph -> plan -> execute -> verify
+-> audit -> report. Only this module and ``cli`` import across layers."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
+from datetime import datetime
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from pydantic import ValidationError
 
+from piitracer.audit import (AuditError, AuditKey, AuditLog, StepEvidence, VerifyResult, load_audit_key, record_plan_entry,
+                             record_step_entries, record_verification_entry)
+from piitracer.executor.journal import Journal
 from piitracer.executor.runner import ExecuteOptions, ExecutionContext, PlanExecutor, RunSummary, StepResult
 from piitracer.executor.table_state import read_table_states
 from piitracer.graph.lineage_graph import LineageGraph
 from piitracer.ingest.workspace_ingest import ingest_workspace
 from piitracer.ingest.workspace_loader import Workspace, load_workspace
+from piitracer.model.audit import AuditEntry, RequestTrail
 from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import DeletionPlan, PlanRequest, Subject
 from piitracer.model.table_state import TableState
+from piitracer.model.verification import VerificationReport
+from piitracer.model.workspace import DatasetFormat
 from piitracer.planner.build import PlanningError, build_plan
+from piitracer.render.report import report_html, report_markdown
 
 
 def build_lineage_graph(workspace: Workspace | str | os.PathLike[str]) -> LineageGraph:
@@ -122,3 +132,148 @@ def execute_plan(
 ) -> RunSummary:
     """Run a plan on the workspace's lakehouse (journaled; ``options.resume`` continues a killed run)."""
     return PlanExecutor(plan, execution_context(workspace), options, on_step).run()
+
+
+# ---- audit trail ----------------------------------------------------------------------------
+
+
+def audit_log_path(workspace: Workspace) -> Path:
+    """``<workspace>/.piitracer/audit.sqlite``."""
+    return workspace.root / ".piitracer" / "audit.sqlite"
+
+
+def audit_log(workspace: Workspace | str | os.PathLike[str], key: str | bytes | AuditKey | None = None,
+              key_file: str | os.PathLike[str] | None = None, create: bool = True) -> AuditLog:
+    """Open (or, with ``create``, create) the workspace's audit log. The key is ``key`` (the demo
+    passes its demo key here), else ``key_file``, else ``$PIITRACER_AUDIT_KEY`` /
+    ``$PIITRACER_AUDIT_KEY_FILE``; with none, :class:`piitracer.audit.AuditKeyError`. There is no
+    default key. A missing log with ``create=False`` is an :class:`piitracer.audit.AuditError`."""
+    loaded = key if isinstance(key, AuditKey) else load_audit_key(key, key_file)
+    if not isinstance(workspace, Workspace):
+        workspace = load_workspace(workspace)
+    path = audit_log_path(workspace)
+    if not create and not path.exists():
+        raise AuditError(f"{path}: no audit log in this workspace (nothing has been recorded yet)")
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path.parent, 0o700)  # also when the journal created the folder first, or umask widened it
+    return AuditLog(path, loaded)
+
+
+def record_plan(log: AuditLog, plan: DeletionPlan) -> AuditEntry:
+    """Append the plan entry (id, requests, deadline, per-dataset decisions; no subject values)."""
+    return record_plan_entry(log, plan)
+
+
+def record_run(log: AuditLog, plan: DeletionPlan, run: RunSummary | Sequence[Mapping[str, Any]],
+               workspace: Workspace) -> list[AuditEntry]:
+    """Append a step entry per step of a run: ``run`` is the executor's :class:`RunSummary` (the
+    journal adds start/finish times and original run ids) or ``Journal.steps(plan_id)``. Each entry
+    carries the SHA-256 of the dataset's newest table metadata file at recording time. Steps already
+    recorded unchanged are skipped; the plan entry is added first if missing."""
+    if isinstance(run, RunSummary) and run.status == "dry-run":
+        raise ValueError("a dry run changes nothing: there is no run to record")
+    record_plan_entry(log, plan)
+    journal_steps = list(run) if not isinstance(run, RunSummary) else _journal_steps(workspace, plan.plan_id)
+    by_id = {record["step_id"]: record for record in journal_steps}
+    if isinstance(run, RunSummary):
+        for result in run.results:  # a step the journal does not hold (journal missing): the summary's facts
+            if result.step.id not in by_id:
+                by_id[result.step.id] = {
+                    "step_id": result.step.id, "order": result.step.order, "dataset": result.step.dataset,
+                    "action": result.step.action.value, "state": result.state, "run_id": run.run_id,
+                    "outcome": result.outcome.as_dict() if result.outcome else None, "message": result.message}
+    fingerprints: dict[str, tuple[str, str] | None] = {}
+    evidence = []
+    for record in by_id.values():
+        dataset = record["dataset"]
+        if dataset not in fingerprints:
+            fingerprints[dataset] = table_metadata_hash(workspace, dataset)
+        outcome = record.get("outcome") or {}
+        metadata_file, metadata_hash = fingerprints[dataset] or (None, None)
+        evidence.append(StepEvidence(
+            step_id=record["step_id"], order=int(record["order"]), dataset=dataset, action=record["action"],
+            state=record["state"], run_id=record.get("run_id"), started_at=record.get("started_at"),
+            finished_at=record.get("finished_at"), version_before=_text(outcome.get("version_before")),
+            version_after=_text(outcome.get("version_after")), metadata_file=metadata_file, metadata_hash=metadata_hash,
+            rows_deleted=int(outcome.get("rows_deleted") or 0), files_rewritten=int(outcome.get("files_rewritten") or 0),
+            files_removed=int(outcome.get("files_removed") or 0), bytes_removed=int(outcome.get("bytes_removed") or 0),
+            message=record.get("message"), details=outcome.get("details") or {}))
+    return record_step_entries(log, plan, evidence)
+
+
+def record_verification(log: AuditLog, plan: DeletionPlan, report: VerificationReport) -> AuditEntry:
+    """Append the verification entry (per dataset state, files scanned, findings without values)."""
+    record_plan_entry(log, plan)
+    return record_verification_entry(log, plan, report)
+
+
+def verify_audit(log: AuditLog) -> VerifyResult:
+    """Recompute the chain, hashes, seals, sequence and Merkle roots; the first problem if any."""
+    return log.verify()
+
+
+def request_trail(log: AuditLog, request_id: str) -> RequestTrail:
+    """Everything the log holds about one request, with its Merkle root and the chain's state;
+    KeyError when the log has no entry for it."""
+    entries = log.entries(request_id=request_id)
+    if not entries:
+        raise KeyError(f"the audit log has no entry for request {request_id!r}")
+    result = log.verify()
+    return RequestTrail(request_id=request_id, entries=tuple(entries), merkle_root=log.request_root(request_id),
+                        chain_head=log.head()[1], chain_entries=result.entries, chain_intact=result.ok,
+                        chain_problem=str(result.problem) if result.problem else None)
+
+
+def audit_report(workspace: Workspace, log: AuditLog, request_id: str, fmt: str = "html",
+                 graph: LineageGraph | None = None, generated_at: datetime | None = None) -> str:
+    """The audit report of one request (``html``: self-contained page with the lineage diagram
+    coloured by state; ``md``: Markdown), made from the audit log and the workspace's lineage."""
+    trail = request_trail(log, request_id)
+    if fmt == "md":
+        return report_markdown(trail, generated_at)
+    if fmt != "html":
+        raise ValueError(f"unknown report format {fmt!r} (html or md)")
+    graph = graph if graph is not None else build_lineage_graph(workspace)
+    return report_html(trail, graph, generated_at)
+
+
+def table_metadata_hash(workspace: Workspace, dataset: str) -> tuple[str, str] | None:
+    """(file relative to the location, SHA-256) of a table's newest metadata: Iceberg's newest
+    ``metadata/*.metadata.json``, Delta's last ``_delta_log`` commit; None for other formats or
+    when the table is not on disk."""
+    entry = workspace.config.catalog.get(dataset)
+    location = workspace.location_of(dataset)
+    if entry is None or location is None:
+        return None
+    if entry.format is DatasetFormat.ICEBERG:
+        candidates = list((location / "metadata").glob("*.metadata.json"))
+    elif entry.format is DatasetFormat.DELTA:
+        candidates = [p for p in (location / "_delta_log").glob("*.json") if p.stem.isdigit()]
+    else:
+        return None
+    if not candidates:
+        return None
+    newest = max(candidates, key=_metadata_version)
+    return str(newest.relative_to(location)), hashlib.sha256(newest.read_bytes()).hexdigest()
+
+
+def _metadata_version(path: Path) -> tuple[int, float, str]:
+    # v12.metadata.json (Hadoop catalog), 00012-<uuid>.metadata.json, 00000000000000000012.json (Delta):
+    # the number orders commits; mtime only breaks ties.
+    match = re.match(r"v?(\d+)", path.name)
+    return (int(match.group(1)) if match else -1, path.stat().st_mtime, path.name)
+
+
+def _journal_steps(workspace: Workspace, plan_id: str) -> list[dict[str, Any]]:
+    path = execution_context(workspace).journal_path
+    if not path.exists():
+        return []
+    journal = Journal(path)
+    try:
+        return journal.steps(plan_id)
+    finally:
+        journal.close()
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)

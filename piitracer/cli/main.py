@@ -12,7 +12,8 @@ from rich.console import Console
 from rich.table import Table
 
 import piitracer
-from piitracer.api import execute_plan, load_plan, plan_deletion, write_private
+from piitracer.api import audit_log, audit_report, execute_plan, load_plan, plan_deletion, verify_audit, write_private
+from piitracer.audit import AuditError, AuditKeyError
 from piitracer.executor.runner import ExecuteOptions, ExecutionError, RunSummary, StepResult
 from piitracer.executor.outcome import SafetyError
 from piitracer.executor.spark_session import SparkSetupError
@@ -35,7 +36,7 @@ class PiitracerGroup(click.Group):
         try:
             return super().invoke(ctx)
         except (piitracer.WorkspaceError, RenderError, KeyError, PlanningError, RequestFileError, TableStateError,
-                ExecutionError, SafetyError, SparkSetupError) as error:
+                ExecutionError, SafetyError, SparkSetupError, AuditError, AuditKeyError) as error:
             message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
             # Plain text, never wrapped: 'file:line: field: what was expected' must stay one line.
             click.echo(f"error: {message}", err=True)
@@ -190,6 +191,57 @@ def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, no_concur
         for result in summary.results:
             if result.state in ("blocked", "pending"):
                 console.print(f"[yellow]{result.step.id} {result.step.dataset} {result.step.action.value}: {result.state}: {result.message}[/]", highlight=False)
+
+
+@cli.group()
+@click.option("--key-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="File holding the audit key (default: $PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE).")
+@click.pass_context
+def audit(ctx: click.Context, key_file: Path | None) -> None:
+    """The tamper-evident audit trail: verify it, report on a request."""
+    ctx.obj["audit_key_file"] = key_file
+
+
+def _audit_log(ctx: click.Context):
+    workspace = piitracer.load_workspace(ctx.obj["workspace"])
+    return workspace, audit_log(workspace, key_file=ctx.obj.get("audit_key_file"), create=False)
+
+
+@audit.command("verify")
+@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.pass_context
+def audit_verify(ctx: click.Context, output: str) -> None:
+    """Recompute the chain, hashes, seals, sequence and Merkle roots. Exit 0 intact, 1 tampered (the
+    first bad entry is named), 2 error."""
+    _, log = _audit_log(ctx)
+    with log:
+        result = verify_audit(log)
+    if output == "json":
+        click.echo(json.dumps({"ok": result.ok, "entries": result.entries, "head_hash": result.head_hash,
+                               "bad_entry": result.problem.seq if result.problem else None,
+                               "problem": str(result.problem) if result.problem else None}, indent=2))
+    elif result.ok:
+        click.echo(f"audit log intact: {result.entries} entries, head {result.head_hash}")
+    else:
+        click.echo(f"audit log TAMPERED: {result.problem}", err=True)
+    sys.exit(EXIT_OK if result.ok else EXIT_FOUND)
+
+
+@audit.command("report")
+@click.option("--request", "request_id", required=True, metavar="ID", help="The request to report on.")
+@click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout.")
+@click.option("--format", "fmt", type=click.Choice(["html", "md"]), default="html", show_default=True)
+@click.pass_context
+def audit_report_command(ctx: click.Context, request_id: str, out: Path | None, fmt: str) -> None:
+    """The audit report of one request, from the audit log (and the workspace's lineage)."""
+    workspace, log = _audit_log(ctx)
+    with log:
+        text = audit_report(workspace, log, request_id, fmt)
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        out.write_text(text, encoding="utf-8")
+        err_console.print(f"wrote {out}", highlight=False)
 
 
 def summary_table(summary: RunSummary) -> Table:

@@ -3,14 +3,15 @@
 Edge styles (also in the legend): IDENTITY solid black, TRANSFORMATION solid blue, AGGREGATION
 solid orange, masked edges red and labelled ``masked``, INDIRECT dashed grey labelled with the
 subtype, clones and archives bold purple dotted between dataset headers, job flows without
-column lineage thin grey dotted. The chosen start is filled yellow.
+column lineage thin grey dotted. The chosen start is filled yellow. Reports pass ``states``
+(dataset -> erasure state) to fill each dataset's header with its state's colour (``STATE_FILLS``).
 """
 
 from __future__ import annotations
 
 import html
 import subprocess
-from typing import Mapping
+from typing import Collection, Mapping, Sequence
 
 import graphviz
 
@@ -24,7 +25,7 @@ STATE_FILLS = {
     "erased": "#c8f0c8",
     "pending": "#ffe2a8",
     "found": "#f6b3b3",
-    "manual_review": "#f6b3b3",
+    "manual_review": "#f3c4ec",  # not found's red: a person must act, nothing is known to be left
     "recompute": "#d9d2f3",
     "no_action": "#eeeeee",
 }
@@ -47,22 +48,32 @@ class RenderError(Exception):
 
 def lineage_diagram(
     graph: LineageGraph,
-    start: str | ColumnRef | None = None,
+    start: str | ColumnRef | Sequence[ColumnRef] | None = None,
     states: Mapping[str, str] | None = None,
+    datasets: Collection[str] | None = None,
 ) -> graphviz.Digraph:
-    """The diagram of the whole graph, or of what ``start`` reaches; ``states`` colours datasets."""
-    if start is None:
-        datasets = graph.datasets()
+    """The diagram of the whole graph, or of what ``start`` reaches (several start columns: the
+    union of their reaches; the first is highlighted). ``datasets`` keeps exactly those datasets
+    and the drawn edges between them. ``states`` maps dataset -> state and fills each dataset's
+    header with ``STATE_FILLS[state]``."""
+    starts = list(start) if isinstance(start, (list, tuple)) else ([] if start is None else [start])
+    if not starts:
+        drawn = set(graph.datasets())
         column_edges, dataset_edges = graph.column_edges(), graph.dataset_edges()
     else:
-        reached = graph.reach(start)
-        datasets = sorted(reached.datasets)
-        column_edges = sorted(set(reached.column_edges), key=ColumnEdge.sort_key)
-        dataset_edges = reached.dataset_edges
+        reaches = [graph.reach(s) for s in starts]
+        drawn = {d for reached in reaches for d in reached.datasets}
+        column_edges = sorted({e for reached in reaches for e in reached.column_edges}, key=ColumnEdge.sort_key)
+        dataset_edges = sorted({e for reached in reaches for e in reached.dataset_edges}, key=DatasetEdge.sort_key)
+    if datasets is not None:
+        drawn = {d for d in datasets if graph.has_dataset(d)}
+        column_edges = [e for e in column_edges if e.source.dataset in drawn and e.target_dataset in drawn]
+        dataset_edges = [e for e in dataset_edges if e.source in drawn and e.target in drawn]
+    start = starts[0] if starts else None
     dot = graphviz.Digraph("lineage", graph_attr={"rankdir": "LR", "fontname": "Helvetica", "nodesep": "0.3"})
     dot.attr("node", shape="plaintext", fontname="Helvetica", fontsize="10")
     dot.attr("edge", fontname="Helvetica", fontsize="8")
-    for dataset_id in datasets:
+    for dataset_id in sorted(drawn):
         dot.node(_node_id(dataset_id), label=_dataset_label(graph, dataset_id, start, states or {}))
     for edge in _collapse(column_edges):
         _add_column_edge(dot, edge)

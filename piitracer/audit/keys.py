@@ -1,0 +1,88 @@
+"""The audit key: where it comes from, and the two keys derived from it.
+
+There is no default key. The key comes from (first match) the caller (the demo passes a demo key
+explicitly), a key file given by path, ``PIITRACER_AUDIT_KEY`` or ``PIITRACER_AUDIT_KEY_FILE``.
+Two keys are derived so one secret never serves two purposes: one HMACs subject values, the other
+seals entry hashes (so the chain cannot be rewritten by someone without the key).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+ENV_KEY = "PIITRACER_AUDIT_KEY"
+ENV_KEY_FILE = "PIITRACER_AUDIT_KEY_FILE"
+MIN_KEY_BYTES = 16
+
+
+class AuditKeyError(Exception):
+    """No usable audit key: the message says how to supply one."""
+
+
+@dataclass(frozen=True)
+class AuditKey:
+    """A loaded audit key and where it came from (``source`` never shows the key)."""
+
+    secret: bytes
+    source: str
+
+    def __repr__(self) -> str:  # never print the secret
+        return f"AuditKey(source={self.source!r})"
+
+    def _derive(self, purpose: str) -> bytes:
+        return hmac.new(self.secret, b"piitracer/audit/" + purpose.encode(), hashlib.sha256).digest()
+
+    def subject_hmac(self, value: str) -> str:
+        """HMAC-SHA256 of a subject value (hex): the only form in which a subject is stored."""
+        return hmac.new(self._derive("subject"), value.encode("utf-8"), hashlib.sha256).hexdigest()
+
+    def seal(self, entry_hash: str) -> str:
+        """HMAC of an entry hash (or the head record): forging it needs the key."""
+        return hmac.new(self._derive("seal"), entry_hash.encode("ascii"), hashlib.sha256).hexdigest()
+
+    @property
+    def key_id(self) -> str:
+        """A public fingerprint of the key, stored in the log to detect a wrong key early."""
+        return self._derive("key-id").hex()[:16]
+
+
+def load_audit_key(
+    key: str | bytes | None = None,
+    key_file: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> AuditKey:
+    """The audit key from ``key`` (explicit, e.g. the demo's), ``key_file``, ``$PIITRACER_AUDIT_KEY``
+    or ``$PIITRACER_AUDIT_KEY_FILE``; raises :class:`AuditKeyError` when none is given or it is short."""
+    environ = os.environ if environ is None else environ
+    if key is not None:
+        return _checked(key.encode("utf-8") if isinstance(key, str) else bytes(key), "given by the caller")
+    if key_file is not None:
+        return _from_file(Path(key_file), f"key file {key_file}")
+    if environ.get(ENV_KEY):
+        return _checked(environ[ENV_KEY].encode("utf-8"), f"${ENV_KEY}")
+    if environ.get(ENV_KEY_FILE):
+        return _from_file(Path(environ[ENV_KEY_FILE]), f"${ENV_KEY_FILE} ({environ[ENV_KEY_FILE]})")
+    raise AuditKeyError(
+        f"no audit key: set {ENV_KEY} (at least {MIN_KEY_BYTES} bytes) or {ENV_KEY_FILE}=PATH, "
+        "or pass --key-file PATH; piitracer has no default key"
+    )
+
+
+def _from_file(path: Path, source: str) -> AuditKey:
+    try:
+        secret = path.read_bytes()
+    except OSError as error:
+        raise AuditKeyError(f"{source}: cannot read the audit key: {error.strerror or error}") from None
+    # A trailing newline from `echo ... > keyfile` is not part of the key.
+    return _checked(secret.rstrip(b"\r\n"), source)
+
+
+def _checked(secret: bytes, source: str) -> AuditKey:
+    if len(secret) < MIN_KEY_BYTES:
+        raise AuditKeyError(f"audit key from {source} is {len(secret)} bytes; at least {MIN_KEY_BYTES} are needed")
+    return AuditKey(secret, source)

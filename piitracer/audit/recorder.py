@@ -1,0 +1,44 @@
+"""Append plan, step and verification entries for a plan, each carrying the HMACs of the plan's
+subjects (a batch plan's entries belong to every request of the batch)."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from piitracer.audit.records import StepEvidence, plan_body, step_body, verification_body
+from piitracer.audit.store import AuditLog
+from piitracer.model.audit import AuditEntry, EntryKind
+from piitracer.model.plan import DeletionPlan
+from piitracer.model.verification import VerificationReport
+
+
+def _subjects(plan: DeletionPlan) -> list[tuple[str, str]]:
+    return [(subject.request_id, subject.value) for subject in plan.subjects]
+
+
+def record_plan_entry(log: AuditLog, plan: DeletionPlan) -> AuditEntry:
+    """Append the ``plan`` entry (once per plan id: recording it again returns the existing entry)."""
+    for entry in log.entries(plan_id=plan.plan_id):
+        if entry.kind is EntryKind.PLAN:
+            return entry
+    return log.append(EntryKind.PLAN, plan.plan_id, _subjects(plan), plan_body(plan))
+
+
+def record_step_entries(log: AuditLog, plan: DeletionPlan, steps: Iterable[StepEvidence]) -> list[AuditEntry]:
+    """Append a ``step`` entry per evidence, skipping one already recorded with the same state, run
+    and finish time, so recording a resumed run's journal again adds only what changed."""
+    seen = {(e.body.get("step_id"), e.body.get("state"), e.body.get("run_id"), e.body.get("finished_at"))
+            for e in log.entries(plan_id=plan.plan_id) if e.kind is EntryKind.STEP}
+    added = []
+    for evidence in sorted(steps, key=lambda s: (s.order, s.step_id)):
+        if (evidence.step_id, evidence.state, evidence.run_id, evidence.finished_at) in seen:
+            continue
+        added.append(log.append(EntryKind.STEP, plan.plan_id, _subjects(plan), step_body(plan.plan_id, evidence)))
+    return added
+
+
+def record_verification_entry(log: AuditLog, plan: DeletionPlan, report: VerificationReport) -> AuditEntry:
+    """Append the ``verification`` entry of one verifier run of the plan."""
+    if report.plan_id != plan.plan_id:
+        raise ValueError(f"the verification report is for plan {report.plan_id[:16]}, not {plan.plan_id[:16]}")
+    return log.append(EntryKind.VERIFICATION, plan.plan_id, _subjects(plan), verification_body(report))

@@ -1,0 +1,185 @@
+"""The audit log: one embedded SQLite file, append-only, every entry chained and sealed.
+
+Tables:
+- ``entries``: one row per entry (the hashed fields as columns, JSON columns in canonical form),
+  ``entry_hash`` and ``seal`` = HMAC(audit key, entry_hash). Triggers refuse UPDATE and DELETE, so
+  only appends go through SQLite; anyone who drops the triggers and edits rows is caught by
+  :func:`piitracer.audit.verify.verify_log`.
+- ``meta``: the key fingerprint and the sealed head (last seq and hash), so cutting entries off the
+  end is caught too.
+- ``request_roots``: the current Merkle root of each request's entries (derived, re-checked by
+  verify; update it only through :meth:`AuditLog.append`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+from piitracer.audit.hashing import canonical_json, entry_hash, merkle_root
+from piitracer.audit.keys import AuditKey
+from piitracer.model.audit import AUDIT_SCHEMA_VERSION, GENESIS_HASH, AuditEntry, EntryKind, SubjectDigest
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    seq INTEGER PRIMARY KEY, schema_version TEXT NOT NULL, kind TEXT NOT NULL, recorded_at TEXT NOT NULL,
+    plan_id TEXT NOT NULL, request_ids TEXT NOT NULL, subjects TEXT NOT NULL, body TEXT NOT NULL,
+    prev_hash TEXT NOT NULL, entry_hash TEXT NOT NULL, seal TEXT NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS entries_no_update BEFORE UPDATE ON entries
+    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS entries_no_delete BEFORE DELETE ON entries
+    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS request_roots (
+    request_id TEXT PRIMARY KEY, merkle_root TEXT NOT NULL, leaves INTEGER NOT NULL, last_seq INTEGER NOT NULL
+);
+"""
+ENTRY_COLUMNS = ("seq", "schema_version", "kind", "recorded_at", "plan_id", "request_ids", "subjects", "body",
+                 "prev_hash", "entry_hash", "seal")
+
+
+class AuditError(Exception):
+    """The audit log cannot be used (wrong key, not an audit log, unreadable)."""
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+class AuditLog:
+    """An append-only, hash-chained audit log in one SQLite file (created with mode 0600)."""
+
+    def __init__(self, path: str | os.PathLike[str], key: AuditKey) -> None:
+        self.path = Path(path)
+        self.key = key
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not self.path.exists():
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=DELETE")
+            self._db.execute("PRAGMA synchronous=FULL")  # an appended entry survives a crash
+            self._db.executescript(SCHEMA)
+        except sqlite3.DatabaseError as error:
+            raise AuditError(f"{self.path}: not a piitracer audit log: {error}") from None
+        self._check_key()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> "AuditLog":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_key(self) -> None:
+        stored = self.meta("key_id")
+        if stored is None:
+            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('key_id', ?)", (self.key.key_id,))
+        elif stored != self.key.key_id:
+            raise AuditError(f"{self.path}: the audit key ({self.key.source}) is not the key this log was written with")
+
+    def meta(self, name: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        return row[0] if row else None
+
+    # ---- writing --------------------------------------------------------------------------
+
+    def append(self, kind: EntryKind, plan_id: str, subjects: Sequence[tuple[str, str]], body: dict[str, Any]) -> AuditEntry:
+        """Append one entry. ``subjects`` are (request id, raw value) pairs: only their HMACs are
+        stored. Chaining, sealing and the request roots are updated in one transaction."""
+        digests = sorted({(rid, self.key.subject_hmac(value)) for rid, value in subjects})
+        request_ids = sorted({rid for rid, _ in digests})
+        self._db.execute("BEGIN IMMEDIATE")  # one writer at a time: seq and prev_hash stay a chain
+        try:
+            last = self._db.execute("SELECT seq, entry_hash FROM entries ORDER BY seq DESC LIMIT 1").fetchone()
+            seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS_HASH)
+            fields = {
+                "schema_version": AUDIT_SCHEMA_VERSION, "seq": seq, "kind": EntryKind(kind).value,
+                "recorded_at": utc_now(), "plan_id": plan_id, "request_ids": request_ids,
+                "subjects": [{"request_id": rid, "hmac": mac} for rid, mac in digests],
+                "body": json.loads(canonical_json(body)), "prev_hash": prev,
+            }
+            digest = entry_hash(fields)
+            self._db.execute(
+                f"INSERT INTO entries ({', '.join(ENTRY_COLUMNS)}) VALUES ({', '.join('?' * len(ENTRY_COLUMNS))})",
+                (seq, fields["schema_version"], fields["kind"], fields["recorded_at"], plan_id,
+                 canonical_json(request_ids), canonical_json(fields["subjects"]), canonical_json(fields["body"]),
+                 prev, digest, self.key.seal(digest)),
+            )
+            for request_id in request_ids:
+                hashes = self._request_hashes(request_id)
+                self._db.execute("INSERT OR REPLACE INTO request_roots VALUES (?, ?, ?, ?)",
+                                 (request_id, merkle_root(hashes), len(hashes), seq))
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('head', ?)", (f"{seq}:{digest}",))
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('head_seal', ?)", (self.key.seal(f"{seq}:{digest}"),))
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        return AuditEntry(**{**fields, "entry_hash": digest})
+
+    def _request_hashes(self, request_id: str) -> list[str]:
+        rows = self._db.execute(
+            "SELECT e.entry_hash FROM entries e, json_each(e.request_ids) r WHERE r.value = ? ORDER BY e.seq",
+            (request_id,)).fetchall()
+        return [row[0] for row in rows]
+
+    # ---- reading --------------------------------------------------------------------------
+
+    def raw_rows(self) -> list[dict[str, Any]]:
+        """Every stored row, as stored (verify reads these, so it sees tampering as it is)."""
+        rows = self._db.execute(f"SELECT {', '.join(ENTRY_COLUMNS)} FROM entries ORDER BY seq").fetchall()
+        return [dict(zip(ENTRY_COLUMNS, row)) for row in rows]
+
+    def stored_roots(self) -> dict[str, tuple[str, int]]:
+        """request id -> (stored Merkle root, leaf count)."""
+        return {rid: (root, leaves) for rid, root, leaves in
+                self._db.execute("SELECT request_id, merkle_root, leaves FROM request_roots ORDER BY request_id")}
+
+    def entries(self, request_id: str | None = None, plan_id: str | None = None) -> list[AuditEntry]:
+        """Entries in sequence order, optionally only a request's or a plan's."""
+        found = []
+        for row in self.raw_rows():
+            entry = entry_from_row(row)
+            if request_id is not None and request_id not in entry.request_ids:
+                continue
+            if plan_id is not None and entry.plan_id != plan_id:
+                continue
+            found.append(entry)
+        return found
+
+    def head(self) -> tuple[int, str]:
+        """(seq, hash) of the last entry; (0, genesis) for an empty log."""
+        row = self._db.execute("SELECT seq, entry_hash FROM entries ORDER BY seq DESC LIMIT 1").fetchone()
+        return (row[0], row[1]) if row else (0, GENESIS_HASH)
+
+    def request_ids(self) -> list[str]:
+        rows = self._db.execute("SELECT DISTINCT r.value FROM entries e, json_each(e.request_ids) r ORDER BY 1")
+        return [row[0] for row in rows]
+
+    def verify(self):
+        """Recompute everything (see :func:`piitracer.audit.verify.verify_log`)."""
+        from piitracer.audit.verify import verify_log  # verify reads the store: import here, not at the top
+
+        return verify_log(self)
+
+    def request_root(self, request_id: str) -> str:
+        """The Merkle root recomputed from the request's entries."""
+        return merkle_root(self._request_hashes(request_id))
+
+
+def entry_from_row(row: dict[str, Any]) -> AuditEntry:
+    """An entry from its stored columns (raises ValueError/TypeError on a malformed row)."""
+    return AuditEntry(
+        schema_version=row["schema_version"], seq=row["seq"], kind=row["kind"], recorded_at=row["recorded_at"],
+        plan_id=row["plan_id"], request_ids=tuple(json.loads(row["request_ids"])),
+        subjects=tuple(SubjectDigest(**s) for s in json.loads(row["subjects"])), body=json.loads(row["body"]),
+        prev_hash=row["prev_hash"], entry_hash=row["entry_hash"],
+    )

@@ -1,0 +1,92 @@
+"""Recompute the whole audit log and name the first thing that is wrong.
+
+Checks, entry by entry in sequence order: the sequence has no gap and no repeat, the row parses,
+``prev_hash`` is the previous entry's hash, the entry hash is the SHA-256 of its canonical fields,
+and the seal is the HMAC of that hash under the audit key. Then the sealed head (catches entries
+cut off the end) and every request's Merkle root.
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from piitracer.audit.hashing import entry_hash, merkle_root
+from piitracer.audit.store import AuditLog, entry_from_row
+from piitracer.model.audit import GENESIS_HASH
+
+
+@dataclass(frozen=True)
+class AuditProblem:
+    """The first bad entry: its sequence number (None when the problem is not one entry's) and what."""
+
+    seq: int | None
+    what: str
+
+    def __str__(self) -> str:
+        return f"entry {self.seq}: {self.what}" if self.seq is not None else self.what
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """The outcome of :func:`verify_log`."""
+
+    ok: bool
+    entries: int
+    head_hash: str
+    problem: AuditProblem | None = None
+
+
+def verify_log(log: AuditLog) -> VerifyResult:
+    """Recompute chain, entry hashes, seals, sequence numbers, the head and the Merkle roots."""
+    rows = log.raw_rows()
+    previous_seq, previous_hash = 0, GENESIS_HASH
+    by_request: dict[str, list[str]] = {}
+
+    def bad(seq: int | None, what: str) -> VerifyResult:
+        return VerifyResult(False, len(rows), previous_hash, AuditProblem(seq, what))
+
+    for row in rows:
+        seq = row["seq"]
+        if seq != previous_seq + 1:
+            if seq > previous_seq + 1:
+                missing = f"entry {previous_seq + 1}" if seq == previous_seq + 2 else f"entries {previous_seq + 1}-{seq - 1}"
+                return bad(seq, f"sequence jumps from {previous_seq} to {seq}: {missing} deleted")
+            return bad(seq, f"sequence number {seq} follows {previous_seq}: entries reordered")
+        try:
+            entry = entry_from_row(row)
+        except (ValueError, TypeError, ValidationError) as error:
+            return bad(seq, f"malformed entry: {str(error).splitlines()[0]}")
+        if entry.prev_hash != previous_hash:
+            return bad(seq, f"previous-hash link broken (expected {previous_hash[:16]}…, entry holds "
+                            f"{entry.prev_hash[:16]}…): an entry before it was deleted, reordered or altered")
+        recomputed = entry_hash(entry.hashed_fields())
+        if recomputed != entry.entry_hash:
+            return bad(seq, f"{entry.kind.value} entry altered: its fields hash to {recomputed[:16]}…, "
+                            f"stored hash is {entry.entry_hash[:16]}…")
+        if not hmac.compare_digest(log.key.seal(entry.entry_hash), str(row["seal"])):
+            return bad(seq, "seal does not match: the entry hash was rewritten without the audit key")
+        for request_id in entry.request_ids:
+            by_request.setdefault(request_id, []).append(entry.entry_hash)
+        previous_seq, previous_hash = seq, entry.entry_hash
+
+    head = log.meta("head")
+    expected_head = f"{previous_seq}:{previous_hash}" if rows else None
+    if head != expected_head:
+        last = head.split(":")[0] if head else "none"
+        return bad(None, f"the sealed head names entry {last} but the log ends at entry {previous_seq}: "
+                         "entries were removed from (or added to) the end")
+    if head is not None and not hmac.compare_digest(log.key.seal(head), log.meta("head_seal") or ""):
+        return bad(None, "the head record's seal does not match: it was rewritten without the audit key")
+
+    stored = log.stored_roots()
+    for request_id in sorted(set(stored) | set(by_request)):
+        root = merkle_root(by_request.get(request_id, []))
+        if request_id not in stored:
+            return bad(None, f"request {request_id}: no stored Merkle root")
+        if stored[request_id][0] != root:
+            return bad(None, f"request {request_id}: stored Merkle root {stored[request_id][0][:16]}… does not "
+                             f"match its entries ({root[:16]}… over {len(by_request.get(request_id, []))} entries)")
+    return VerifyResult(True, len(rows), previous_hash)

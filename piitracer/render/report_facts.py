@@ -1,0 +1,115 @@
+"""What an audit report says, derived from a request's audit trail alone: the plan entry, the
+latest entry of every step, the latest verification, each dataset's state and the deadline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from piitracer.model.audit import AuditEntry, EntryKind, RequestTrail
+
+# Report states, in legend order (the diagram colours nodes by these).
+STATES = ("erased", "pending", "found", "manual_review", "recompute", "no_action")
+STATE_LABELS = {
+    "erased": "erased", "pending": "pending", "found": "found (still there)", "manual_review": "manual review",
+    "recompute": "recompute", "no_action": "no action",
+}
+DONE_STEP_STATES = {"committed"}
+
+
+@dataclass
+class DeadlineStatus:
+    deadline_at: datetime | None
+    verdict: str  # met | missed | open | unknown
+    text: str
+
+
+@dataclass
+class ReportFacts:
+    request_id: str
+    plan_id: str
+    batched_with: list[str]
+    subject_hmacs: list[str]
+    received_at: str | None
+    sources: list[str]
+    datasets: list[dict[str, Any]]  # plan decision + "state" + verification facts
+    steps: list[dict[str, Any]]  # plan steps with the latest recorded entry's facts (state "not run" if none)
+    verification: dict[str, Any] | None
+    deadline: DeadlineStatus
+    entries: list[AuditEntry] = field(default_factory=list)
+
+
+def report_facts(trail: RequestTrail, now: datetime) -> ReportFacts:
+    """The report's content for the latest plan of the request in ``trail``."""
+    plans = [e for e in trail.entries if e.kind is EntryKind.PLAN]
+    if not plans:
+        raise KeyError(f"the audit log has no plan entry for request {trail.request_id!r}")
+    plan = plans[-1].body
+    plan_id = plans[-1].plan_id
+    mine = [e for e in trail.entries if e.plan_id == plan_id]
+    latest_step: dict[str, dict[str, Any]] = {}
+    for entry in mine:
+        if entry.kind is EntryKind.STEP:
+            latest_step[entry.body["step_id"]] = {**entry.body, "seq": entry.seq}
+    verifications = [e.body for e in mine if e.kind is EntryKind.VERIFICATION]
+    verification = verifications[-1] if verifications else None
+    checked = {d["dataset"]: d for d in verification["datasets"]} if verification else {}
+
+    datasets = []
+    for decision in plan["datasets"]:
+        result = checked.get(decision["dataset"])
+        datasets.append({**decision, "state": dataset_state(decision["status"], result["state"] if result else None),
+                         "verification": result})
+    steps = []
+    for planned in plan["steps"]:
+        recorded = latest_step.get(planned["step_id"])
+        steps.append({**planned, **(recorded or {}), "state": recorded["state"] if recorded else "not run"})
+    request = next((r for r in plan["requests"] if r["request_id"] == trail.request_id), None)
+    return ReportFacts(
+        request_id=trail.request_id, plan_id=plan_id,
+        batched_with=[r["request_id"] for r in plan["requests"] if r["request_id"] != trail.request_id],
+        subject_hmacs=[s.hmac for s in plans[-1].subjects if s.request_id == trail.request_id],
+        received_at=request["received_at"] if request else None, sources=list(plan["sources"]),
+        datasets=datasets, steps=steps, verification=verification,
+        deadline=deadline_status(plan, steps, datasets, verification, now), entries=list(trail.entries))
+
+
+def dataset_state(status: str, verified: str | None) -> str:
+    """One of :data:`STATES`. Evidence of data still there wins; otherwise a dataset piitracer does
+    not erase keeps its plan status; an erased dataset is ``erased`` only when the verifier says so."""
+    if verified == "found":
+        return "found"
+    if status in ("manual_review", "recompute", "no_action"):
+        return status
+    if verified == "erased":
+        return "erased"
+    return "pending"  # planned or executed, but not (yet) verified erased
+
+
+def deadline_status(plan: dict[str, Any], steps: list[dict[str, Any]], datasets: list[dict[str, Any]],
+                    verification: dict[str, Any] | None, now: datetime) -> DeadlineStatus:
+    """Met only when the verifier found nothing left and no step is open, on or before the deadline."""
+    deadline = datetime.fromisoformat(plan["deadline_at"]) if plan.get("deadline_at") else None
+    open_steps = [s for s in steps if s["state"] not in DONE_STEP_STATES]
+    left = [d["dataset"] for d in datasets if d["state"] in ("pending", "found")]
+    if deadline is None:
+        return DeadlineStatus(None, "unknown", "the plan entry has no deadline")
+    remaining = []
+    if verification is None:
+        remaining.append("no verification recorded")
+    if left:
+        remaining.append(f"{len(left)} dataset(s) not verified erased: {', '.join(left)}")
+    if open_steps:
+        remaining.append(f"{len(open_steps)} step(s) open: " + ", ".join(f"{s['step_id']} {s['action']} {s['dataset']} ({s['state']})"
+                                                                          for s in open_steps))
+    if not remaining and verification is not None:
+        finished = [datetime.fromisoformat(s["finished_at"]) for s in steps if s.get("finished_at")]
+        completed = max([datetime.fromisoformat(verification["checked_at"]), *finished])
+        if completed <= deadline:
+            return DeadlineStatus(deadline, "met", f"erasure verified complete at {completed.isoformat()}")
+        return DeadlineStatus(deadline, "missed", f"verified complete at {completed.isoformat()}, after the deadline")
+    if now > deadline:
+        return DeadlineStatus(deadline, "missed", "the deadline has passed and " + "; ".join(remaining))
+    days = (deadline - now).days
+    return DeadlineStatus(deadline, "open", f"{days} day(s) left: " + "; ".join(remaining))
