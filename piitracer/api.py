@@ -1,5 +1,5 @@
-"""The public API's wiring of the layers: workspace -> ingest -> graph (and, later, plan, execute,
-verify). Only this module and ``cli`` import across layers."""
+"""The public API's wiring of the layers: workspace -> ingest -> graph -> plan -> execute ->
+verify. Only this module and ``cli`` import across layers."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ from piitracer.ingest.workspace_loader import Workspace, load_workspace
 from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import DeletionPlan, PlanRequest, Subject
 from piitracer.model.table_state import TableState
+from piitracer.model.verification import VerificationReport
 from piitracer.planner.build import PlanningError, build_plan
+from piitracer.verify import VerificationError, verify_datasets
 
 
 def build_lineage_graph(workspace: Workspace | str | os.PathLike[str]) -> LineageGraph:
@@ -122,3 +124,34 @@ def execute_plan(
 ) -> RunSummary:
     """Run a plan on the workspace's lakehouse (journaled; ``options.resume`` continues a killed run)."""
     return PlanExecutor(plan, execution_context(workspace), options, on_step).run()
+
+
+def verify_plan(
+    workspace: Workspace,
+    plan: DeletionPlan,
+    value_sets: Mapping[str, list] | None = None,
+    step_states: Mapping[str, str] | None = None,
+) -> VerificationReport:
+    """Check that no file and no retained snapshot/version of the plan's datasets still holds a
+    subject value. ``value_sets`` and ``step_states`` (step id -> journal state) default to what
+    the workspace journal recorded for this plan; a plan never resolved raises
+    :class:`~piitracer.verify.VerificationError` (run ``piitracer execute`` first)."""
+    from piitracer.executor.journal import Journal
+
+    context = execution_context(workspace)
+    if value_sets is None or step_states is None:
+        if not context.journal_path.exists():
+            raise VerificationError(f"plan {plan.plan_id[:16]} was never executed in this workspace (no journal at "
+                                    f"{context.journal_path}): run `piitracer execute` first")
+        journal = Journal(context.journal_path)
+        try:
+            if value_sets is None:
+                value_sets = journal.load_values(plan.plan_id)
+            if step_states is None:
+                step_states = {record["step_id"]: record["state"] for record in journal.steps(plan.plan_id)}
+        finally:
+            journal.close()
+    if not value_sets:
+        raise VerificationError(f"plan {plan.plan_id[:16]} has no resolved values in the journal: "
+                                "run `piitracer execute` first (its resolve step captures them)")
+    return verify_datasets(plan, workspace.config.catalog, context.locations, value_sets, step_states)
