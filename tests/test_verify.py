@@ -207,3 +207,80 @@ def test_cli_exit_codes_and_no_value_in_output(tmp_path: Path) -> None:
     (ws.root / ".piitracer" / "journal.sqlite").unlink()
     error = run()
     assert error.returncode == 2 and "piitracer execute" in error.stderr
+
+
+# ---- Iceberg (Spark local mode, the real runtime jar) ------------------------------------------------
+
+def iceberg_setup(tmp_path: Path, warehouse: Path, prefix: str):
+    from spark_lakehouse import build, new_namespace, spark_for, workspace
+
+    spark = spark_for(warehouse)
+    ns = new_namespace(prefix)
+    build(spark, warehouse, ns)
+    ws = piitracer.load_workspace(workspace(tmp_path, warehouse, ns))
+    from spark_lakehouse import SUBJECTS
+
+    subjects = [Subject(value=str(u), request_id=f"r{u}", received_at=RECEIVED) for u in SUBJECTS]
+    plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), [f"{ns}.src.user_id"], subjects)
+    return spark, ns, ws, plan
+
+
+def test_iceberg_delete_without_maintenance_leaves_data_files_bounds_and_snapshots(tmp_path: Path, warehouse: Path) -> None:
+    from spark_lakehouse import SUBJECT_PANS, SUBJECTS
+
+    spark, ns, ws, plan = iceberg_setup(tmp_path, warehouse, "vplace")
+    ids = ", ".join(str(u) for u in SUBJECTS)
+    spark.sql(f"DELETE FROM lake.{ns}.src WHERE user_id IN ({ids})")  # merge-on-read: position deletes
+    spark.sql(f"DELETE FROM lake.{ns}.cow WHERE customer_id IN ({ids})")  # copy-on-write: files replaced
+    values = {f"{ns}.src.user_id": SUBJECTS, f"{ns}.src.pan": SUBJECT_PANS}
+    deleted = {s.id: COMMITTED for s in plan.steps if s.action in (Action.RESOLVE, Action.DELETE_ROWS) and s.dataset != f"{ns}.clone"}
+
+    report = verify_plan(ws, plan, values, deleted)
+
+    src, cow = report.result(f"{ns}.src"), report.result(f"{ns}.cow")
+    assert src.state is ErasureState.PENDING and cow.state is ErasureState.PENDING
+    # MoR: the data files the position deletes point at still hold the rows (in the live snapshot).
+    assert [f for f in src.findings if f.kind == "data" and f.file.startswith("data/") and f.where == "column user_id"]
+    # The subject is the column minimum: manifests keep it as a lower bound.
+    bounds = [f for f in src.findings if f.kind == "manifest_bound"]
+    assert bounds and all(f.file.startswith("metadata/") and f.file.endswith(".avro") for f in bounds)
+    assert {f.value_set for f in bounds} == {f"{ns}.src.user_id", f"{ns}.src.pan"}
+    assert [f for f in src.findings if f.kind == "snapshot" and "(current)" not in f.where]  # pre-delete snapshots
+    assert not [f for f in src.findings if f.kind == "snapshot" and "(current)" in f.where]
+    assert "rewrite_data_files (not run)" in src.pending_until and "expire_snapshots (not run)" in src.pending_until
+    # CoW: the replaced data file is stale (only pre-delete snapshots use it) until expiry.
+    stale = [f for f in cow.findings if f.kind == "data"]
+    assert stale and "expire_snapshots (not run)" in cow.pending_until
+    assert cow.snapshots_checked >= 2 and cow.files_scanned > 5
+    # Every planned step marked committed while the bytes are still there: found, not pending.
+    everything = {s.id: COMMITTED for s in plan.steps}
+    assert verify_plan(ws, plan, values, everything).result(f"{ns}.src").state is ErasureState.FOUND
+
+
+def test_iceberg_after_execute_is_erased_and_orphans_step_is_judged_by_what_remains(tmp_path: Path, warehouse: Path) -> None:
+    from piitracer.api import execute_plan
+    from piitracer.executor.runner import ExecuteOptions
+
+    spark, ns, ws, plan = iceberg_setup(tmp_path, warehouse, "vexec")
+    summary = execute_plan(ws, plan, ExecuteOptions())  # no --no-concurrent-writers: orphan steps pending
+    assert summary.status == "incomplete"
+    step = {(s.dataset, s.action): s.id for s in plan.steps}
+    report = verify_plan(ws, plan)
+    states_seen = {d.dataset: d.state for d in report.datasets}
+    # What really happens: expire_snapshots leaves no file behind for cow and clone, so their
+    # pending orphan removal has nothing left to remove: erased.
+    assert states_seen[f"{ns}.cow"] is ErasureState.ERASED and states_seen[f"{ns}.clone"] is ErasureState.ERASED
+    # The source's expiry waits for the shallow clone's orphan removal (the clone shares its files),
+    # so the pre-delete manifests (subject = column minimum) remain: pending on that blocked step.
+    src = report.result(f"{ns}.src")
+    assert src.state is ErasureState.PENDING
+    assert src.pending_until.startswith(f"{step[(f'{ns}.src', Action.EXPIRE_SNAPSHOTS)]} expire_snapshots (blocked)")
+    assert src.findings and {f.kind for f in src.findings} == {"manifest_bound"}
+    assert not report.all_erased
+
+    resumed = execute_plan(ws, plan, ExecuteOptions(resume=True, no_concurrent_writers=True))
+    assert resumed.status == "complete"
+    final = verify_plan(ws, plan)
+    assert {d.dataset: d.state for d in final.datasets} == {d: ErasureState.ERASED for d in states_seen}
+    assert final.all_erased
+    assert all(d.files_scanned > 0 and d.snapshots_checked >= 1 and d.findings == () for d in final.datasets)
