@@ -35,7 +35,7 @@ def column_hits(name: str, column: pa.ChunkedArray, index: ValueIndex) -> Iterat
     """(where, value-set names) for one top-level column of a Parquet file."""
     for leaf_name, array in leaves(name, column):
         shown = index.redact_text(leaf_name)
-        exact = _exact(array, index)
+        exact = exact_hits(array, index)
         if exact:
             yield f"column {shown}", exact
         inside = _inside_text(array, index)
@@ -74,7 +74,8 @@ def _int_range(kind: pa.DataType) -> tuple[int, int]:
     return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
 
 
-def _exact(array: pa.Array, index: ValueIndex) -> set[str]:
+def exact_hits(array: pa.Array, index: ValueIndex) -> set[str]:
+    """Value sets with a value equal (typed) to some element of ``array``; vectorised."""
     candidates = _candidates(array.type, index)
     if candidates is None or len(array) == 0:
         return set()
@@ -112,4 +113,4 @@ def _inside_text(array: pa.Array, index: ValueIndex) -> set[str]:
     return names
 
 
-__all__ = ["column_hits", "leaves", "MIN_TEXT_LENGTH"]
+__all__ = ["column_hits", "exact_hits", "leaves", "MIN_TEXT_LENGTH"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from piitracer.verify.columns import _exact
+from piitracer.verify.columns import exact_hits
 from piitracer.verify.values import ValueIndex
 
 
@@ -113,7 +113,7 @@ def iceberg_view(root: Path, key_column: str | None, index: ValueIndex) -> Table
             view.versions_checked += 1
             if key_column not in rows.column_names:
                 continue
-            names = _exact(rows.column(key_column).combine_chunks(), index)
+            names = exact_hits(rows.column(key_column).combine_chunks(), index)
             if names:
                 view.logical.append(LogicalHit(str(snapshot.snapshot_id), snapshot.snapshot_id == current,
                                                frozenset(names), refs.get(snapshot.snapshot_id)))
@@ -148,7 +148,7 @@ def delta_view(root: Path, key_column: str | None, index: ValueIndex) -> TableVi
             view.problems.append(f"version {version} could not be read back ({type(error).__name__})")
             continue
         view.versions_checked += 1
-        names = _exact(frame.column(key_column).combine_chunks(), index)
+        names = exact_hits(frame.column(key_column).combine_chunks(), index)
         if names:
             view.logical.append(LogicalHit(str(version), version == latest, frozenset(names)))
     if unreadable:
@@ -166,7 +166,7 @@ def parquet_view(root: Path, key_column: str | None, index: ValueIndex) -> Table
     dataset = ds.dataset(str(root), format="parquet", partitioning="hive")
     view.live = {p for f in dataset.files if (p := relative_to(root, f))}
     if key_column and index and key_column in dataset.schema.names:
-        names = _exact(dataset.to_table(columns=[key_column]).column(key_column).combine_chunks(), index)
+        names = exact_hits(dataset.to_table(columns=[key_column]).column(key_column).combine_chunks(), index)
         view.versions_checked = 1
         if names:
             view.logical.append(LogicalHit("current", True, frozenset(names)))
