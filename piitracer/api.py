@@ -28,6 +28,7 @@ from piitracer.model.verification import VerificationReport
 from piitracer.model.workspace import DatasetFormat
 from piitracer.planner.build import PlanningError, build_plan
 from piitracer.render.report import report_html, report_markdown
+from piitracer.verify import VerificationError, verify_datasets
 
 
 def build_lineage_graph(workspace: Workspace | str | os.PathLike[str]) -> LineageGraph:
@@ -277,3 +278,32 @@ def _journal_steps(workspace: Workspace, plan_id: str) -> list[dict[str, Any]]:
 
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
+def verify_plan(
+    workspace: Workspace,
+    plan: DeletionPlan,
+    value_sets: Mapping[str, list] | None = None,
+    step_states: Mapping[str, str] | None = None,
+) -> VerificationReport:
+    """Check that no file and no retained snapshot/version of the plan's datasets still holds a
+    subject value. ``value_sets`` and ``step_states`` (step id -> journal state) default to what
+    the workspace journal recorded for this plan; a plan never resolved raises
+    :class:`~piitracer.verify.VerificationError` (run ``piitracer execute`` first)."""
+    from piitracer.executor.journal import Journal
+
+    context = execution_context(workspace)
+    if value_sets is None or step_states is None:
+        if not context.journal_path.exists():
+            raise VerificationError(f"plan {plan.plan_id[:16]} was never executed in this workspace (no journal at "
+                                    f"{context.journal_path}): run `piitracer execute` first")
+        journal = Journal(context.journal_path)
+        try:
+            if value_sets is None:
+                value_sets = journal.load_values(plan.plan_id)
+            if step_states is None:
+                step_states = {record["step_id"]: record["state"] for record in journal.steps(plan.plan_id)}
+        finally:
+            journal.close()
+    if not value_sets:
+        raise VerificationError(f"plan {plan.plan_id[:16]} has no resolved values in the journal: "
+                                "run `piitracer execute` first (its resolve step captures them)")
+    return verify_datasets(plan, workspace.config.catalog, context.locations, value_sets, step_states)

@@ -10,9 +10,10 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 import piitracer
-from piitracer.api import audit_log, audit_report, execute_plan, load_plan, plan_deletion, verify_audit, write_private
+from piitracer.api import audit_log, audit_report, execute_plan, load_plan, plan_deletion, verify_audit, verify_plan, write_private
 from piitracer.audit import AuditError, AuditKeyError
 from piitracer.executor.runner import ExecuteOptions, ExecutionError, RunSummary, StepResult
 from piitracer.executor.outcome import SafetyError
@@ -20,9 +21,11 @@ from piitracer.executor.spark_session import SparkSetupError
 from piitracer.executor.table_state import TableStateError
 from piitracer.ingest.requests import RequestFileError, read_requests
 from piitracer.model.plan import DeletionPlan, Subject
+from piitracer.model.verification import ErasureState, VerificationReport
 from piitracer.planner.build import PlanningError
 from piitracer.render.lineage_diagram import RenderError, lineage_diagram, render_lineage
 from piitracer.render.plan_text import explain_text, plan_tables
+from piitracer.verify import VerificationError
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 console = Console()
@@ -36,7 +39,7 @@ class PiitracerGroup(click.Group):
         try:
             return super().invoke(ctx)
         except (piitracer.WorkspaceError, RenderError, KeyError, PlanningError, RequestFileError, TableStateError,
-                ExecutionError, SafetyError, SparkSetupError, AuditError, AuditKeyError) as error:
+                ExecutionError, SafetyError, SparkSetupError, AuditError, AuditKeyError, VerificationError) as error:
             message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
             # Plain text, never wrapped: 'file:line: field: what was expected' must stay one line.
             click.echo(f"error: {message}", err=True)
@@ -242,6 +245,49 @@ def audit_report_command(ctx: click.Context, request_id: str, out: Path | None, 
     else:
         out.write_text(text, encoding="utf-8")
         err_console.print(f"wrote {out}", highlight=False)
+
+
+@cli.command("verify")
+@click.argument("plan_file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.pass_context
+def verify_command(ctx, plan_file: Path, output: str) -> None:
+    """Prove the erasure: decode every file under each dataset and read back every retained
+    snapshot/version. Exit 0 when all is erased (or not checkable), 1 when subject data is still
+    found or pending, 2 on error. Never prints a subject value."""
+    plan = load_plan(plan_file)
+    workspace = piitracer.load_workspace(ctx.obj["workspace"])
+    report = verify_plan(workspace, plan)
+    if output == "json":
+        click.echo(report.model_dump_json(indent=2))
+    else:
+        console.print(verification_table(report))
+        for item in report.datasets:
+            for finding in item.findings:
+                place = finding.file or "(logical)"
+                console.print(f"  {item.dataset}: {place}: {finding.where} [{finding.kind}] holds {finding.value_set}",
+                              highlight=False, markup=False)
+        erased = sum(d.state is ErasureState.ERASED for d in report.datasets)
+        console.print(f"{erased} of {len(report.datasets)} datasets erased; "
+                      + ("no subject data found" if report.all_erased else "subject data still found or pending"), highlight=False)
+    sys.exit(EXIT_OK if report.all_erased else EXIT_FOUND)
+
+
+STATE_STYLE = {ErasureState.ERASED: "green", ErasureState.PENDING: "yellow", ErasureState.FOUND: "red", ErasureState.NOT_CHECKED: "dim"}
+
+
+def verification_table(report: VerificationReport) -> Table:
+    """One row per dataset: state, files scanned, snapshots checked, findings, pending-until/reason."""
+    table = Table(title=f"verification of plan {report.plan_id[:12]} at {report.checked_at:%Y-%m-%d %H:%M:%S} UTC")
+    for name in ("dataset", "state", "files", "snapshots", "findings", "pending until / reason"):
+        table.add_column(name, justify="right" if name in ("files", "snapshots", "findings") else "left", overflow="fold")
+    for item in report.datasets:
+        detail = item.pending_until or item.reason or ""
+        if item.notes:
+            detail = (detail + "; " if detail else "") + "; ".join(item.notes)
+        table.add_row(Text(item.dataset), Text(item.state.value, style=STATE_STYLE[item.state]), str(item.files_scanned),
+                      str(item.snapshots_checked), str(len(item.findings)), Text(detail))
+    return table
 
 
 def summary_table(summary: RunSummary) -> Table:

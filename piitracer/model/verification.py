@@ -29,7 +29,7 @@ class Finding(Frozen):
     file: str = Field(description="Path relative to the dataset's location ('' for a logical finding).")
     where: str = Field(description="Column, footer statistics, manifest bound, log field, snapshot id...")
     value_set: str = Field(description="Which resolved value set matched (e.g. 'prod.payments.pan'), never the value.")
-    kind: str = Field(description="data | statistics | manifest_bound | log_stats | raw | snapshot")
+    kind: str = Field(description="data | statistics | manifest_bound | manifest | log_stats | log | metadata | raw | path | snapshot")
 
 
 class DatasetVerification(Frozen):
@@ -42,6 +42,8 @@ class DatasetVerification(Frozen):
     findings: tuple[Finding, ...] = ()
     pending_until: str | None = Field(None, description="For pending: the step or retention window that removes the bytes, and when.")
     reason: str | None = None
+    value_sets: tuple[str, ...] = Field((), description="Names of the value sets searched in this dataset (never the values).")
+    notes: tuple[str, ...] = Field((), description="Files decoded only as raw bytes, versions that could not be read back.")
 
 
 class VerificationReport(Frozen):

@@ -1,0 +1,287 @@
+"""Decode every file under a dataset location and report where a resolved value still lives.
+
+Every file is listed (hidden and underscore folders included: ``_delta_log``, ``_change_data``,
+``.crc`` side files, a writer's ``_tmp`` leftovers) and decoded by what it is, not by where it
+sits: Parquet (every column of every row group, nested fields flattened, and the footer
+statistics), Avro (Iceberg manifests and manifest lists, bounds decoded with the table schema the
+manifest carries), JSON and JSON lines (Delta logs with their ``stats`` strings parsed, Iceberg
+metadata), and anything else as raw bytes. A hit names the file, the place and the value set;
+never the value: paths and field names that contain a value are redacted.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+from urllib.parse import unquote
+
+from piitracer.verify.values import ValueIndex
+
+PARQUET_MAGIC = b"PAR1"
+AVRO_MAGIC = b"Obj\x01"
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One place holding a value of one value set (the value itself is never kept)."""
+
+    file: str  # relative to the scanned root, values redacted
+    where: str
+    value_set: str
+    kind: str  # data | statistics | manifest_bound | manifest | log_stats | log | metadata | raw | path
+
+
+@dataclass
+class ScanResult:
+    files: list[str] = field(default_factory=list)  # every file listed (relative paths, redacted)
+    hits: list[Hit] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)  # 'file: why' (decoded as raw bytes instead)
+
+
+def list_files(root: Path) -> list[Path]:
+    """Every regular file under ``root``, hidden ones included, in a stable order."""
+    found = []
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(folder) / name
+            if path.is_file() and not path.is_symlink():
+                found.append(path)
+    return found
+
+
+def scan_location(root: Path, index: ValueIndex) -> ScanResult:
+    """Decode every file under ``root`` and collect the places holding a value of ``index``."""
+    result = ScanResult()
+    for path in list_files(root):
+        relative = path.relative_to(root).as_posix()
+        shown = redact_path(relative, index)
+        result.files.append(shown)
+        if not index:
+            continue
+        hits: set[tuple[str, str, str]] = set()
+        for where, names, kind in _path_hits(relative, index):
+            hits |= {(where, n, kind) for n in names}
+        try:
+            for where, names, kind in scan_file(path, relative, index):
+                hits |= {(where, n, kind) for n in names}
+        except Exception as error:  # a file we cannot decode is still searched as raw bytes
+            result.unreadable.append(f"{shown}: {type(error).__name__}")
+            for where, names, kind in _raw(path, index):
+                hits |= {(where, n, kind) for n in names}
+        result.hits.extend(Hit(shown, where, name, kind) for where, name, kind in sorted(hits))
+    return result
+
+
+def scan_file(path: Path, relative: str, index: ValueIndex) -> Iterator[tuple[str, set[str], str]]:
+    """(where, value-set names, kind) for every place in one file."""
+    with path.open("rb") as handle:
+        head = handle.read(4)
+    in_log = "_delta_log" in relative.split("/")
+    name = path.name
+    if head == PARQUET_MAGIC:
+        yield from _parquet(path, index, in_log)
+    elif head == AVRO_MAGIC:
+        yield from _avro(path, index)
+    elif name.endswith(".gz") and name[:-3].endswith(".json"):
+        yield from _json_text(gzip.decompress(path.read_bytes()).decode("utf-8", "replace"), index, "metadata")
+    elif name.endswith((".json", ".jsonl", ".ndjson")) or (in_log and not name.endswith(".bin")) or name == "_last_checkpoint":
+        kind = "log" if in_log else ("metadata" if name.endswith(".metadata.json") else "raw")
+        yield from _json_text(path.read_text("utf-8", errors="replace"), index, kind)
+    else:
+        yield from _raw(path, index)
+
+
+# ---- paths ----------------------------------------------------------------------------------
+
+def _path_hits(relative: str, index: ValueIndex) -> Iterator[tuple[str, set[str], str]]:
+    # Hive-style partition folders ('user_id=7000000001') and file names carry values.
+    for segment in relative.split("/"):
+        value = unquote(segment.split("=", 1)[1]) if "=" in segment else segment
+        names = index.match(value) | index.search_text(unquote(segment))
+        if names:
+            yield "file path", names, "path"
+
+
+def redact_path(relative: str, index: ValueIndex) -> str:
+    """The path with every value in it replaced by ``<value set>``."""
+    parts = []
+    for segment in relative.split("/"):
+        if "=" in segment:
+            key, value = segment.split("=", 1)
+            names = index.match(unquote(value))
+            if names:
+                parts.append(f"{key}=<{sorted(names)[0]}>")
+                continue
+        parts.append(index.redact_text(segment))
+    return "/".join(parts)
+
+
+# ---- Parquet --------------------------------------------------------------------------------
+
+def _parquet(path: Path, index: ValueIndex, in_log: bool) -> Iterator[tuple[str, set[str], str]]:
+    import pyarrow.parquet as pq
+
+    handle = pq.ParquetFile(path)
+    metadata = handle.metadata
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        for number in range(row_group.num_columns):
+            column = row_group.column(number)
+            stats = column.statistics
+            if stats is None or not stats.has_min_max:
+                continue
+            for label, bound in (("min", stats.min), ("max", stats.max)):
+                names = index.match(bound) | (index.search_text(bound) if isinstance(bound, str) else set())
+                if names:
+                    yield f"footer statistics {label} of {index.redact_text(column.path_in_schema)}", names, "statistics"
+    table = handle.read()  # every row group, every column: read once
+    if in_log:
+        # Delta checkpoints: the add actions' 'stats' are JSON strings; small files, walk them.
+        for number, record in enumerate(table.to_pylist()):
+            for where, names in _walk(record, index, ""):
+                yield f"checkpoint row {number} {where}", names, "log_stats" if "stats" in where else "log"
+        return
+    from piitracer.verify.columns import column_hits
+
+    for name in table.column_names:
+        for where, names in column_hits(name, table.column(name), index):
+            yield where, names, "data"
+
+
+# ---- Avro (Iceberg manifests, manifest lists) ------------------------------------------------
+
+def _avro(path: Path, index: ValueIndex) -> Iterator[tuple[str, set[str], str]]:
+    import fastavro
+
+    with path.open("rb") as handle:
+        reader = fastavro.reader(handle)
+        field_types = _iceberg_field_types(reader.metadata.get("schema"))
+        for number, record in enumerate(reader):
+            yield from _avro_record(record, index, field_types, f"record {number}")
+
+
+def _avro_record(value: Any, index: ValueIndex, types: dict[int, str], where: str) -> Iterator[tuple[str, set[str], str]]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in ("lower_bounds", "upper_bounds") and isinstance(item, (list, dict)):
+                pairs = item.items() if isinstance(item, dict) else ((p.get("key"), p.get("value")) for p in item)
+                for field_id, raw in pairs:
+                    if isinstance(raw, (bytes, bytearray)):
+                        names, truncated = index.match_bound(bytes(raw), types.get(int(field_id)) if field_id is not None else None)
+                        if names:
+                            label = f"{where} {key} of field {field_id}" + (" (truncated prefix)" if truncated else "")
+                            yield label, names, "manifest_bound"
+            elif key in ("lower_bound", "upper_bound") and isinstance(item, (bytes, bytearray)):
+                # Manifest-list partition summaries: the partition field's type is not in the file.
+                names, _ = index.match_bound(bytes(item), None)
+                if names:
+                    yield f"{where} partition summary {key}", names, "manifest_bound"
+            else:
+                yield from _avro_record(item, index, types, f"{where}.{key}")
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _avro_record(item, index, types, where)
+    elif isinstance(value, (bytes, bytearray)):
+        return  # key metadata and the like: not values
+    else:
+        names = index.match(value) | (index.search_text(value) if isinstance(value, str) else set())
+        if names:
+            yield where, names, "manifest"
+
+
+def _iceberg_field_types(schema_text: Any) -> dict[int, str]:
+    """Field id -> Iceberg primitive type name, from the table schema a manifest carries."""
+    if not schema_text:
+        return {}
+    try:
+        schema = json.loads(schema_text)
+    except (TypeError, json.JSONDecodeError):
+        return {}
+    types: dict[int, str] = {}
+
+    def visit(node: Any) -> None:
+        if isinstance(node, dict):
+            if "id" in node and isinstance(node.get("type"), str):
+                types[int(node["id"])] = node["type"]
+            if node.get("type") == "list" and isinstance(node.get("element"), str):
+                types[int(node["element-id"])] = node["element"]
+            if node.get("type") == "map":
+                if isinstance(node.get("key"), str):
+                    types[int(node["key-id"])] = node["key"]
+                if isinstance(node.get("value"), str):
+                    types[int(node["value-id"])] = node["value"]
+            for item in node.values():
+                visit(item)
+        elif isinstance(node, list):
+            for item in node:
+                visit(item)
+
+    visit(schema)
+    return types
+
+
+# ---- JSON, JSON lines, raw ---------------------------------------------------------------------
+
+def _json_text(text: str, index: ValueIndex, kind: str) -> Iterator[tuple[str, set[str], str]]:
+    try:
+        documents: list[tuple[str, Any]] = [("", json.loads(text))]
+    except json.JSONDecodeError:
+        documents = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                documents.append((f"line {number}", json.loads(line)))
+            except json.JSONDecodeError:
+                names = index.search_text(line)
+                if names:
+                    yield f"line {number} (text)", names, "raw"
+    for prefix, document in documents:
+        for where, names in _walk(document, index, ""):
+            label = f"{prefix} {where}".strip() or "(document)"
+            yield label, names, "log_stats" if kind == "log" and ".stats" in where else kind
+
+
+def _walk(value: Any, index: ValueIndex, where: str) -> Iterator[tuple[str, set[str]]]:
+    """Every leaf of a JSON-like value; JSON held in strings (Delta 'stats') is parsed too."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            shown = index.redact_text(str(key))
+            key_names = index.match(key) | (index.search_text(key) if isinstance(key, str) else set())
+            if key_names:
+                yield f"{where}.{shown} (key)", key_names
+            yield from _walk(item, index, f"{where}.{shown}")
+    elif isinstance(value, (list, tuple)):
+        for number, item in enumerate(value):
+            yield from _walk(item, index, f"{where}[{number}]")
+    elif isinstance(value, str) and value[:1] in "{[":
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            parsed = None
+        if parsed is not None:
+            yield from _walk(parsed, index, where + " (JSON string)")
+            return
+        names = index.match(value) | index.search_text(value)
+        if names:
+            yield where or "(value)", names
+    else:
+        names = index.match(value)
+        if not names and isinstance(value, str):
+            names = index.search_text(value)
+            if names:
+                yield f"{where} (inside text)", names
+                return
+        if names:
+            yield where or "(value)", names
+
+
+def _raw(path: Path, index: ValueIndex) -> Iterator[tuple[str, set[str], str]]:
+    names = index.search_bytes(path.read_bytes())
+    if names:
+        yield "raw bytes", names, "raw"
