@@ -93,8 +93,19 @@ class IcebergEraser:
         row = self._call(f"rewrite_manifests('{self.procedure_table}')")
         return self._physical(row, files_rewritten=row.get("rewritten_manifests_count", 0))
 
-    def expire_snapshots(self, retain_last: int = 1) -> StepOutcome:
-        """Expire every snapshot older than now but the last ``retain_last``."""
+    def expire_snapshots(self, retain_last: int = 1, clean_expired_files: bool = True) -> StepOutcome:
+        """Expire every snapshot older than now but the last ``retain_last``.
+
+        ``clean_expired_files=False`` (shallow clones) expires the snapshots without deleting the
+        files they alone referenced: those may be another table's files. The SQL procedure has no
+        such switch, so that case goes through the table API."""
+        if not clean_expired_files:
+            def metadata_only() -> dict[str, Any]:
+                now_ms = int(time.time() * 1000) + 1000
+                (self.java_table().expireSnapshots().expireOlderThan(now_ms).retainLast(int(retain_last))
+                 .cleanExpiredFiles(False).commit())
+                return {"clean_expired_files": "false"}
+            return self._with_listing(metadata_only)
         moment = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
         return self._with_listing(lambda: self._call(
             f"expire_snapshots(table => '{self.procedure_table}', older_than => TIMESTAMP '{moment}', retain_last => {int(retain_last)})"))

@@ -205,7 +205,8 @@ class PlanExecutor:
         if step.action is Action.REWRITE_MANIFESTS:
             return eraser.rewrite_manifests()
         if step.action is Action.EXPIRE_SNAPSHOTS:
-            return eraser.expire_snapshots(int(step.params.get("retain_last", 1)))
+            return eraser.expire_snapshots(int(step.params.get("retain_last", 1)),
+                                           bool(step.params.get("clean_expired_files", True)))
         if step.action is Action.REMOVE_ORPHAN_FILES:
             return eraser.remove_orphan_files()
         return eraser.drop_ref(step.params["ref"], step.params["ref_type"])
@@ -277,6 +278,8 @@ def describe(step: Step, catalog: Mapping[str, CatalogDataset]) -> str:
     if step.action is Action.REWRITE_MANIFESTS:
         return f"CALL system.rewrite_manifests('{table}')"
     if step.action is Action.EXPIRE_SNAPSHOTS:
+        if step.params.get("clean_expired_files") is False:
+            return f"{table}.expireSnapshots().expireOlderThan(<run time>).retainLast({step.params.get('retain_last', 1)}).cleanExpiredFiles(false)  -- shallow clone: the source's files stay"
         return f"CALL system.expire_snapshots(table => '{table}', older_than => <run time>, retain_last => {step.params.get('retain_last', 1)})"
     if step.action is Action.REMOVE_ORPHAN_FILES:
         return f"SparkActions.deleteOrphanFiles({table}).olderThan(<run time>)  -- only with --no-concurrent-writers"

@@ -86,7 +86,14 @@ def _iceberg(entry: CatalogDataset, state: TableState | None) -> list[StepTempla
             warning=f"{ref.type.value} '{ref.name}' retains snapshot {ref.snapshot_id}, written before the delete: "
                     f"its files cannot be expired until it is released ({fix})",
         ))
-    steps.append(StepTemplate(Action.EXPIRE_SNAPSHOTS, params={"older_than": "delete_commit_time", "retain_last": 1}))
+    expire_params: dict[str, Any] = {"older_than": "delete_commit_time", "retain_last": 1}
+    if shallow:
+        # The clone's expired snapshots reference the source's data files: letting expiry delete
+        # them would break the source's own retained snapshots (time travel) before the source's
+        # expiry runs. Expire metadata only; the clone's own unreferenced files go with its orphan
+        # removal, the source's with the source's expiry.
+        expire_params["clean_expired_files"] = False
+    steps.append(StepTemplate(Action.EXPIRE_SNAPSHOTS, params=expire_params))
     orphan_params = {"older_than": "run_start", "condition": ORPHAN_CONDITION, "api": "SparkActions.deleteOrphanFiles"}
     if shallow:
         orphan_params["scope"] = "the clone's own location only: the source's files belong to the source"
