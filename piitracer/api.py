@@ -174,8 +174,8 @@ def record_run(log: AuditLog, plan: DeletionPlan, run: RunSummary | Sequence[Map
     if isinstance(run, RunSummary) and run.status == "dry-run":
         raise ValueError("a dry run changes nothing: there is no run to record")
     record_plan_entry(log, plan)
-    journal_steps = list(run) if not isinstance(run, RunSummary) else _journal_steps(workspace, plan.plan_id)
-    by_id = {record["step_id"]: record for record in journal_steps}
+    recorded = list(run) if not isinstance(run, RunSummary) else journal_steps(workspace, plan.plan_id)
+    by_id = {record["step_id"]: record for record in recorded}
     if isinstance(run, RunSummary):
         for result in run.results:  # a step the journal does not hold (journal missing): the summary's facts
             if result.step.id not in by_id:
@@ -265,7 +265,9 @@ def _metadata_version(path: Path) -> tuple[int, float, str]:
     return (int(match.group(1)) if match else -1, path.stat().st_mtime, path.name)
 
 
-def _journal_steps(workspace: Workspace, plan_id: str) -> list[dict[str, Any]]:
+def journal_steps(workspace: Workspace, plan_id: str) -> list[dict[str, Any]]:
+    """Every journaled step of a plan (empty when it never ran): what :func:`record_run` records
+    when a run stopped with an error instead of returning its summary."""
     path = execution_context(workspace).journal_path
     if not path.exists():
         return []

@@ -16,10 +16,12 @@ from byte_scan import find_values
 from spark_lakehouse import SUBJECT_PANS, SUBJECTS, build, checksum, new_namespace, spark_for, table_rows, workspace
 
 import piitracer
-from piitracer.api import plan_deletion, write_private
+from piitracer.api import audit_log, plan_deletion, write_private
 from piitracer.model.plan import Subject
 
 CLI = [sys.executable, "-m", "piitracer.cli.main"]
+# Every execution is recorded in the audit trail: the CLI refuses to run without a key.
+ENV = {**os.environ, "PIITRACER_AUDIT_KEY": "resume-test-audit-key-0123456789"}
 
 
 def committed(journal: Path) -> int:
@@ -35,7 +37,7 @@ def committed(journal: Path) -> int:
 def run_killed_after(ws_root: Path, plan_file: Path, k: int) -> None:
     journal = ws_root / ".piitracer" / "journal.sqlite"
     process = subprocess.Popen([*CLI, "--workspace", str(ws_root), "execute", str(plan_file), "--no-concurrent-writers"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=ENV)
     deadline = time.monotonic() + 300
     while committed(journal) < k:
         assert process.poll() is None, "the run ended before it could be killed"
@@ -61,7 +63,7 @@ def test_killed_and_resumed_equals_uninterrupted(tmp_path: Path, warehouse: Path
     journal = ws.root / ".piitracer" / "journal.sqlite"
     assert k <= committed(journal) < len(plan.steps), "killed part-way"
     resumed = subprocess.run([*CLI, "--workspace", str(ws.root), "execute", str(plan_file), "--resume", "--no-concurrent-writers"],
-                             capture_output=True, text=True, timeout=600)
+                             capture_output=True, text=True, timeout=600, env=ENV)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
 
     spark.catalog.clearCache()
@@ -74,3 +76,8 @@ def test_killed_and_resumed_equals_uninterrupted(tmp_path: Path, warehouse: Path
         runs = db.execute("SELECT status FROM runs ORDER BY started_at").fetchall()
     assert states == {step.id: "committed" for step in plan.steps}
     assert [r[0] for r in runs] == ["running", "complete"]  # the killed run never finished
+    # The audit trail of both runs is intact and ends with every step committed.
+    with audit_log(ws, key=ENV["PIITRACER_AUDIT_KEY"], create=False) as log:
+        assert log.verify().ok
+        last_state = {e.body["step_id"]: e.body["state"] for e in log.entries(plan_id=plan.plan_id) if e.kind.value == "step"}
+    assert last_state == {step.id: "committed" for step in plan.steps}

@@ -5,6 +5,7 @@ verdicts follow the journal's step states, and the CLI exits 0/1 without printin
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 import piitracer
-from piitracer.api import plan_deletion, verify_plan, write_private
+from piitracer.api import audit_log, plan_deletion, verify_plan, write_private
 from piitracer.executor.journal import COMMITTED, Journal
 from piitracer.model.plan import Action, Subject
 from piitracer.model.verification import ErasureState
@@ -182,9 +183,16 @@ def test_cli_exit_codes_and_no_value_in_output(tmp_path: Path) -> None:
         journal.mark(plan.plan_id, "run1", step, COMMITTED)
     journal.close()
 
-    def run(*args: str) -> subprocess.CompletedProcess:
+    def run(*args: str, key: bool = True) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PIITRACER_AUDIT")}
+        if key:
+            env["PIITRACER_AUDIT_KEY"] = "verify-test-audit-key-0123456789"
         return subprocess.run([*CLI, "--workspace", str(ws.root), "verify", str(plan_file), *args],
-                              capture_output=True, text=True, timeout=120)
+                              capture_output=True, text=True, timeout=120, env=env)
+
+    no_key = run(key=False)  # every verification is recorded: without an audit key nothing is scanned
+    assert no_key.returncode == 2 and "no audit key" in no_key.stderr
+    assert run("--no-record", key=False).returncode == 1  # a read-only check needs no key
 
     found_text, found_json = run(), run("--output", "json")
     assert found_text.returncode == 1 and found_json.returncode == 1, found_text.stderr
@@ -203,6 +211,10 @@ def test_cli_exit_codes_and_no_value_in_output(tmp_path: Path) -> None:
     erased = run()
     assert erased.returncode == 0, erased.stdout
     assert "1 of 1 datasets erased" in erased.stdout
+    log = audit_log(ws, key="verify-test-audit-key-0123456789", create=False)
+    verdicts = [e.body["datasets"][0]["state"] for e in log.entries(plan_id=plan.plan_id) if e.kind.value == "verification"]
+    log.close()
+    assert verdicts[-2:] == ["found", "erased"]  # the recorded runs, in order (not the --no-record one)
 
     (ws.root / ".piitracer" / "journal.sqlite").unlink()
     error = run()
@@ -267,15 +279,21 @@ def test_iceberg_after_execute_is_erased_and_orphans_step_is_judged_by_what_rema
     step = {(s.dataset, s.action): s.id for s in plan.steps}
     report = verify_plan(ws, plan)
     states_seen = {d.dataset: d.state for d in report.datasets}
-    # What really happens: expire_snapshots leaves no file behind for cow and clone, so their
-    # pending orphan removal has nothing left to remove: erased.
-    assert states_seen[f"{ns}.cow"] is ErasureState.ERASED and states_seen[f"{ns}.clone"] is ErasureState.ERASED
+    # What really happens: expire_snapshots leaves no file behind for cow, so its pending orphan
+    # removal has nothing left to remove: erased. The shallow clone's expiry deletes no file (it
+    # would delete the source's), so its own expired files wait for its orphan removal: pending.
+    assert states_seen[f"{ns}.cow"] is ErasureState.ERASED
+    clone = report.result(f"{ns}.clone")
+    assert clone.state is ErasureState.PENDING
+    assert clone.pending_until.startswith(f"{step[(f'{ns}.clone', Action.REMOVE_ORPHAN_FILES)]} remove_orphan_files")
     # The source's expiry waits for the shallow clone's orphan removal (the clone shares its files),
     # so the pre-delete manifests (subject = column minimum) remain: pending on that blocked step.
     src = report.result(f"{ns}.src")
     assert src.state is ErasureState.PENDING
     assert src.pending_until.startswith(f"{step[(f'{ns}.src', Action.EXPIRE_SNAPSHOTS)]} expire_snapshots (blocked)")
-    assert src.findings and {f.kind for f in src.findings} == {"manifest_bound"}
+    # Its pre-delete snapshots, their data files and manifests all remain until that expiry (the
+    # clone's expiry no longer deletes the files the two share).
+    assert src.findings and {f.kind for f in src.findings} == {"data", "statistics", "manifest_bound", "snapshot"}
     assert not report.all_erased
 
     resumed = execute_plan(ws, plan, ExecuteOptions(resume=True, no_concurrent_writers=True))

@@ -13,7 +13,8 @@ from rich.table import Table
 from rich.text import Text
 
 import piitracer
-from piitracer.api import audit_log, audit_report, execute_plan, load_plan, plan_deletion, verify_audit, verify_plan, write_private
+from piitracer.api import (audit_log, audit_report, execute_plan, journal_steps, load_plan, plan_deletion, record_plan, record_run,
+                           record_verification, verify_audit, verify_plan, write_private)
 from piitracer.audit import AuditError, AuditKeyError
 from piitracer.executor.runner import ExecuteOptions, ExecutionError, RunSummary, StepResult
 from piitracer.executor.outcome import SafetyError
@@ -168,9 +169,13 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
 @click.option("--resume", is_flag=True, help="Continue a run that stopped; committed steps are not applied again.")
 @click.option("--no-concurrent-writers", is_flag=True, help="Promise no other job writes these tables now: allows orphan removal.")
 @click.option("--drop-refs", is_flag=True, help="Let release_ref steps drop the Iceberg tags/branches that retain pre-delete snapshots.")
+@click.option("--audit-key-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="File holding the audit key (default: $PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE).")
 @click.pass_context
-def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, no_concurrent_writers: bool, drop_refs: bool) -> None:
-    """Run a plan on the lakehouse: one Spark session, every dataset touched once, journaled."""
+def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, no_concurrent_writers: bool, drop_refs: bool,
+                    audit_key_file: Path | None) -> None:
+    """Run a plan on the lakehouse: one Spark session, every dataset touched once, journaled and
+    recorded in the audit trail (an audit key is required before anything runs)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     plan = load_plan(plan_file)
@@ -181,14 +186,22 @@ def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, no_concur
         for result in summary.results:
             click.echo(f"{result.step.id} {result.step.dataset} {result.step.action.value}: {result.message}")
         return
-    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn())
-    with Progress(*columns, console=err_console, transient=False) as progress:
-        task = progress.add_task("erasing", total=len(plan.steps))
+    # An erasure nobody can prove afterwards is worth little: no audit key, no run.
+    with audit_log(workspace, key_file=audit_key_file) as log:
+        record_plan(log, plan)
+        columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn())
+        with Progress(*columns, console=err_console, transient=False) as progress:
+            task = progress.add_task("erasing", total=len(plan.steps))
 
-        def on_step(result: StepResult) -> None:
-            progress.update(task, advance=1, description=f"{result.step.id} {result.step.action.value} {result.step.dataset}: {result.state}")
+            def on_step(result: StepResult) -> None:
+                progress.update(task, advance=1, description=f"{result.step.id} {result.step.action.value} {result.step.dataset}: {result.state}")
 
-        summary = execute_plan(workspace, plan, options, on_step)
+            try:
+                summary = execute_plan(workspace, plan, options, on_step)
+            except ExecutionError:
+                record_run(log, plan, journal_steps(workspace, plan.plan_id), workspace)  # the failed step too
+                raise
+        record_run(log, plan, summary, workspace)
     console.print(summary_table(summary))
     if summary.status != "complete":
         for result in summary.results:
@@ -250,14 +263,21 @@ def audit_report_command(ctx: click.Context, request_id: str, out: Path | None, 
 @cli.command("verify")
 @click.argument("plan_file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--audit-key-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="File holding the audit key (default: $PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE).")
+@click.option("--no-record", is_flag=True, help="Do not append the result to the audit trail (a read-only check).")
 @click.pass_context
-def verify_command(ctx, plan_file: Path, output: str) -> None:
+def verify_command(ctx, plan_file: Path, output: str, audit_key_file: Path | None, no_record: bool) -> None:
     """Prove the erasure: decode every file under each dataset and read back every retained
-    snapshot/version. Exit 0 when all is erased (or not checkable), 1 when subject data is still
-    found or pending, 2 on error. Never prints a subject value."""
+    snapshot/version, and record the result in the audit trail. Exit 0 when all is erased (or not
+    checkable), 1 when subject data is still found or pending, 2 on error. Never prints a subject value."""
     plan = load_plan(plan_file)
     workspace = piitracer.load_workspace(ctx.obj["workspace"])
+    log = None if no_record else audit_log(workspace, key_file=audit_key_file)  # no key: exit 2 before the scan
     report = verify_plan(workspace, plan)
+    if log is not None:
+        with log:
+            record_verification(log, plan, report)
     if output == "json":
         click.echo(report.model_dump_json(indent=2))
     else:
