@@ -12,9 +12,10 @@ from rich.console import Console
 from rich.table import Table
 
 import piitracer
-from piitracer.api import execute_plan, load_plan, plan_deletion, write_private
+from piitracer.api import DemoResult, execute_plan, load_plan, plan_deletion, run_demo, write_private
 from piitracer.executor.runner import ExecuteOptions, ExecutionError, RunSummary, StepResult
 from piitracer.executor.outcome import SafetyError
+from piitracer.demo import DemoBuildError
 from piitracer.executor.spark_session import SparkSetupError
 from piitracer.executor.table_state import TableStateError
 from piitracer.ingest.requests import RequestFileError, read_requests
@@ -35,7 +36,7 @@ class PiitracerGroup(click.Group):
         try:
             return super().invoke(ctx)
         except (piitracer.WorkspaceError, RenderError, KeyError, PlanningError, RequestFileError, TableStateError,
-                ExecutionError, SafetyError, SparkSetupError) as error:
+                ExecutionError, SafetyError, SparkSetupError, DemoBuildError) as error:
             message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
             # Plain text, never wrapped: 'file:line: field: what was expected' must stay one line.
             click.echo(f"error: {message}", err=True)
@@ -190,6 +191,39 @@ def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, no_concur
         for result in summary.results:
             if result.state in ("blocked", "pending"):
                 console.print(f"[yellow]{result.step.id} {result.step.dataset} {result.step.action.value}: {result.state}: {result.message}[/]", highlight=False)
+
+
+@cli.command("demo")
+@click.option("--dir", "folder", type=click.Path(file_okay=False, path_type=Path), default=Path("demo"), show_default=True,
+              help="Demo workspace folder (the fixture workspace is copied there once).")
+@click.option("--subjects", type=click.IntRange(min=1), help="Erase N random users that have rows, as one batch (default: user 8841302).")
+@click.option("--rows", type=click.IntRange(min=100), help="Payments to generate when building (default 100,000).")
+@click.option("--rebuild", is_flag=True, help="Delete the demo lakehouse and build it again.")
+def demo_command(folder: Path, subjects: int | None, rows: int | None, rebuild: bool) -> None:
+    """Build the demo lakehouse (once), plan and execute the erasure of a user, print what it took."""
+    result = run_demo(folder, subjects=subjects, rows=rows, rebuild=rebuild,
+                      progress=lambda line: err_console.print(line, highlight=False))
+    console.print(demo_summary(result))
+
+
+def demo_summary(result: DemoResult) -> Table:
+    """Datasets erased, rows removed, files rewritten, bytes removed, time per phase, the files written."""
+    totals = result.totals()
+    build = result.build
+    table = Table(title=f"piitracer demo: {result.run.status if result.run else 'not executed'}", show_header=False)
+    table.add_row("lakehouse", f"{'reused' if build.reused else 'built'}: {build.rows:,} payments up to {build.anchor}")
+    table.add_row("subjects", f"{result.subjects} ({result.subject_rows} source rows before the erasure)")
+    if result.subject_rows == 0:
+        table.add_row("", "[yellow]already erased in this lakehouse: use --rebuild or --subjects N[/]")
+    table.add_row("datasets erased", str(totals["datasets_erased"]))
+    table.add_row("rows removed", f"{totals['rows_deleted']:,}")
+    table.add_row("files rewritten / removed", f"{totals['files_rewritten']:,} / {totals['files_removed']:,}")
+    table.add_row("bytes removed", f"{totals['bytes_removed']:,}")
+    for phase, seconds in result.seconds.items():
+        table.add_row(f"time: {phase}", f"{seconds:.1f} s")
+    table.add_row("plan", str(result.plan_path))
+    table.add_row("lineage diagram", str(result.diagram_path))
+    return table
 
 
 def summary_table(summary: RunSummary) -> Table:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import yaml
 
+from piitracer.demo.iceberg_tables import DemoBuildError
 from piitracer.ingest.workspace_loader import WORKSPACE_FILE
 
 WORKSPACE_PARTS = (WORKSPACE_FILE, "sql", "events")
@@ -29,7 +30,7 @@ def prepare_workspace(folder: Path, fixtures: Path | None = None, warehouse: Pat
         return folder
     source = fixtures or fixtures_folder()
     if not (source / WORKSPACE_FILE).is_file():
-        raise FileNotFoundError(f"{source}: no {WORKSPACE_FILE} to copy (the demo needs the lineage_fixtures/ folder "
+        raise DemoBuildError(f"{source}: no {WORKSPACE_FILE} to copy (the demo needs the lineage_fixtures/ folder "
                                 "of a source checkout)")
     folder.mkdir(parents=True, exist_ok=True)
     for part in WORKSPACE_PARTS[1:]:
