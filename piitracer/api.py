@@ -1,12 +1,14 @@
 """The public API's wiring of the layers: workspace -> ingest -> graph -> plan -> execute -> verify
--> audit -> report. Only this module and ``cli`` import across layers."""
+-> audit -> report, plus the demo flow. Only this module and ``cli`` import across layers."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import re
-from datetime import datetime
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -309,3 +311,133 @@ def verify_plan(
         raise VerificationError(f"plan {plan.plan_id[:16]} has no resolved values in the journal: "
                                 "run `piitracer execute` first (its resolve step captures them)")
     return verify_datasets(plan, workspace.config.catalog, context.locations, value_sets, step_states)
+# ---- the demo: build the fixture lakehouse, plan, execute (verify and audit slot in) ------------
+
+DEMO_SOURCE = "prod.payments.user_id"
+
+
+@dataclass
+class DemoResult:
+    """What :func:`run_demo` did, phase by phase (``seconds``: phase -> wall time)."""
+
+    folder: Path
+    build: Any  # piitracer.demo.DemoBuild
+    subjects: int
+    subject_rows: int  # the subjects' rows in the source before the erasure (0: already erased)
+    plan: DeletionPlan
+    plan_path: Path
+    diagram_path: Path
+    run: RunSummary | None = None
+    verification: VerificationReport | None = None
+    report_path: Path | None = None  # the audit report (HTML) of the batch's first request
+    audit_intact: bool | None = None  # the audit log verified after recording this run
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def totals(self) -> dict[str, int]:
+        """Datasets erased (a delete or rewrite committed), rows removed, files rewritten, bytes removed."""
+        totals = {"datasets_erased": 0, "rows_deleted": 0, "files_rewritten": 0, "files_removed": 0, "bytes_removed": 0}
+        if self.run is None:
+            return totals
+        for dataset, row in self.run.by_dataset().items():
+            for key in ("rows_deleted", "files_rewritten", "files_removed", "bytes_removed"):
+                totals[key] += row[key]
+            if any(r.step.dataset == dataset and r.state == "committed" and r.step.action.value in ("delete_rows", "rewrite_files", "rewrite_archive")
+                   for r in self.run.results):
+                totals["datasets_erased"] += 1
+        return totals
+
+
+def run_demo(
+    folder: str | os.PathLike[str] = "demo",
+    subjects: int | None = None,
+    rows: int | None = None,
+    rebuild: bool = False,
+    warehouse: str | os.PathLike[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> DemoResult:
+    """The whole demo in ``folder``: copy the fixture workspace there (once), build its lakehouse
+    (or reuse it; ``rebuild`` starts over), plan the erasure of user 8841302 — or of ``subjects``
+    random users that have rows, as one batch — from ``prod.payments.user_id``, write ``plan.json``
+    (0600) and ``lineage.svg``, and execute the plan (it is the demo's own lakehouse: no concurrent
+    writers, tags may be dropped). ``warehouse`` puts the Iceberg warehouse elsewhere (tests point
+    it at their running Spark session's). ``progress`` gets one line per phase."""
+    from piitracer.demo import DEFAULT_ROWS, DEFAULT_SEED, SUBJECT_USER_ID, build_lakehouse
+    from piitracer.demo.subjects import existing_subjects, subject_rows
+    from piitracer.demo.workspace_files import prepare_workspace
+    from piitracer.executor.spark_session import spark_session
+    from piitracer.render.lineage_diagram import lineage_diagram, render_lineage
+
+    say = progress or (lambda message: None)
+    seconds: dict[str, float] = {}
+    clock = time.monotonic()
+
+    def phase(name: str) -> None:
+        nonlocal clock
+        now = time.monotonic()
+        seconds[name] = now - clock
+        clock = now
+
+    root = prepare_workspace(Path(folder), warehouse=Path(warehouse) if warehouse else None)
+    workspace = load_workspace(root)
+    built = build_lakehouse(workspace, rows=rows or DEFAULT_ROWS, rebuild=rebuild, progress=say)
+    phase("build")
+    say(f"lakehouse {'reused' if built.reused else 'built'} in {seconds['build']:.1f} s")
+
+    graph = build_lineage_graph(workspace)
+    source = _demo_source(workspace)
+    spark = spark_session(workspace.config.spark, workspace.resolve(workspace.config.spark.warehouse))
+    values = existing_subjects(spark, source.table, "user_id", subjects, DEFAULT_SEED) if subjects else [str(SUBJECT_USER_ID)]
+    found = subject_rows(spark, source.table, "user_id", values)
+    received = datetime.now(timezone.utc).replace(microsecond=0)
+    batch = [Subject(value=v, request_id=f"demo-{received:%Y%m%dT%H%M%S}-{i + 1}", received_at=received) for i, v in enumerate(values)]
+    plan = plan_deletion(workspace, graph, [DEMO_SOURCE], batch)
+    plan_path, diagram_path = root / "plan.json", root / "lineage.svg"
+    write_private(plan_path, plan.to_json())
+    start = ColumnRef(dataset="prod.payments", column="user_id")
+    diagram_path.write_bytes(render_lineage(lineage_diagram(graph, start), "svg"))
+    phase("plan")
+    say(f"planned {len(plan.steps)} steps for {len(batch)} subject(s) ({found} source rows): {plan_path}")
+
+    result = DemoResult(folder=root, build=built, subjects=len(batch), subject_rows=found, plan=plan,
+                        plan_path=plan_path, diagram_path=diagram_path, seconds=seconds)
+    options = ExecuteOptions(no_concurrent_writers=True, drop_refs=True)
+    result.run = execute_plan(workspace, plan, options,
+                              on_step=lambda r: say(f"  {r.step.id} {r.step.action.value} {r.step.dataset}: {r.state}"))
+    phase("execute")
+
+    result.verification = verify_plan(workspace, plan)
+    phase("verify")
+    say(f"verified: {'no subject data found' if result.verification.all_erased else 'subject data still found or pending'}")
+
+    with audit_log(workspace, key_file=demo_audit_key(root)) as log:
+        record_plan(log, plan)
+        record_run(log, plan, result.run, workspace)
+        record_verification(log, plan, result.verification)
+        result.audit_intact = log.verify().ok
+        result.report_path = root / "report.html"
+        result.report_path.write_text(audit_report(workspace, log, batch[0].request_id, graph=graph), encoding="utf-8")
+    phase("audit")
+    say(f"audit trail recorded; report: {result.report_path}")
+    return result
+
+
+def demo_audit_key(folder: Path) -> Path:
+    """The demo's own audit key: random, made once per demo folder, in a 0600 file beside its
+    journal. (Outside the demo the key comes from the environment or a key file the user keeps
+    secret; piitracer has no key of its own.)"""
+    path = Path(folder) / ".piitracer" / "demo-audit.key"
+    if not path.exists():
+        import secrets
+
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_private(path, secrets.token_hex(32))
+    return path
+
+
+def _demo_source(workspace: Workspace):
+    """The demo's source dataset entry (``prod.payments``) of the workspace catalog."""
+    dataset = DEMO_SOURCE.rsplit(".", 1)[0]
+    entry = workspace.config.catalog.get(dataset)
+    if entry is None or not entry.table:
+        raise PlanningError(f"the demo workspace's catalog has no Iceberg table {dataset}")
+    return entry

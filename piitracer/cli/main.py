@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -15,9 +16,11 @@ from rich.text import Text
 import piitracer
 from piitracer.api import (audit_log, audit_report, execute_plan, journal_steps, load_plan, plan_deletion, record_plan, record_run,
                            record_verification, verify_audit, verify_plan, write_private)
+from piitracer.api import DemoResult, run_demo
 from piitracer.audit import AuditError, AuditKeyError
 from piitracer.executor.runner import ExecuteOptions, ExecutionError, RunSummary, StepResult
 from piitracer.executor.outcome import SafetyError
+from piitracer.demo import DemoBuildError
 from piitracer.executor.spark_session import SparkSetupError
 from piitracer.executor.table_state import TableStateError
 from piitracer.ingest.requests import RequestFileError, read_requests
@@ -40,7 +43,8 @@ class PiitracerGroup(click.Group):
         try:
             return super().invoke(ctx)
         except (piitracer.WorkspaceError, RenderError, KeyError, PlanningError, RequestFileError, TableStateError,
-                ExecutionError, SafetyError, SparkSetupError, AuditError, AuditKeyError, VerificationError) as error:
+                ExecutionError, SafetyError, SparkSetupError, AuditError, AuditKeyError, VerificationError,
+                DemoBuildError) as error:
             message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
             # Plain text, never wrapped: 'file:line: field: what was expected' must stay one line.
             click.echo(f"error: {message}", err=True)
@@ -307,6 +311,46 @@ def verification_table(report: VerificationReport) -> Table:
             detail = (detail + "; " if detail else "") + "; ".join(item.notes)
         table.add_row(Text(item.dataset), Text(item.state.value, style=STATE_STYLE[item.state]), str(item.files_scanned),
                       str(item.snapshots_checked), str(len(item.findings)), Text(detail))
+@cli.command("demo")
+@click.option("--dir", "folder", type=click.Path(file_okay=False, path_type=Path), default=Path("demo"), show_default=True,
+              help="Demo workspace folder (the fixture workspace is copied there once).")
+@click.option("--subjects", type=click.IntRange(min=1), help="Erase N random users that have rows, as one batch (default: user 8841302).")
+@click.option("--rows", type=click.IntRange(min=100), help="Payments to generate when building (default 100,000).")
+@click.option("--rebuild", is_flag=True, help="Delete the demo lakehouse and build it again.")
+def demo_command(folder: Path, subjects: int | None, rows: int | None, rebuild: bool) -> None:
+    """Build the demo lakehouse (once), plan and execute the erasure of a user, print what it took."""
+    result = run_demo(folder, subjects=subjects, rows=rows, rebuild=rebuild,
+                      progress=lambda line: err_console.print(line, highlight=False))
+    console.print(demo_summary(result))
+    sys.exit(EXIT_OK if result.verification is not None and result.verification.all_erased else EXIT_FOUND)
+
+
+def demo_summary(result: DemoResult) -> Table:
+    """Datasets erased, rows removed, files rewritten, bytes removed, time per phase, the files written."""
+    totals = result.totals()
+    build = result.build
+    table = Table(title=f"piitracer demo: {result.run.status if result.run else 'not executed'}", show_header=False)
+    table.add_row("lakehouse", f"{'reused' if build.reused else 'built'}: {build.rows:,} payments up to {build.anchor}")
+    table.add_row("subjects", f"{result.subjects} ({result.subject_rows} source rows before the erasure)")
+    if result.subject_rows == 0:
+        table.add_row("", "[yellow]already erased in this lakehouse: use --rebuild or --subjects N[/]")
+    table.add_row("datasets erased", str(totals["datasets_erased"]))
+    table.add_row("rows removed", f"{totals['rows_deleted']:,}")
+    table.add_row("files rewritten / removed", f"{totals['files_rewritten']:,} / {totals['files_removed']:,}")
+    table.add_row("bytes removed", f"{totals['bytes_removed']:,}")
+    if result.verification is not None:
+        states = Counter(d.state.value for d in result.verification.datasets)
+        verdict = "[green]erased: no subject data found[/]" if result.verification.all_erased else "[red]subject data still found or pending[/]"
+        table.add_row("verification", f"{verdict} ({', '.join(f'{n} {state}' for state, n in sorted(states.items()))})")
+    if result.audit_intact is not None:
+        table.add_row("audit trail", "recorded, chain intact" if result.audit_intact else "[red]chain broken[/]")
+    for phase, seconds in result.seconds.items():
+        table.add_row(f"time: {phase}", f"{seconds:.1f} s")
+    table.add_row("time: total", f"{sum(result.seconds.values()):.1f} s")
+    table.add_row("plan", str(result.plan_path))
+    table.add_row("lineage diagram", str(result.diagram_path))
+    if result.report_path is not None:
+        table.add_row("audit report", str(result.report_path))
     return table
 
 
