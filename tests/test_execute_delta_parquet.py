@@ -126,3 +126,26 @@ def test_values_that_cannot_match_the_key_type_touch_nothing(tmp_path: Path, val
     before = file_digests(folder)
     outcome = parquet_eraser.rewrite_files(folder, "user_id", values)
     assert outcome.rows_deleted == 0 and file_digests(folder) == before
+
+
+def test_delta_string_key_written_from_string_view_data(tmp_path: Path, warehouse: Path) -> None:
+    """Arrow data from Spark can carry string_view columns; delta-rs then exposes file statistics
+    that pyarrow cannot compare with a string filter. The delete must still count and remove
+    exactly the subjects' rows."""
+    location = tmp_path / "lake" / "phones"
+    phones = [f"{9_000_000_000 + i}" for i in range(200)]
+    for half in (phones[:100], phones[100:]):
+        write_deltalake(str(location), pa.table({"phone": pa.array(half, pa.string_view()), "n": list(range(len(half)))}), mode="append")
+    catalog = {"support.phones": {"format": "delta", "location": str(location), "columns": ["phone", "n"],
+                                  "identifiers": ["phone"], "subject_key": "phone"}}
+    ws = piitracer.load_workspace(write_workspace(tmp_path / "ws", warehouse, catalog, "-- no pipelines\n"))
+    subjects = [phones[0], phones[150]]
+
+    plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), ["support.phones.phone"], subjects_of(subjects))
+    summary = execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
+
+    assert summary.status == "complete"
+    (delete,) = [r for r in summary.results if r.step.action is Action.DELETE_ROWS]
+    assert delete.outcome.rows_deleted == 2
+    assert sorted(r[0] for r in delta_rows(location)) == sorted(set(phones) - set(subjects))
+    assert find_values(location, subjects) == []

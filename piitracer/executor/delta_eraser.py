@@ -51,7 +51,10 @@ def delete_rows(location: Path, key_column: str | None, values: list[Any]) -> St
     before = table.version()
     dataset = table.to_pyarrow_dataset()
     total_before = dataset.count_rows()
-    expected = dataset.count_rows(filter=pc.field(key_column).isin(subjects)) if len(subjects) else 0
+    # Count by reading the key column: a dataset filter on a string key fails in pyarrow when it is
+    # simplified against delta-rs's file statistics (string vs string_view kernels).
+    keys = dataset.to_table(columns=[key_column]).column(key_column)
+    expected = int(pc.sum(pc.is_in(keys, value_set=subjects.cast(keys.type))).as_py() or 0) if len(subjects) else 0
     outcome = StepOutcome(version_before=str(before), version_after=str(before))
     if expected == 0:  # nothing left to match (already deleted, or a resumed run): commit nothing
         outcome.details["matched"] = 0
