@@ -1,0 +1,138 @@
+"""``piitracer demo``'s lakehouse, built small (3,000 payments) on the test session's Spark.
+
+The suite runs one Spark session per process, bound to one Iceberg warehouse (conftest
+``warehouse``); the demo workspace is copied with its warehouse moved onto that one
+(``prepare_workspace(warehouse=...)``), so the demo's tables live under the fixture's namespaces
+(prod, analytics, risk, ml, dev) of the shared warehouse. Other tests use numbered namespaces
+(``new_namespace``), never these. In-process rather than a subprocess: no second JVM on 2 cores."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable
+from spark_lakehouse import spark_for
+
+import piitracer
+from piitracer.api import plan_deletion, run_demo
+from piitracer.demo import SUBJECT_USER_ID, build_lakehouse
+from piitracer.demo.arrow_bridge import to_arrow
+from piitracer.demo.workspace_files import prepare_workspace
+from piitracer.model.plan import DatasetStatus, Subject
+from piitracer.model.workspace import DatasetFormat
+
+DEMO_NAMESPACES = ("prod", "analytics", "risk", "ml", "dev")
+ROWS = 3000
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory, warehouse: Path):
+    """(workspace, build) of a fresh small demo lakehouse."""
+    taken = [ns for ns in DEMO_NAMESPACES if (warehouse / ns).exists()]
+    assert taken == [], f"another test wrote the demo's namespaces {taken} in the shared warehouse"
+    spark_for(warehouse)  # the suite's session: the demo must reuse it, not start another
+    folder = prepare_workspace(tmp_path_factory.mktemp("demo") / "demo", warehouse=warehouse)
+    workspace = piitracer.load_workspace(folder)
+    return workspace, build_lakehouse(workspace, rows=ROWS)
+
+
+def read(workspace, dataset: str, spark):
+    """A dataset's current rows as Arrow: Iceberg via Spark, Delta via delta-rs, Parquet via pyarrow."""
+    entry, location = workspace.config.catalog[dataset], workspace.location_of(dataset)
+    if entry.format is DatasetFormat.ICEBERG:
+        return to_arrow(spark.table(entry.table))
+    if entry.format is DatasetFormat.DELTA:
+        return DeltaTable(str(location)).to_pyarrow_table()
+    return pq.ParquetDataset(sorted(str(p) for p in location.rglob("*.parquet"))).read()
+
+
+def test_every_located_dataset_exists_in_its_format_with_rows(demo, warehouse: Path) -> None:
+    workspace, build = demo
+    spark = spark_for(warehouse)
+    assert not build.reused and build.rows == ROWS
+    for dataset, entry in workspace.config.catalog.items():
+        location = workspace.location_of(dataset)
+        if location is None:
+            continue
+        assert location.is_dir(), dataset
+        is_delta = (location / "_delta_log").is_dir()
+        if entry.format is DatasetFormat.ICEBERG:
+            assert (location / "metadata").is_dir() and not is_delta, dataset
+            assert location == warehouse / Path(*entry.table.split(".")[1:]), dataset
+        elif entry.format is DatasetFormat.DELTA:
+            assert is_delta, dataset
+        else:  # plain Parquet folders and the archive: files only, no table log
+            assert not is_delta and not (location / "metadata").exists(), dataset
+            assert list(location.rglob("*.parquet")), dataset
+        assert read(workspace, dataset, spark).num_rows > 0, f"{dataset} is empty"
+    exports = sorted(p.name for p in workspace.location_of("archive.payments_weekly").iterdir())
+    assert len(exports) == 3 and exports == sorted(exports), exports  # one folder per weekly export date
+
+
+def test_the_subject_has_rows_in_every_dataset_the_plan_erases(demo, warehouse: Path) -> None:
+    workspace, _ = demo
+    spark = spark_for(warehouse)
+    graph = piitracer.build_lineage_graph(workspace)
+    subject = Subject(value=str(SUBJECT_USER_ID), request_id="t", received_at="2026-11-20T09:00:00Z")
+    plan = plan_deletion(workspace, graph, ["prod.payments.user_id"], [subject])
+    payments = read(workspace, "prod.payments", spark)
+    own = payments.filter(pc.equal(payments["user_id"], SUBJECT_USER_ID)).to_pylist()
+    assert own, "the subject has no payments"
+    # Every form a key column may hold the subject in: the id, the PAN, the phone and the hashes the
+    # pipelines compute (sha2 of the id, sha2 of the normalised phone).
+    forms = {str(SUBJECT_USER_ID), hashlib.sha256(str(SUBJECT_USER_ID).encode()).hexdigest()}
+    for row in own:
+        forms |= {row["pan"], row["phone"], hashlib.sha256(row["phone"].strip().lower().encode()).hexdigest()}
+    erased = [d for d in plan.datasets if d.status is DatasetStatus.ERASE]
+    assert len(erased) >= 14
+    for decision in erased:
+        data = read(workspace, decision.dataset, spark)
+        keys = {str(v) for v in data[decision.key_column].to_pylist()}
+        assert keys & forms, f"{decision.dataset}.{decision.key_column} holds no value of the subject"
+
+
+def test_the_shallow_clone_lists_the_sources_own_data_files(demo, warehouse: Path) -> None:
+    workspace, _ = demo
+    spark = spark_for(warehouse)
+    # add_files records 'file:' URIs where Spark's own writes record bare paths: compare the paths.
+    files = {name: {r[0].removeprefix("file:") for r in spark.sql(f"SELECT file_path FROM {workspace.config.catalog[name].table}.files").collect()}
+             for name in ("prod.payments", "dev.payments_shallow", "dev.payments_deep")}
+    source_folder = str(workspace.location_of("prod.payments"))
+    assert files["dev.payments_shallow"] == files["prod.payments"]
+    assert all(source_folder in path for path in files["dev.payments_shallow"])
+    assert not files["dev.payments_deep"] & files["prod.payments"]  # the deep clone has its own
+    assert not list(workspace.location_of("dev.payments_shallow").rglob("*.parquet"))
+
+
+def test_the_tables_have_older_snapshots_and_versions(demo, warehouse: Path) -> None:
+    workspace, _ = demo
+    spark = spark_for(warehouse)
+    for name in ("prod.payments", "prod.payments_enriched", "risk.contact_points", "ml.payment_features"):
+        snapshots = spark.sql(f"SELECT count(*) FROM {workspace.config.catalog[name].table}.snapshots").first()[0]
+        assert 2 <= snapshots <= 4, (name, snapshots)  # two loads; the enrichment also MERGEs per load
+    for name in ("analytics.customer_txn", "analytics.last_payments", "support.phone_directory"):
+        assert DeltaTable(str(workspace.location_of(name))).version() == 1, name  # two commits
+
+
+def test_a_second_build_reuses_the_lakehouse(demo, warehouse: Path) -> None:
+    workspace, first = demo
+    metadata = sorted((workspace.location_of("prod.payments") / "metadata").iterdir())
+    again = build_lakehouse(piitracer.load_workspace(workspace.root), rows=ROWS)
+    assert again.reused and again.built_at == first.built_at and again.seconds < 2
+    assert sorted((workspace.location_of("prod.payments") / "metadata").iterdir()) == metadata
+
+
+@pytest.mark.xfail(reason="Delta and Parquet erasure steps are on another branch (executor.delta_eraser, parquet_eraser)",
+                   strict=False)
+def test_run_demo_erases_the_subject_end_to_end(demo, warehouse: Path) -> None:
+    workspace, _ = demo
+    result = run_demo(workspace.root, warehouse=warehouse)
+    assert result.build.reused and result.subjects == 1 and result.subject_rows > 0
+    assert result.plan_path.stat().st_mode & 0o777 == 0o600
+    assert result.diagram_path.read_bytes().lstrip().startswith(b"<")
+    assert result.run.status == "complete"
+    assert result.totals()["rows_deleted"] >= result.subject_rows
