@@ -17,6 +17,7 @@ from deltalake import DeltaTable, write_deltalake
 
 import piitracer
 from piitracer.api import audit_log, plan_deletion, verify_plan, write_private
+from piitracer.executor import delta_eraser
 from piitracer.executor.journal import COMMITTED, Journal
 from piitracer.model.plan import Action, Subject
 from piitracer.model.verification import ErasureState
@@ -116,13 +117,8 @@ def test_delta_delete_without_vacuum_keeps_old_file_log_stats_and_versions(tmp_p
     done = verify_plan(ws, plan, VALUES, states(plan, set(Action))).result("crm.people")
     assert done.state is ErasureState.FOUND
 
-    # The real physical erasure (notes: vacuum, then a checkpoint and log cleanup) leaves nothing.
-    table = DeltaTable(str(location))
-    table.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
-    table.alter.set_table_properties({"delta.logRetentionDuration": "interval 0 hours"})
-    table = DeltaTable(str(location))
-    table.create_checkpoint()
-    table.cleanup_metadata()
+    # The real physical erasure (the executor's vacuum, then its log and checkpoint cleanup) leaves nothing.
+    erase_delta_files(location)
     clean = verify_plan(ws, plan, VALUES, states(plan, set(Action))).result("crm.people")
     assert clean.findings == (), [(f.file, f.where, f.kind) for f in clean.findings]
     assert clean.state is ErasureState.ERASED
@@ -202,12 +198,7 @@ def test_cli_exit_codes_and_no_value_in_output(tmp_path: Path) -> None:
     for output in (found_text.stdout + found_text.stderr, found_json.stdout):
         assert str(SUBJECT) not in output and PAN not in output
 
-    table = DeltaTable(str(location))
-    table.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
-    table.alter.set_table_properties({"delta.logRetentionDuration": "interval 0 hours"})
-    table = DeltaTable(str(location))
-    table.create_checkpoint()
-    table.cleanup_metadata()
+    erase_delta_files(location)
     erased = run()
     assert erased.returncode == 0, erased.stdout
     assert "1 of 1 datasets erased" in erased.stdout
@@ -219,6 +210,12 @@ def test_cli_exit_codes_and_no_value_in_output(tmp_path: Path) -> None:
     (ws.root / ".piitracer" / "journal.sqlite").unlink()
     error = run()
     assert error.returncode == 2 and "piitracer execute" in error.stderr
+
+
+def erase_delta_files(location: Path) -> None:
+    """The executor's physical Delta steps: vacuum, then the log and checkpoint cleanup."""
+    delta_eraser.vacuum(location)
+    delta_eraser.clean_delta_log(location)
 
 
 # ---- Iceberg (Spark local mode, the real runtime jar) ------------------------------------------------
