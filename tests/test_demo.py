@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
@@ -20,7 +21,6 @@ from spark_lakehouse import spark_for
 import piitracer
 from piitracer.api import plan_deletion, run_demo
 from piitracer.demo import SUBJECT_USER_ID, build_lakehouse
-from piitracer.demo.arrow_bridge import to_arrow
 from piitracer.demo.workspace_files import prepare_workspace
 from piitracer.model.plan import DatasetStatus, Subject
 from piitracer.model.workspace import DatasetFormat
@@ -44,7 +44,7 @@ def read(workspace, dataset: str, spark):
     """A dataset's current rows as Arrow: Iceberg via Spark, Delta via delta-rs, Parquet via pyarrow."""
     entry, location = workspace.config.catalog[dataset], workspace.location_of(dataset)
     if entry.format is DatasetFormat.ICEBERG:
-        return to_arrow(spark.table(entry.table))
+        return pa.Table.from_pandas(spark.table(entry.table).toPandas(), preserve_index=False)
     if entry.format is DatasetFormat.DELTA:
         return DeltaTable(str(location)).to_pyarrow_table()
     return pq.ParquetDataset(sorted(str(p) for p in location.rglob("*.parquet"))).read()

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from piitracer.demo import copies, event_jobs, synthetic
-from piitracer.demo.arrow_bridge import enable_arrow, to_spark
+from piitracer.demo.arrow_bridge import ArrowBridge
 from piitracer.demo.iceberg_tables import DemoBuildError, check_location, create_table, drop_table, quoted_table
 from piitracer.demo.sql_pipelines import PipelineRunner, PipelineStatement, pipeline_statements
 from piitracer.executor.spark_session import spark_session
@@ -33,6 +33,7 @@ from piitracer.model.workspace import CatalogDataset, DatasetFormat
 DEFAULT_ROWS = 100_000
 DEFAULT_SEED = 42
 MARKER = Path(".piitracer") / "demo-lakehouse.json"
+STAGING = Path(".piitracer") / "demo-staging"  # Arrow <-> Spark files while building
 # A tag on the first load's snapshot of the source, as a finance close would keep one: it retains
 # pre-delete files, so the plan must release it (release_ref) before expiry can erase them.
 SOURCE_TAG = "month_end_close"
@@ -87,7 +88,6 @@ def build_lakehouse(workspace: Workspace, rows: int = DEFAULT_ROWS, seed: int = 
     if rows < 100:
         raise DemoBuildError(f"--rows {rows}: the demo needs at least 100 payments")
     spark = spark_session(workspace.config.spark, _warehouse(workspace))
-    enable_arrow(spark)
     # Small tables on few cores: one shuffle partition per core keeps jobs and files few.
     shuffle_partitions = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", str(BUILD_SHUFFLE_PARTITIONS))
@@ -101,10 +101,12 @@ def build_lakehouse(workspace: Workspace, rows: int = DEFAULT_ROWS, seed: int = 
     payments = synthetic.payments(rows, calendar, merchants["merchant_id"].to_numpy(), seed)
     build = DemoBuild(reused=False, rows=payments.num_rows, seed=seed, anchor=calendar.anchor.isoformat(),
                       built_at=datetime.now(timezone.utc).replace(microsecond=0).isoformat())
+    bridge = ArrowBridge(spark, workspace.root / STAGING)
     try:
-        _DemoLoads(spark, workspace, build, say).run(merchants, payments, calendar)
+        _DemoLoads(spark, workspace, bridge, build, say).run(merchants, payments, calendar)
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", shuffle_partitions)
+        bridge.close()
 
     build.seconds = time.monotonic() - started
     marker.parent.mkdir(parents=True, exist_ok=True)
@@ -134,10 +136,10 @@ def clear_lakehouse(spark, workspace: Workspace) -> None:
 class _DemoLoads:
     """The two loads, the pipeline runs and the copies, on one Spark session."""
 
-    def __init__(self, spark, workspace: Workspace, build: DemoBuild, say: Callable[[str], None]) -> None:
-        self.spark, self.workspace, self.build, self.say = spark, workspace, build, say
+    def __init__(self, spark, workspace: Workspace, bridge: ArrowBridge, build: DemoBuild, say: Callable[[str], None]) -> None:
+        self.spark, self.workspace, self.bridge, self.build, self.say = spark, workspace, bridge, build, say
         self.catalog = workspace.config.catalog
-        self.runner = PipelineRunner(spark, workspace)
+        self.runner = PipelineRunner(spark, workspace, bridge)
         self.statements = pipeline_statements(workspace)
 
     def entry(self, dataset: str) -> CatalogDataset:
@@ -171,7 +173,7 @@ class _DemoLoads:
 
     def _append(self, dataset: str, data: pa.Table, partitioned_by: tuple[str, ...] = ()) -> None:
         entry = self.entry(dataset)
-        frame = to_spark(self.spark, data)
+        frame = self.bridge.to_spark(data)
         create_table(self.spark, entry, frame.schema, entry.columns, partitioned_by)
         frame.writeTo(quoted_table(entry.table)).append()
         self.build.written[dataset] = "iceberg: appended synthetic rows"
@@ -181,8 +183,8 @@ class _DemoLoads:
         days = sorted(set(load["dt"].to_pylist()))
         event_jobs.payment_features(self.spark, payments, self.entry("ml.payment_features").table,
                                     self.entry("ml.payment_features"), as_of=days[-1])
-        event_jobs.phone_directory(payments, self.location("support.phone_directory"))
-        event_jobs.settlements(payments, self.location("finance.settlements"), days)
+        event_jobs.phone_directory(self.bridge, payments, self.location("support.phone_directory"))
+        event_jobs.settlements(self.bridge, payments, self.location("finance.settlements"), days)
         self.build.written.update({
             "ml.payment_features": "iceberg: features appended per run (events/ml_payment_features.json)",
             "support.phone_directory": "delta: overwritten per sync (events/support_phone_directory.jsonl)",

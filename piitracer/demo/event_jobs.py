@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from piitracer.demo.arrow_bridge import to_arrow
+from piitracer.demo.arrow_bridge import ArrowBridge
 from piitracer.demo.iceberg_tables import create_table, quoted_table
 from piitracer.demo.sql_pipelines import write_delta, write_parquet_files
 
@@ -49,7 +49,7 @@ def payment_features(spark: "SparkSession", payments: "DataFrame", table: str, e
     features.writeTo(quoted_table(table)).append()
 
 
-def phone_directory(payments: "DataFrame", location: Path) -> None:
+def phone_directory(bridge: ArrowBridge, payments: "DataFrame", location: Path) -> None:
     """Overwrite the Delta phone directory: each phone's latest merchant and payment date."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -59,10 +59,10 @@ def phone_directory(payments: "DataFrame", location: Path) -> None:
                  .withColumn("rank", F.row_number().over(latest)).where("rank = 1")
                  .select("phone", F.col("merchant_id").cast("string").alias("last_merchant_id"),
                          F.col("dt").cast("string").alias("last_seen")))
-    write_delta(location, to_arrow(directory), overwrite=True)
+    write_delta(location, bridge.to_arrow(directory), overwrite=True)
 
 
-def settlements(payments: "DataFrame", location: Path, days: Sequence[date]) -> None:
+def settlements(bridge: ArrowBridge, payments: "DataFrame", location: Path, days: Sequence[date]) -> None:
     """Write one Parquet file per settlement day in ``days`` (the daily job settles yesterday)."""
     from pyspark.sql import functions as F
 
@@ -70,7 +70,7 @@ def settlements(payments: "DataFrame", location: Path, days: Sequence[date]) -> 
                .groupBy("dt", "user_id", F.substring("pan", -4, 4).alias("pan_last4"))
                .agg(F.sum("amount").cast("decimal(14,2)").alias("settled_amount"))
                .select("user_id", "pan_last4", "settled_amount", "dt"))
-    data = to_arrow(settled)
+    data = bridge.to_arrow(settled)
     for day in days:
         one_day = data.filter(pc.equal(data["dt"], pa.scalar(day, pa.date32()))).sort_by("user_id")
         write_parquet_files(location, one_day, overwrite=False, stem=f"settlements-{day.isoformat()}")

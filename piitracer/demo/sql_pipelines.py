@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import sqlglot
 from sqlglot import exp
 
-from piitracer.demo.arrow_bridge import read_delta, read_parquet_folder, to_arrow, to_spark
+from piitracer.demo.arrow_bridge import ArrowBridge, read_delta, read_parquet_folder
 from piitracer.demo.iceberg_tables import DemoBuildError, create_table
 from piitracer.ingest.source_files import display_path, files_under
 from piitracer.ingest.workspace_loader import Workspace
@@ -71,8 +71,8 @@ def pipeline_statements(workspace: Workspace) -> list[PipelineStatement]:
 class PipelineRunner:
     """Runs pipeline statements against the workspace's lakehouse on one Spark session."""
 
-    def __init__(self, spark: "SparkSession", workspace: Workspace) -> None:
-        self.spark, self.workspace = spark, workspace
+    def __init__(self, spark: "SparkSession", workspace: Workspace, bridge: ArrowBridge) -> None:
+        self.spark, self.workspace, self.bridge = spark, workspace, bridge
         self.catalog = workspace.config.catalog
 
     def run(self, statements: list[PipelineStatement], include: Callable[[PipelineStatement], bool] = lambda s: True) -> PipelineRun:
@@ -109,7 +109,7 @@ class PipelineRunner:
             query = node.expression if isinstance(node, (exp.Insert, exp.Create)) else None
             if not isinstance(query, exp.Query):
                 raise DemoBuildError(f"{statement.origin}: a {entry.format.value} target needs INSERT ... SELECT or CREATE ... AS SELECT")
-            data = to_arrow(self.spark.sql(query.sql(dialect="spark")))
+            data = self.bridge.to_arrow(self.spark.sql(query.sql(dialect="spark")))
             data = data.rename_columns(list(entry.columns)) if len(entry.columns) == data.num_columns else data
             overwrite = isinstance(node, exp.Create) or bool(node.args.get("overwrite"))
             self._write_files(target, data, overwrite)
@@ -144,7 +144,7 @@ class PipelineRunner:
                 continue  # a Delta/Parquet target is written by this module, not by Spark
             else:
                 view = f"demo_input_{next(_views)}"
-                to_spark(self.spark, self._read_files(dataset)).createOrReplaceTempView(view)
+                self.bridge.to_spark(self._read_files(dataset)).createOrReplaceTempView(view)
                 views.append(view)
                 parts = [view]
             catalog, db, name = ([None] * (3 - len(parts)) + parts)[-3:]
