@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Iterable, Mapping
+from typing import Iterable, Iterator, Mapping
 
 import networkx as nx
 
@@ -208,6 +208,15 @@ class LineageGraph:
         edges = [data["edge"] for _, _, data in self._graph.out_edges(node, data=True)]
         return sorted(edges, key=ColumnEdge.sort_key)
 
+    def edges_out_of(self, dataset_id: str) -> tuple[list[ColumnEdge], list[DatasetEdge]]:
+        """Column edges from any column of ``dataset_id`` and dataset edges from it (unsorted):
+        what one dataset feeds, without walking the whole graph."""
+        info = self._datasets[dataset_id]
+        nodes = [column_node(ColumnRef(dataset=dataset_id, column=c)) for c in info.columns]
+        column_edges = [data["edge"] for _, _, data in self._graph.out_edges(nodes, data=True)]
+        dataset_edges = [data["dataset_edge"] for _, _, data in self._graph.out_edges(dataset_node(dataset_id), data=True)]
+        return column_edges, dataset_edges
+
     def edges_into(self, dataset_id: str) -> list[ColumnEdge]:
         """Column edges (column- and dataset-level) whose target is ``dataset_id``, sorted."""
         return [e for e in self.column_edges() if e.target_dataset == dataset_id]
@@ -276,11 +285,28 @@ class LineageGraph:
     def explain(self, start: ColumnRef, target: str | ColumnRef) -> list[ColumnEdge]:
         """The shortest chain of edges that takes ``start`` to ``target`` (a column or any column of
         a dataset): DIRECT hops, possibly ending with one INDIRECT hop. Empty if not reached."""
-        reached = self.reach(start)
+        goal_dataset = target if isinstance(target, str) else target.dataset
+        for landing, edge, parents in self._explain_walk(start):
+            if _is_goal(edge, target, goal_dataset):
+                return _unwind(parents, landing, start)
+        return []
+
+    def explanations(self, start: ColumnRef) -> dict[str, list[ColumnEdge]]:
+        """``explain(start, dataset)`` for every dataset reached from ``start``, in one walk."""
+        firsts: dict[str, object] = {}
+        parents: dict[object, ColumnEdge] = {}
+        for landing, edge, parents in self._explain_walk(start):
+            firsts.setdefault(edge.target_dataset, landing)
+        return {dataset: _unwind(parents, landing, start) for dataset, landing in firsts.items()}
+
+    def _explain_walk(self, start: ColumnRef) -> Iterator[tuple[object, ColumnEdge, dict[object, ColumnEdge]]]:
+        """Breadth-first from ``start``: every edge that lands somewhere new (a column, or a dataset
+        for a dataset-level edge), in a deterministic order, with the parent edges so far. Only
+        DIRECT column hops are walked on: every column they land on is one ``reach`` reaches."""
+        self._start_columns(start)  # KeyError for an unknown column
         parents: dict[object, ColumnEdge] = {}
         queue = deque([start])
-        seen = {start}
-        goal_dataset = target if isinstance(target, str) else target.dataset
+        seen: set[object] = {start}
         while queue:
             ref = queue.popleft()
             for edge in self.edges_from(ref):
@@ -289,11 +315,9 @@ class LineageGraph:
                     continue
                 seen.add(landing)
                 parents[landing] = edge
-                if _is_goal(edge, target, goal_dataset):
-                    return _unwind(parents, landing, start)
-                if edge.kind is EdgeKind.DIRECT and edge.target is not None and edge.target in reached.columns:
+                yield landing, edge, parents
+                if edge.kind is EdgeKind.DIRECT and edge.target is not None:
                     queue.append(edge.target)
-        return []
 
     # ---- summaries ------------------------------------------------------------------------
 

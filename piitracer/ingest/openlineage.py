@@ -447,9 +447,17 @@ class _Builder:
     dataset_edges: set[DatasetEdge] = field(default_factory=set)
     facts: list[tuple[_Event, _Occurrence]] = field(default_factory=list)
     warnings: list[IngestProblem] = field(default_factory=list)
+    names: dict[tuple[str, str], str] = field(default_factory=dict)  # (namespace, name) -> naive id
 
     def warn(self, origin: Origin, reason: str) -> None:
         self.warnings.append(IngestProblem(severity=ProblemSeverity.WARNING, origin=origin, reason=reason))
+
+    def name_of(self, namespace: str, name: str) -> str:
+        """``namer.from_openlineage``, memoised: an event names the same few datasets many times."""
+        key = (namespace, name)
+        if key not in self.names:
+            self.names[key] = self.namer.from_openlineage(namespace, name)
+        return self.names[key]
 
 
 def _build_batch(reader: _Reader, namer: DatasetNamer) -> LineageBatch:
@@ -583,7 +591,7 @@ class _EdgeSink:
         source = _validate(_InputField, raw, path, self.notes)
         if source is None:
             return  # without namespace/name/field there is no source column to point at
-        naive = self.builder.namer.from_openlineage(source.namespace, source.name)
+        naive = self.builder.name_of(source.namespace, source.name)
         ref = ColumnRef(dataset=self.aliases.get(naive, naive), column=source.field)
         for kind, subtype, masking, description in self._typings(source, path, column, entry):
             self.builder.column_edges.add(
@@ -650,10 +658,11 @@ _E = TypeVar("_E", EdgeKind, EdgeSubtype)
 
 
 def _enum_value(enum: type[_E], value: str) -> _E | None:
-    try:
-        return enum(value.strip().upper())
-    except ValueError:
-        return None
+    """The member whose value is ``value`` (trimmed, upper-cased), or None."""
+    return _BY_VALUE[enum].get(value.strip().upper())  # as enum(value), without Enum.__call__'s cost
+
+
+_BY_VALUE: dict[type, dict[str, Any]] = {e: {m.value: m for m in e} for e in (EdgeKind, EdgeSubtype)}
 
 
 def _legacy_typing(transformation_type: str, description: str | None) -> tuple[EdgeKind, EdgeSubtype, bool, str | None]:

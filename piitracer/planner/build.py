@@ -53,7 +53,11 @@ def build_plan(
     starts = seeds(graph, list(request.sources), identifiers)
     derivations = derive(graph, starts)
     reach, indirect_paths = _reach(graph, [s.column for s in starts])
-    decisions = {d: decide(graph, d, catalog.get(d), derivations, how, indirect_paths.get(d, ())) for d, how in sorted(reach.items())}
+    by_dataset: dict[str, dict[ColumnRef, list]] = {}
+    for ref, found in derivations.items():
+        by_dataset.setdefault(ref.dataset, {})[ref] = found
+    decisions = {d: decide(graph, d, catalog.get(d), by_dataset.get(d, {}), how, indirect_paths.get(d, ()))
+                 for d, how in sorted(reach.items())}
     order = dataset_order(graph, set(decisions))
     received = min(subject.received_at for subject in request.subjects)
     templates = {d: steps_for(decisions[d].status, catalog.get(d), (table_states or {}).get(d)) for d in order.datasets}
@@ -89,13 +93,16 @@ def _reach(graph: LineageGraph, columns: list[ColumnRef]) -> tuple[dict[str, Rea
     reach: dict[str, Reach] = {}
     paths: dict[str, tuple[str, ...]] = {}
     for column in columns:
+        explanations: dict[str, list] | None = None  # one walk per column, only when needed
         for dataset, how in graph.reach(column).datasets.items():
             if how is Reach.START:
                 how = Reach.DIRECT if dataset != column.dataset else Reach.START
             if dataset not in reach or rank[how] > rank[reach[dataset]]:
                 reach[dataset] = how
             if how in (Reach.INDIRECT, Reach.FLOW) and dataset not in paths:
-                path = graph.explain(column, dataset)
+                if explanations is None:
+                    explanations = graph.explanations(column)
+                path = explanations.get(dataset, [])
                 paths[dataset] = describe_path(tuple(path)) if path else (f"a job reads a reached dataset and writes {dataset}",)
     return reach, paths
 

@@ -25,12 +25,11 @@ def dataset_order(graph: LineageGraph, planned: set[str]) -> DatasetOrder:
     strongly connected components (e.g. a MERGE back into an upstream) are erased together."""
     flows = nx.DiGraph()
     flows.add_nodes_from(sorted(planned))
-    for edge in graph.column_edges():
-        if edge.source.dataset in planned and edge.target_dataset in planned and edge.source.dataset != edge.target_dataset:
-            flows.add_edge(edge.source.dataset, edge.target_dataset)
-    for dataset_edge in graph.dataset_edges():
-        if dataset_edge.source in planned and dataset_edge.target in planned and dataset_edge.source != dataset_edge.target:
-            flows.add_edge(dataset_edge.source, dataset_edge.target)
+    # Only the planned datasets' own edges: the order does not depend on the rest of the graph.
+    for source in sorted(planned):
+        column_edges, dataset_edges = graph.edges_out_of(source)
+        targets = {e.target_dataset for e in column_edges} | {e.target for e in dataset_edges}
+        flows.add_edges_from((source, target) for target in sorted(targets) if target in planned and target != source)
     condensed = nx.condensation(flows)
     members = {node: sorted(condensed.nodes[node]["members"]) for node in condensed.nodes}
     ordered_components = list(nx.lexicographical_topological_sort(condensed, key=lambda node: members[node][0]))
