@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import logging
 import random
-import re
 import sys
 import warnings
 from pathlib import Path

@@ -44,7 +44,10 @@ def test_a_batch_of_100_rewrites_only_the_files_that_held_them(tmp_path: Path, w
     rows += [(8_000_000_000 + i, f"other{i}@example.org", f"2026-11-{1 + i % 10:02d}") for i in range(5000)]
     spark.sql(f"CREATE TABLE {full} (user_id BIGINT, email STRING, dt STRING) USING iceberg PARTITIONED BY (dt) "
               f"TBLPROPERTIES ({mor_properties()})")
-    spark.createDataFrame(rows, "user_id BIGINT, email STRING, dt STRING").writeTo(full).append()
+    # Seven appends: seven small files per partition, enough for bin-packing to compact a partition
+    # whole if its size rules were on (they were, until the rewrite options turned them off).
+    for part in range(7):
+        spark.createDataFrame(rows[part::7], "user_id BIGINT, email STRING, dt STRING").writeTo(full).append()
     ws = single_table_workspace(tmp_path, warehouse, ns, table, ["user_id", "email", "dt"], "user_id")
     before = data_files(spark, full)
     holders = {r._file for r in spark.table(full).where(F.col("user_id").isin(subjects)).select("_file").distinct().collect()}
