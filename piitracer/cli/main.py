@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections import Counter
 from datetime import datetime, timezone
@@ -32,6 +33,26 @@ from piitracer.render.plan_text import explain_text, plan_tables
 from piitracer.verify import VerificationError
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
+
+
+def configure_logging(level: str, log_file: Path | None) -> None:
+    """piitracer's loggers at ``level`` to stderr and, if given, to ``log_file`` (created 0600:
+    logs carry no values, but dataset names and paths are nobody else's business either)."""
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_file is not None:
+        log_file.touch(mode=0o600, exist_ok=True)
+        handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
+    formatter = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    root = logging.getLogger("piitracer")
+    for handler in handlers:
+        handler.setFormatter(formatter)
+        root.addHandler(handler)
+    root.setLevel(level)
+    if level == "DEBUG":  # py4j logs every command sent to the JVM: part of "everything at DEBUG"
+        py4j = logging.getLogger("py4j")
+        py4j.setLevel(logging.DEBUG)
+        for handler in handlers:
+            py4j.addHandler(handler)
 console = Console()
 err_console = Console(stderr=True)
 
@@ -60,10 +81,20 @@ class PiitracerGroup(click.Group):
     show_default=True,
     help="Folder holding piitracer.yaml.",
 )
+@click.option(
+    "--log-level",
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    default="WARNING",
+    show_default=True,
+    envvar="PIITRACER_LOG_LEVEL",
+    help="Logging of piitracer (and Spark, at DEBUG/INFO) to stderr. Logs name steps, datasets and counts, never subject values.",
+)
+@click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), help="Also write piitracer's log here (mode 0600).")
 @click.version_option(piitracer.__version__, prog_name="piitracer")
 @click.pass_context
-def cli(ctx: click.Context, workspace: Path) -> None:
+def cli(ctx: click.Context, workspace: Path, log_level: str, log_file: Path | None) -> None:
     """Find, erase and prove the erasure of a person's data across a lakehouse."""
+    configure_logging(log_level.upper(), log_file)
     ctx.obj = {"workspace": workspace}
 
 

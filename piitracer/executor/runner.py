@@ -5,6 +5,7 @@ simply run again (a delete with nothing left to match commits nothing)."""
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -18,6 +19,9 @@ from piitracer.executor.resolve import resolve_values, values_for
 from piitracer.executor.spark_session import spark_session
 from piitracer.model.plan import Action, DeletionPlan, Step
 from piitracer.model.workspace import CatalogDataset, DatasetFormat, SparkSettings
+
+# Logs name steps, datasets and counts; never a subject value (tests/test_no_leaks.py).
+log = logging.getLogger(__name__)
 
 # Steps piitracer records but does not perform: a person (or the dataset's own job) does them.
 NOT_PERFORMED = {Action.MANUAL, Action.MANUAL_REVIEW, Action.RECOMPUTE}
@@ -146,14 +150,18 @@ class PlanExecutor:
             journal.mark(self.plan.plan_id, run_id, step, state, message=message)
             return StepResult(step, state, message=message)
         journal.mark(self.plan.plan_id, run_id, step, RUNNING)
+        log.info("step %s: %s on %s", step.id, step.action.value, step.dataset)
         began = time.monotonic()
         try:
             outcome = self._perform(journal, step)
         except Exception as error:  # journal every failure, then stop the run
             message = _one_line(error)
             journal.mark(self.plan.plan_id, run_id, step, FAILED, message=message)
+            log.warning("step %s failed: %s", step.id, message)
             return StepResult(step, FAILED, message=message, seconds=time.monotonic() - began)
         journal.mark(self.plan.plan_id, run_id, step, COMMITTED, outcome.as_dict())
+        log.info("step %s committed in %.1f s", step.id, time.monotonic() - began)
+        log.debug("step %s outcome: %s", step.id, outcome.as_dict())
         return StepResult(step, COMMITTED, outcome, seconds=time.monotonic() - began)
 
     def _gates(self, step_id: str) -> bool:
@@ -232,6 +240,7 @@ class PlanExecutor:
             saved = resolve_values(self.spark(), self.plan, self._source_frame)
             journal.save_values(self.plan.plan_id, saved)
         self._value_sets = saved
+        log.debug("value sets resolved: %s", {name: len(values) for name, values in sorted(saved.items())})
         return StepOutcome(details={"value_sets": {name: len(values) for name, values in sorted(saved.items())}})
 
     def _values(self, journal: Journal) -> dict[str, list[Any]]:

@@ -4,6 +4,7 @@ configuration."""
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,6 +38,13 @@ def iceberg_jar(settings: SparkSettings) -> str | None:
     except ImportError as error:
         raise SparkSetupError("no Iceberg jar: install snowpark-connect-deps-iceberg==1.0.2 or set spark.iceberg_jar") from error
     return str(get_jar_path(ICEBERG_JAR))
+
+
+def jvm_log_level() -> str:
+    """Spark's (log4j) level follows piitracer's: DEBUG and INFO pass through (``--log-level``),
+    anything quieter is ERROR, since Spark's warnings are noise to a piitracer user."""
+    level = logging.getLogger("piitracer").getEffectiveLevel()
+    return "DEBUG" if level <= logging.DEBUG else "INFO" if level <= logging.INFO else "ERROR"
 
 
 def spark_session(settings: SparkSettings, warehouse: Path) -> "SparkSession":
@@ -74,7 +82,7 @@ def spark_session(settings: SparkSettings, warehouse: Path) -> "SparkSession":
     for name, value in sorted(settings.conf.items()):
         builder = builder.config(name, value)
     _session = builder.getOrCreate()
-    _session.sparkContext.setLogLevel("ERROR")
+    _session.sparkContext.setLogLevel(jvm_log_level())
     _session_key = key
     return _session
 

@@ -10,6 +10,7 @@ a coincidence to chase, not evidence.
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
@@ -21,6 +22,7 @@ from piitracer.verify.decoders import scan_location
 from piitracer.verify.tables import TableView, delta_view, iceberg_view, parquet_view
 from piitracer.verify.values import ValueIndex
 
+log = logging.getLogger(__name__)  # datasets and states only, never a value
 COMMITTED = "committed"
 NOT_RUN = "not run"
 
@@ -59,8 +61,11 @@ def verify_datasets(
     if not value_sets:
         raise VerificationError("no resolved values for this plan: run `piitracer execute` first")
     states = dict(step_states or {})
-    results = [verify_dataset(plan, decision, catalog.get(decision.dataset), locations.get(decision.dataset),
-                              value_sets, states) for decision in plan.datasets]
+    results = []
+    for decision in plan.datasets:
+        result = verify_dataset(plan, decision, catalog.get(decision.dataset), locations.get(decision.dataset), value_sets, states)
+        log.info("verified %s: %s", decision.dataset, result.state.value)
+        results.append(result)
     return VerificationReport(plan_id=plan.plan_id, checked_at=checked_at or datetime.now(timezone.utc),
                               datasets=tuple(results))
 
