@@ -2,7 +2,8 @@
 piitracer's, py4j's (every command sent to the JVM) and Spark's own log4j — writes no raw subject
 value to stdout, stderr or the log file; afterwards the only files anywhere under the test's
 folders (workspace, lakehouse, Spark's local dir, temp dir) whose bytes still hold a subject value
-are the private ones that must (request file, plan, journal), each of mode 0600.
+are the private ones that must (request file, plan, journal), each of mode 0600. And the audit
+key has no default: ``execute`` without one refuses before anything runs.
 
 The lakehouse holds Iceberg (merge-on-read source, copy-on-write copy, shallow clone), Delta,
 plain Parquet and an archive, so every eraser runs. Subject values are searched as text (user
@@ -72,6 +73,7 @@ def test_a_full_run_at_debug_logs_no_subject_value(tmp_path: Path, warehouse: Pa
     base = [*CLI, "--log-level", "DEBUG", "--log-file", str(log_file), "--workspace", str(root)]
 
     outputs = []
+    keyless = {k: v for k, v in env.items() if not k.startswith("PIITRACER_AUDIT")}
     for command in (
         ["plan", "--source", f"{ns}.src.user_id", "--source", "crm.people.user_id", "--requests", str(requests), "-o", str(plan_file)],
         ["execute", str(plan_file), "--no-concurrent-writers"],
@@ -82,6 +84,10 @@ def test_a_full_run_at_debug_logs_no_subject_value(tmp_path: Path, warehouse: Pa
         done = subprocess.run([*base, *command], capture_output=True, cwd=tmp_path, env=env, timeout=900)
         assert done.returncode == 0, (command, done.stderr.decode(errors="replace")[-3000:])
         outputs.append((command[0], done.stdout + done.stderr))
+        if command[0] == "plan":  # the audit key has no default: without one, nothing runs
+            refused = subprocess.run([*base, "execute", str(plan_file)], capture_output=True, text=True, cwd=tmp_path, env=keyless)
+            assert refused.returncode == 2 and "no audit key" in refused.stderr and "Traceback" not in refused.stderr
+            assert not (root / ".piitracer" / "journal.sqlite").exists()
 
     log = log_file.read_bytes()
     # The logs are really at DEBUG, from all three sources: otherwise this test proves nothing.
