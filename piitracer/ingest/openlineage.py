@@ -54,6 +54,9 @@ JSON_SUFFIXES = frozenset({".json"})
 LINE_SUFFIXES = frozenset({".jsonl", ".ndjson"})
 EVENT_SUFFIXES = JSON_SUFFIXES | LINE_SUFFIXES
 
+# Python's json module recurses per nesting level; orjson stops at 1,024 levels.
+TOO_DEEP = "invalid JSON: nested deeper than the JSON parser's limit (about 1,000 levels)"
+
 RUN_STATES = ("START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER")
 
 
@@ -298,6 +301,9 @@ def _read_lines(reader: _Reader, text: str, *, file: str) -> None:
         except json.JSONDecodeError as exc:
             reader.error(file, number, f"invalid JSON: {exc.msg} (column {exc.colno})")
             continue
+        except RecursionError:
+            reader.error(file, number, TOO_DEEP)
+            continue
         reader.add_value(value, file=file, line=number)
 
 
@@ -333,6 +339,8 @@ def _read_json(reader: _Reader, text: str, *, file: str) -> None:
     except json.JSONDecodeError as exc:
         # The rest of the document cannot be resynchronised: report where it broke and stop.
         reader.error(file, exc.lineno, f"invalid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})")
+    except RecursionError:
+        reader.error(file, _line_of(text, pos), TOO_DEEP)
 
 
 def _read_array(reader: _Reader, decoder: json.JSONDecoder, text: str, pos: int, *, file: str) -> int:

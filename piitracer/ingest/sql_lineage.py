@@ -208,6 +208,9 @@ class _FileIngest:
             except SqlglotError as error:
                 self._problem(origin, _parse_error(error))
                 continue
+            except RecursionError:  # sqlglot's parser recurses per nesting level
+                self._problem(origin, "cannot parse statement: nested deeper than the parser's limit (about 1,000 levels)")
+                continue
             for node in nodes:
                 if node is not None:
                     self._ingest(node, origin)
@@ -226,7 +229,7 @@ class _FileIngest:
         self.ctx.warnings = []
         try:
             writes = self._writes_of(node)
-        except (SqlglotError, ValueError, KeyError, AttributeError, TypeError, IndexError) as error:
+        except (SqlglotError, ValueError, KeyError, AttributeError, TypeError, IndexError, RecursionError) as error:
             # An AST shape this module does not expect must not stop the rest of the ingest.
             self._problem(origin, _one_line(f"cannot derive lineage: {type(error).__name__}: {error}"))
             return
