@@ -124,6 +124,7 @@ def execution_context(workspace: Workspace) -> ExecutionContext:
         spark=workspace.config.spark,
         warehouse=workspace.resolve(workspace.config.spark.warehouse),
         journal_path=workspace.root / ".piitracer" / "journal.sqlite",
+        warehouse_roots=workspace.warehouse_roots(),
     )
 
 

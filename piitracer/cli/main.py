@@ -98,8 +98,17 @@ def cli(ctx: click.Context, workspace: Path, log_level: str, log_file: Path | No
     ctx.obj = {"workspace": workspace}
 
 
+def _workspace(ctx: click.Context) -> piitracer.Workspace:
+    """The workspace of ``--workspace``; its warnings (missing locations, locations outside the
+    warehouse roots) go to stderr once per command."""
+    workspace = piitracer.load_workspace(ctx.obj["workspace"])
+    for warning in workspace.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    return workspace
+
+
 def _graph(ctx: click.Context) -> piitracer.LineageGraph:
-    return piitracer.build_lineage_graph(piitracer.load_workspace(ctx.obj["workspace"]))
+    return piitracer.build_lineage_graph(_workspace(ctx))
 
 
 @cli.group()
@@ -181,7 +190,7 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
         subjects = read_requests(requests_file, default_request_id=request_id, default_received_at=arrived)
     else:
         subjects = [_subject(value, request_id or "cli", arrived) for value in subject_values]
-    workspace = piitracer.load_workspace(ctx.obj["workspace"])
+    workspace = _workspace(ctx)
     graph = piitracer.build_lineage_graph(workspace)
     plan = plan_deletion(workspace, graph, sources, subjects)
     if out is not None:
@@ -214,7 +223,7 @@ def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, no_concur
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     plan = load_plan(plan_file)
-    workspace = piitracer.load_workspace(ctx.obj["workspace"])
+    workspace = _workspace(ctx)
     options = ExecuteOptions(dry_run=dry_run, resume=resume, no_concurrent_writers=no_concurrent_writers, drop_refs=drop_refs)
     if dry_run:
         summary = execute_plan(workspace, plan, options)
@@ -254,7 +263,7 @@ def audit(ctx: click.Context, key_file: Path | None) -> None:
 
 
 def _audit_log(ctx: click.Context):
-    workspace = piitracer.load_workspace(ctx.obj["workspace"])
+    workspace = _workspace(ctx)
     return workspace, audit_log(workspace, key_file=ctx.obj.get("audit_key_file"), create=False)
 
 
@@ -307,7 +316,7 @@ def verify_command(ctx, plan_file: Path, output: str, audit_key_file: Path | Non
     snapshot/version, and record the result in the audit trail. Exit 0 when all is erased (or not
     checkable), 1 when subject data is still found or pending, 2 on error. Never prints a subject value."""
     plan = load_plan(plan_file)
-    workspace = piitracer.load_workspace(ctx.obj["workspace"])
+    workspace = _workspace(ctx)
     log = None if no_record else audit_log(workspace, key_file=audit_key_file)  # no key: exit 2 before the scan
     report = verify_plan(workspace, plan)
     if log is not None:

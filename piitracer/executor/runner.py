@@ -6,6 +6,7 @@ simply run again (a delete with nothing left to match commits nothing)."""
 from __future__ import annotations
 
 import logging
+import os
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -78,6 +79,7 @@ class ExecutionContext:
     spark: SparkSettings
     warehouse: Path
     journal_path: Path
+    warehouse_roots: tuple[Path, ...] = ()  # when set, every location touched must be under one
 
 
 class PlanExecutor:
@@ -189,6 +191,8 @@ class PlanExecutor:
         if entry is None:
             raise SafetyError(f"{step.dataset} is not in the catalog")
         location = self.context.locations.get(step.dataset)
+        if location is not None:
+            check_location(step, location, self.context.warehouse_roots)
         values = values_for(step.values_from, self._values(journal)) if step.values_from else []
         if entry.format is DatasetFormat.ICEBERG and step.action in ICEBERG_ACTIONS:
             return self._iceberg(step, entry, location, values)
@@ -299,6 +303,18 @@ def describe(step: Step, catalog: Mapping[str, CatalogDataset]) -> str:
     if step.action in NOT_PERFORMED:
         return f"{step.action.value}: {step.reason or ''}".strip()
     return f"delta-rs {step.action.value} on {table}"
+
+
+def check_location(step: Step, location: Path, roots: tuple[Path, ...]) -> None:
+    """Refuse to act on a location that is not there or not under the warehouse roots: a
+    mistyped catalog location would otherwise erase nothing (or rewrite files elsewhere) and the
+    verifier would find nothing to look at."""
+    resolved = Path(os.path.normpath(location))
+    if roots and not any(resolved == root or root in resolved.parents for root in roots):
+        raise SafetyError(f"{step.dataset}: location {location} is outside the warehouse roots "
+                          f"({', '.join(map(str, roots))}): refusing to touch it")
+    if not resolved.exists():
+        raise SafetyError(f"{step.dataset}: location {location} does not exist: fix catalog.{step.dataset}.location")
 
 
 def _one_line(error: BaseException) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from piitracer.model.naming import DEFAULT_SPARK_CATALOGS, DatasetNamer, normalise_location, split_table_name
-from piitracer.model.workspace import WorkspaceConfig
+from piitracer.model.workspace import DatasetFormat, WorkspaceConfig
 
 WORKSPACE_FILE = "piitracer.yaml"
 
@@ -27,6 +27,8 @@ class Workspace:
     root: Path
     config: WorkspaceConfig
     namer: DatasetNamer
+    # Not fatal, but worth a look: "file:line: field: what is wrong" (see ``workspace_warnings``).
+    warnings: tuple[str, ...] = ()
 
     def resolve(self, path: str) -> Path:
         """A path of the workspace file, relative to the workspace folder unless absolute."""
@@ -38,6 +40,16 @@ class Workspace:
         if entry is None or entry.location is None:
             return None
         return Path(_absolute_location(self.root, entry.location))
+
+    def warehouse_roots(self) -> tuple[Path, ...]:
+        """The configured ``warehouse_roots`` as absolute paths (empty: no restriction)."""
+        return tuple(Path(os.path.normpath(self.resolve(r))) for r in self.config.warehouse_roots)
+
+    def outside_roots(self, location: Path) -> bool:
+        """Whether ``location`` is outside every configured warehouse root (False when none is set)."""
+        roots = self.warehouse_roots()
+        resolved = Path(os.path.normpath(location))
+        return bool(roots) and not any(resolved == r or r in resolved.parents for r in roots)
 
 
 def load_workspace(folder: str | os.PathLike[str] = ".") -> Workspace:
@@ -56,7 +68,7 @@ def load_workspace(folder: str | os.PathLike[str] = ".") -> Workspace:
     except (OSError, UnicodeDecodeError) as error:
         raise WorkspaceError(f"{path}: cannot read: {error}") from error
     except yaml.YAMLError as error:
-        raise WorkspaceError(f"{path}: not valid YAML: {error}") from error
+        raise WorkspaceError(_yaml_error(path, error)) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -65,7 +77,36 @@ def load_workspace(folder: str | os.PathLike[str] = ".") -> Workspace:
         config = WorkspaceConfig.model_validate(data)
     except ValidationError as error:
         raise WorkspaceError(_describe(error, path, document)) from None
-    return Workspace(root=root, config=config, namer=build_namer(config, root))
+    workspace = Workspace(root=root, config=config, namer=build_namer(config, root))
+    return replace(workspace, warnings=workspace_warnings(workspace, path, document))
+
+
+# Formats whose location holds the data piitracer erases and verifies.
+_STORED = {DatasetFormat.ICEBERG, DatasetFormat.DELTA, DatasetFormat.PARQUET, DatasetFormat.ARCHIVE}
+
+
+def workspace_warnings(workspace: Workspace, path: Path, document: Any) -> tuple[str, ...]:
+    """Catalog locations that do not exist or lie outside the warehouse roots."""
+    warnings = []
+    for dataset_id, entry in sorted(workspace.config.catalog.items()):
+        location = workspace.location_of(dataset_id)
+        if location is None or entry.format not in _STORED or "://" in str(entry.location):
+            continue
+        where = f"{path}:{_line_of(document, ['catalog', dataset_id, 'location']) or 1}: catalog.{dataset_id}.location"
+        if not location.exists():
+            warnings.append(f"{where}: {location} does not exist (a {entry.format.value} dataset's files are expected there)")
+        if workspace.outside_roots(location):
+            roots = ", ".join(str(r) for r in workspace.warehouse_roots())
+            warnings.append(f"{where}: {location} is outside the warehouse roots ({roots}): piitracer will not touch it")
+    return tuple(warnings)
+
+
+def _yaml_error(path: Path, error: yaml.YAMLError) -> str:
+    """``file:line:column: not valid YAML: what the parser expected``, on one line."""
+    mark = getattr(error, "problem_mark", None)
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+    problem = " ".join(str(part) for part in (getattr(error, "context", None), getattr(error, "problem", None)) if part)
+    return f"{where}: not valid YAML: {problem or error}"
 
 
 def build_namer(config: WorkspaceConfig, root: Path) -> DatasetNamer:

@@ -203,6 +203,12 @@ class WorkspaceConfig(Frozen):
     catalog: dict[str, CatalogDataset] = Field(default_factory=dict)
     policy: Policy = Policy()
     spark: SparkSettings = SparkSettings()
+    warehouse_roots: tuple[str, ...] = Field(
+        (),
+        description="Folders (relative to the workspace unless absolute) every catalog location must be "
+        "under. When set, a location outside them is a warning at load and the executor refuses to "
+        "touch it: a mistyped location must not make piitracer rewrite files elsewhere.",
+    )
 
     @field_validator("version")
     @classmethod
