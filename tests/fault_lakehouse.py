@@ -36,8 +36,15 @@ for _name in ("PIITRACER_FAILPOINT", "PIITRACER_PAUSEPOINT"):
 # vectors, vacuum, clean log), s007 archive rewrite, s008 cards rewrite, s009-s012
 # crm.people_copy, s013-s017 Iceberg merge-on-read src (delete, rewrite_data_files,
 # rewrite_manifests, expire, orphans), s018-s021 Iceberg copy-on-write cow (delete,
-# rewrite_manifests, expire, orphans). make_lake checks the count.
-STEPS = 21
+# rewrite_manifests, expire, orphans). Ties in the plan's order go by dataset name: the namespace
+# must sort after "crm" (make_lake checks the layout).
+LAYOUT = [("crm.people", "resolve"), ("{ns}.src", "resolve"),
+          *[("crm.people", a) for a in ("delete_rows", "purge_deletion_vectors", "vacuum", "clean_delta_log")],
+          ("archive.people_weekly", "rewrite_archive"), ("crm.cards", "rewrite_files"),
+          *[("crm.people_copy", a) for a in ("delete_rows", "purge_deletion_vectors", "vacuum", "clean_delta_log")],
+          *[("{ns}.src", a) for a in ("delete_rows", "rewrite_data_files", "rewrite_manifests", "expire_snapshots", "remove_orphan_files")],
+          *[("{ns}.cow", a) for a in ("delete_rows", "rewrite_manifests", "expire_snapshots", "remove_orphan_files")]]
+STEPS = len(LAYOUT)
 ICEBERG = ("src", "cow")
 LOG_RETENTION, PEOPLE_LOG_RETENTION = "delta.logRetentionDuration", "interval 7 days"
 OTHERS = ("crm.people", "crm.people_copy", "crm.cards", "archive.people_weekly")
@@ -115,7 +122,9 @@ def make_lake(tmp_path: Path, warehouse: Path, spark, prefix: str) -> Lake:
     ws = piitracer.load_workspace(workspace(tmp_path, warehouse, ns, locations))
     subjects = [Subject(value=str(u), request_id=f"r{u}", received_at="2026-11-20T09:00:00Z") for u in SUBJECTS]
     plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), sources(ns), subjects)
-    assert len(plan.steps) == STEPS, [(s.id, s.dataset, s.action.value) for s in plan.steps]
+    layout = [(dataset.format(ns=ns), action) for dataset, action in LAYOUT]
+    assert [(s.dataset, s.action.value) for s in plan.steps] == layout, "the tests' step ids assume this order"
+    assert [s.id for s in plan.steps] == [f"s{n:03d}" for n in range(1, STEPS + 1)]
     plan_file = tmp_path / "plan.json"
     write_private(plan_file, plan.to_json())
     lake = Lake(ns, ws, plan, plan_file, locations, {}, {}, {})

@@ -46,7 +46,7 @@ from piitracer.api import audit_log, verify_plan
 
 FULL = os.environ.get("PIITRACER_FAULTS_FULL") == "1"
 
-# Step ids of the combined plan: see fault_lakehouse.STEPS.
+# Step ids of the combined plan: see fault_lakehouse.LAYOUT.
 
 # Every kind of failpoint once, a few boundaries, and the long Iceberg/Delta steps killed while
 # their work is in progress (``~MS``: from a timer thread, MS ms into the step, or at its end).
