@@ -60,10 +60,9 @@ CI_CHAIN = [
     "executor.before_perform@s012",  # journaled running, nothing done
     "iceberg.delete.after_commit",  # the Iceberg DELETE committed, the journal does not know
     "executor.perform~800@s016",  # expire_snapshots in progress (metadata commit, then file deletes)
-    "executor.perform~300@s017",  # remove_orphan_files in progress
 ]
-# Each kill at an Iceberg step costs a Spark start on resume (~10-25 s): CI keeps three; the
-# full sweep has the rest (rewrite_data_files, copy-on-write, the last boundary...).
+# Each kill at an Iceberg step costs a Spark start on resume (~10-25 s): CI keeps two; the full
+# sweep has the rest (rewrite_data_files, orphan removal, copy-on-write, the last boundary...).
 
 MID_STEP_CHAIN = [
     "delta.delete.after_commit",
