@@ -211,20 +211,23 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
 @click.argument("plan_file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @click.option("--dry-run", is_flag=True, help="Print every statement and action, subject values redacted; change nothing.")
 @click.option("--resume", is_flag=True, help="Continue a run that stopped; committed steps are not applied again.")
+@click.option("--rerun", is_flag=True, help="Run a plan that already ran again, every step (new run; resolve re-reads the "
+              "sources): erases the subjects' rows written since, e.g. by a concurrent writer.")
 @click.option("--no-concurrent-writers", is_flag=True, help="Promise no other job writes these tables now: allows orphan removal.")
 @click.option("--drop-refs", is_flag=True, help="Let release_ref steps drop the Iceberg tags/branches that retain pre-delete snapshots.")
 @click.option("--audit-key-file", type=click.Path(dir_okay=False, path_type=Path),
               help="File holding the audit key (default: $PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE).")
 @click.pass_context
-def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, no_concurrent_writers: bool, drop_refs: bool,
-                    audit_key_file: Path | None) -> None:
+def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bool, no_concurrent_writers: bool,
+                    drop_refs: bool, audit_key_file: Path | None) -> None:
     """Run a plan on the lakehouse: one Spark session, every dataset touched once, journaled and
     recorded in the audit trail (an audit key is required before anything runs)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     plan = load_plan(plan_file)
     workspace = _workspace(ctx)
-    options = ExecuteOptions(dry_run=dry_run, resume=resume, no_concurrent_writers=no_concurrent_writers, drop_refs=drop_refs)
+    options = ExecuteOptions(dry_run=dry_run, resume=resume, rerun=rerun, no_concurrent_writers=no_concurrent_writers,
+                             drop_refs=drop_refs)
     if dry_run:
         summary = execute_plan(workspace, plan, options)
         for result in summary.results:

@@ -15,7 +15,8 @@ import pyarrow.compute as pc
 
 from piitracer.executor.arrow_values import SUBJECT_COLUMN, typed_values
 from piitracer.executor.disk import files_with_sizes, removed_between
-from piitracer.executor.outcome import SafetyError, StepOutcome
+from piitracer.executor.failpoints import failpoint
+from piitracer.executor.outcome import Attempt, SafetyError, StepOutcome
 
 LOG_RETENTION = "delta.logRetentionDuration"
 DEFAULT_LOG_RETENTION = "interval 30 days"  # Delta's default when the table does not set one
@@ -40,10 +41,13 @@ def _key_type(table, key_column: str) -> pa.DataType:
     return schema.field(key_column).type
 
 
-def delete_rows(location: Path, key_column: str | None, values: list[Any]) -> StepOutcome:
+def delete_rows(location: Path, key_column: str | None, values: list[Any], attempt: Attempt | None = None) -> StepOutcome:
     """Delete the rows whose key is one of ``values``: a MERGE with a source table of the values
     and a when-matched delete, so the values are data, never predicate text (a ``delete(predicate)``
-    would also write the values into the commit's operation parameters in the log)."""
+    would also write the values into the commit's operation parameters in the log).
+    ``rows_deleted`` counts from the first attempt (``Attempt``): a resumed run that finds the
+    rows already gone reports what the killed attempt removed."""
+    attempt = attempt or Attempt()
     if not key_column:
         raise SafetyError(f"{location}: a delete needs a key column")
     table = _table(location)
@@ -55,7 +59,9 @@ def delete_rows(location: Path, key_column: str | None, values: list[Any]) -> St
     # simplified against delta-rs's file statistics (string vs string_view kernels).
     keys = dataset.to_table(columns=[key_column]).column(key_column)
     expected = int(pc.sum(pc.is_in(keys, value_set=subjects.cast(keys.type))).as_py() or 0) if len(subjects) else 0
-    outcome = StepOutcome(version_before=str(before), version_after=str(before))
+    first = attempt.start({"expected": expected, "version_before": str(before)})
+    outcome = StepOutcome(version_before=first["version_before"], version_after=str(before),
+                          rows_deleted=max(int(first["expected"]) - expected, 0))
     if expected == 0:  # nothing left to match (already deleted, or a resumed run): commit nothing
         outcome.details["matched"] = 0
         return outcome
@@ -63,13 +69,14 @@ def delete_rows(location: Path, key_column: str | None, values: list[Any]) -> St
     metrics = (table.merge(source=source, predicate=f"t.{_quote(key_column)} = s.{SUBJECT_COLUMN}",
                            source_alias="s", target_alias="t")
                .when_matched_delete().execute())
+    failpoint("delta.delete.after_commit")  # test-only: the MERGE is committed, the journal does not know
     table = _table(location)
     total_after = table.to_pyarrow_dataset().count_rows()
     if total_after != total_before - expected:
         raise SafetyError(
             f"{location}: expected {total_before} - {expected} = {total_before - expected} rows after the delete, "
             f"found {total_after}: stopping (a concurrent writer, or a delete that did not do what it should)")
-    outcome.rows_deleted, outcome.version_after = expected, str(table.version())
+    outcome.rows_deleted, outcome.version_after = outcome.rows_deleted + expected, str(table.version())
     outcome.files_rewritten = int(metrics.get("num_target_files_removed", 0))
     outcome.details.update(total_rows_after=total_after, files_added=int(metrics.get("num_target_files_added", 0)))
     return outcome
@@ -104,19 +111,26 @@ def vacuum(location: Path) -> StepOutcome:
                        details={"vacuumed": len(removed)})
 
 
-def clean_delta_log(location: Path) -> StepOutcome:
+def clean_delta_log(location: Path, attempt: Attempt | None = None) -> StepOutcome:
     """Drop every log entry and checkpoint written before now: their add actions' ``stats``
     (minValues/maxValues) hold the subjects' values. A fresh checkpoint keeps the table readable;
     the table's own log retention is restored afterwards (time travel to before now is gone,
-    which is the point)."""
+    which is the point).
+
+    The table's own retention is journaled (``Attempt``) before it is overridden: an attempt
+    killed between the override and the restore left ``interval 0 hours`` on the table, and a
+    resumed run must restore the original, not the override."""
     table = _table(location)
     before_files = files_with_sizes(location)
-    version_before = str(table.version())
-    original = table.metadata().configuration.get(LOG_RETENTION)
+    first = (attempt or Attempt()).start({"log_retention": table.metadata().configuration.get(LOG_RETENTION),
+                                           "version_before": str(table.version())})
+    version_before, original = first["version_before"], first["log_retention"]
     table.alter.set_table_properties({LOG_RETENTION: "interval 0 hours"})
+    failpoint("delta.clean_log.after_override")  # test-only: the table's retention is 0 hours now
     table = _table(location)
     table.create_checkpoint()
     table.cleanup_metadata()
+    failpoint("delta.clean_log.after_cleanup")  # test-only: the old log is gone, the retention not restored
     # Put the table's setting back: a later writer must not lose its time travel to our override.
     table.alter.set_table_properties({LOG_RETENTION: original or DEFAULT_LOG_RETENTION})
     table = _table(location)

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from piitracer.executor.disk import files_with_sizes, removed_between
-from piitracer.executor.outcome import SafetyError, StepOutcome
+from piitracer.executor.failpoints import failpoint
+from piitracer.executor.outcome import Attempt, SafetyError, StepOutcome
 from piitracer.executor.resolve import SUBJECT_COLUMN, subject_frame
 
 if TYPE_CHECKING:
@@ -55,16 +56,20 @@ class IcebergEraser:
 
     # ---- steps ----------------------------------------------------------------------------
 
-    def delete_rows(self, key_column: str, values: list[Any]) -> StepOutcome:
+    def delete_rows(self, key_column: str, values: list[Any], attempt: Attempt | None = None) -> StepOutcome:
         """DELETE the rows whose key is one of ``values`` (bound as a temp view), checking that
-        exactly the expected rows went."""
+        exactly the expected rows went. ``rows_deleted`` counts from the first attempt: after a kill
+        between the DELETE's commit and the journal's, the rows an earlier attempt removed count."""
         from pyspark.sql import functions as F
 
+        attempt = attempt or Attempt()
         frame = self.spark.table(self.quoted)
         subjects = F.broadcast(subject_frame(self.spark, values, frame.schema[key_column].dataType))
         expected = frame.join(subjects, frame[key_column] == subjects[SUBJECT_COLUMN], "left_semi").count()
         before, total_before = self.snapshot_id(), frame.count()
-        outcome = StepOutcome(version_before=before, version_after=before)
+        first = attempt.start({"expected": expected, "version_before": before})
+        earlier = int(first["expected"]) - expected  # the subjects' rows a killed attempt already removed
+        outcome = StepOutcome(version_before=first["version_before"], version_after=before, rows_deleted=max(earlier, 0))
         if expected == 0:  # an Iceberg MERGE/DELETE with nothing to do still commits a snapshot
             outcome.details["matched"] = 0
             return outcome
@@ -74,12 +79,13 @@ class IcebergEraser:
             self.spark.sql(f"DELETE FROM {self.quoted} WHERE {_quote(key_column)} IN (SELECT {SUBJECT_COLUMN} FROM {view})")
         finally:
             self.spark.catalog.dropTempView(view)
+        failpoint("iceberg.delete.after_commit")  # test-only: the DELETE is committed, the journal does not know
         total_after = self.count()
         if total_after != total_before - expected:
             raise SafetyError(
                 f"{self.table}: expected {total_before} - {expected} = {total_before - expected} rows after the delete, "
                 f"found {total_after}: stopping (a concurrent writer, or a delete that did not do what it should)")
-        outcome.rows_deleted, outcome.version_after = expected, self.snapshot_id()
+        outcome.rows_deleted, outcome.version_after = outcome.rows_deleted + expected, self.snapshot_id()
         outcome.details["total_rows_after"] = total_after
         return outcome
 

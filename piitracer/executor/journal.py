@@ -109,6 +109,12 @@ class Journal:
              None if state == RUNNING else stamp, json.dumps(outcome, sort_keys=True) if outcome else None, message),
         )
 
+    def save_attempt(self, plan_id: str, step_id: str, facts: dict[str, Any]) -> None:
+        """Keep what a running step recorded as it started (counts and versions, never values):
+        it survives a kill, for the next attempt (see ``outcome.Attempt``)."""
+        self._db.execute("UPDATE steps SET outcome = ? WHERE plan_id = ? AND step_id = ? AND state = 'running'",
+                         (json.dumps({"attempt": facts}, sort_keys=True), plan_id, step_id))
+
     # ---- resolved values (sensitive) ------------------------------------------------------
 
     def save_values(self, plan_id: str, value_sets: dict[str, list[Any]]) -> None:

@@ -20,7 +20,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from piitracer.executor.arrow_values import typed_values
-from piitracer.executor.outcome import SafetyError, StepOutcome
+from piitracer.executor.failpoints import failpoint
+from piitracer.executor.outcome import Attempt, SafetyError, StepOutcome
 
 TEMP_SUFFIX = ".piitracer-tmp"
 
@@ -35,16 +36,21 @@ def data_files(location: Path) -> list[Path]:
     return found
 
 
-def rewrite_files(location: Path, key_column: str | None, values: list[Any]) -> StepOutcome:
+def rewrite_files(location: Path, key_column: str | None, values: list[Any], attempt: Attempt | None = None) -> StepOutcome:
     """Rewrite every data file under ``location`` holding a row whose ``key_column`` is one of
     ``values``; files that cannot hold one (by their footer statistics or their key column) are
-    not touched."""
+    not touched.
+
+    The files to rewrite are found first and their counts journaled (``Attempt``) before the first
+    one changes: a run killed part-way and resumed reports, in one outcome, the rows and files of
+    both attempts (the resumed attempt only finds the files the killed one did not reach)."""
     if not key_column:
         raise SafetyError(f"{location}: a rewrite needs a key column")
     if not location.is_dir():
         raise SafetyError(f"{location}: no such folder")
     stale = _remove_stale_temporaries(location)
     outcome = StepOutcome(details={"files_scanned": 0, "files_skipped_by_statistics": 0, "stale_temporaries_removed": stale})
+    holders = []
     for path in data_files(location):
         outcome.details["files_scanned"] += 1
         handle = pq.ParquetFile(path)
@@ -59,17 +65,25 @@ def rewrite_files(location: Path, key_column: str | None, values: list[Any]) -> 
             continue
         keys = handle.read(columns=[key_column]).column(key_column)
         matched = int(pc.sum(pc.is_in(keys, value_set=subjects)).as_py() or 0)
-        if matched == 0:
-            continue
-        size = path.stat().st_size
-        _replace_without(path, handle, key_column, subjects, matched)
+        if matched:
+            holders.append((path, handle, subjects, matched, path.stat().st_size))
+    now = {"rows": sum(h[3] for h in holders), "files": len(holders), "bytes": sum(h[4] for h in holders)}
+    first = (attempt or Attempt()).start(now)
+    # What a killed earlier attempt already rewrote: its files no longer hold a subject.
+    outcome.rows_deleted = max(int(first["rows"]) - now["rows"], 0)
+    outcome.files_rewritten = max(int(first["files"]) - now["files"], 0)
+    outcome.bytes_removed = max(int(first["bytes"]) - now["bytes"], 0)
+    for path, handle, subjects, matched, size in holders:
+        _replace_without(path, handle, key_column, subjects, matched, location.name)
+        failpoint("parquet.after_rename", location.name)  # test-only: some files rewritten, others not yet
         outcome.rows_deleted += matched
         outcome.files_rewritten += 1
         outcome.bytes_removed += size
     return outcome
 
 
-def _replace_without(path: Path, handle: pq.ParquetFile, key_column: str, subjects: pa.Array, matched: int) -> None:
+def _replace_without(path: Path, handle: pq.ParquetFile, key_column: str, subjects: pa.Array, matched: int,
+                     tag: str | None = None) -> None:
     table = handle.read()
     kept = table.filter(pc.invert(pc.fill_null(pc.is_in(table.column(key_column), value_set=subjects), False)))
     if kept.num_rows != table.num_rows - matched:
@@ -80,6 +94,7 @@ def _replace_without(path: Path, handle: pq.ParquetFile, key_column: str, subjec
         pq.write_table(kept, sink, compression=compression)
         sink.flush()
         os.fsync(sink.fileno())
+    failpoint("parquet.after_temp_write", tag)  # test-only: the replacement is written, not renamed
     written = pq.ParquetFile(temporary).metadata.num_rows
     if written != kept.num_rows:
         temporary.unlink()

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from piitracer.executor.failpoints import during, failpoint
 from piitracer.executor.iceberg_eraser import IcebergEraser
-from piitracer.executor.journal import BLOCKED, COMMITTED, FAILED, PENDING, RUNNING, Journal
-from piitracer.executor.outcome import SafetyError, StepOutcome
+from piitracer.executor.journal import BLOCKED, COMMITTED, FAILED, PENDING, RUNNING, Journal, StepRecord
+from piitracer.executor.outcome import Attempt, SafetyError, StepOutcome
 from piitracer.executor.resolve import resolve_values, values_for
 from piitracer.executor.spark_session import spark_session
 from piitracer.model.plan import Action, DeletionPlan, Step
@@ -40,6 +41,10 @@ class ExecuteOptions:
     resume: bool = False
     no_concurrent_writers: bool = False  # allows remove_orphan_files
     drop_refs: bool = False  # allows release_ref to drop the tag/branch
+    # A new run of a plan that already ran: every step runs again, committed ones included, and
+    # resolve re-reads the sources (see PlanExecutor._resolve). For a subject's rows written after
+    # the first run (a concurrent writer, a late pipeline run) that the verifier reports as found.
+    rerun: bool = False
 
 
 @dataclass
@@ -91,6 +96,7 @@ class PlanExecutor:
         self.on_step = on_step or (lambda result: None)
         self._spark = None
         self._value_sets: dict[str, list[Any]] | None = None
+        self._resolved_now = False
 
     # ---- running --------------------------------------------------------------------------
 
@@ -110,21 +116,24 @@ class PlanExecutor:
 
     def _run(self, journal: Journal, started: float) -> RunSummary:
         plan_id = self.plan.plan_id
-        if journal.has_steps(plan_id) and not self.options.resume:
+        if self.options.resume and self.options.rerun:
+            raise ExecutionError("--resume continues a stopped run, --rerun starts a new one: choose one")
+        if journal.has_steps(plan_id) and not (self.options.resume or self.options.rerun):
             raise ExecutionError(f"plan {plan_id[:16]} has already run (journal {self.context.journal_path}): "
-                                 "use --resume to continue it")
+                                 "use --resume to continue it, or --rerun to run every step again "
+                                 "(erases the subjects' rows written since)")
         run_id = uuid.uuid4().hex
         journal.start_run(run_id, plan_id, self.options.__dict__)
         summary = RunSummary(run_id, plan_id, "complete")
         states: dict[str, str] = {}
         for step in self.plan.steps:
             record = journal.step(plan_id, step.id)
-            if record is not None and record.state == COMMITTED:
+            if record is not None and record.state == COMMITTED and not self.options.rerun:
                 states[step.id] = COMMITTED
                 result = StepResult(step, COMMITTED, StepOutcome(**record.outcome) if record.outcome else None,
                                     "already committed in an earlier run")
             else:
-                result = self._run_step(journal, run_id, step, states)
+                result = self._run_step(journal, run_id, step, states, record)
             states[step.id] = result.state
             summary.results.append(result)
             self.on_step(result)
@@ -139,7 +148,8 @@ class PlanExecutor:
         summary.seconds = time.monotonic() - started
         return summary
 
-    def _run_step(self, journal: Journal, run_id: str, step: Step, states: dict[str, str]) -> StepResult:
+    def _run_step(self, journal: Journal, run_id: str, step: Step, states: dict[str, str],
+                  record: StepRecord | None = None) -> StepResult:
         waiting = [d for d in step.depends_on if states.get(d) in (BLOCKED, FAILED) or
                    (states.get(d) == PENDING and self._gates(d))]
         if waiting:
@@ -151,19 +161,31 @@ class PlanExecutor:
             state, message = refusal
             journal.mark(self.plan.plan_id, run_id, step, state, message=message)
             return StepResult(step, state, message=message)
-        journal.mark(self.plan.plan_id, run_id, step, RUNNING)
+        # An earlier attempt that was killed (or failed) after it started work left its starting
+        # facts in the journal: carry them into this attempt (outcome.Attempt says why).
+        earlier = (record.outcome or {}).get("attempt") if record is not None and record.state in (RUNNING, FAILED) else None
+        attempt = Attempt(earlier, lambda facts: journal.save_attempt(self.plan.plan_id, step.id, facts))
+        kept = {"attempt": earlier} if earlier else None
+        journal.mark(self.plan.plan_id, run_id, step, RUNNING, kept)
         log.info("step %s: %s on %s", step.id, step.action.value, step.dataset)
+        failpoint("executor.before_perform", step.id)
         began = time.monotonic()
         try:
-            outcome = self._perform(journal, step)
+            entry = self.context.catalog.get(step.dataset)
+            if entry is not None and entry.format is DatasetFormat.ICEBERG and step.action in ICEBERG_ACTIONS:
+                self.spark()  # start the session before the step's failpoint timer (test-only) starts
+            with during("executor.perform", step.id):  # test-only: a kill mid-step or just before the commit below
+                outcome = self._perform(journal, step, attempt)
         except Exception as error:  # journal every failure, then stop the run
             message = _one_line(error)
-            journal.mark(self.plan.plan_id, run_id, step, FAILED, message=message)
+            kept = {"attempt": attempt.earlier} if attempt.earlier else None
+            journal.mark(self.plan.plan_id, run_id, step, FAILED, kept, message=message)
             log.warning("step %s failed: %s", step.id, message)
             return StepResult(step, FAILED, message=message, seconds=time.monotonic() - began)
         journal.mark(self.plan.plan_id, run_id, step, COMMITTED, outcome.as_dict())
         log.info("step %s committed in %.1f s", step.id, time.monotonic() - began)
         log.debug("step %s outcome: %s", step.id, outcome.as_dict())
+        failpoint("executor.after_commit", step.id)
         return StepResult(step, COMMITTED, outcome, seconds=time.monotonic() - began)
 
     def _gates(self, step_id: str) -> bool:
@@ -184,7 +206,7 @@ class PlanExecutor:
 
     # ---- one step -------------------------------------------------------------------------
 
-    def _perform(self, journal: Journal, step: Step) -> StepOutcome:
+    def _perform(self, journal: Journal, step: Step, attempt: Attempt) -> StepOutcome:
         if step.action is Action.RESOLVE:
             return self._resolve(journal)
         entry = self.context.catalog.get(step.dataset)
@@ -195,23 +217,24 @@ class PlanExecutor:
             check_location(step, location, self.context.warehouse_roots)
         values = values_for(step.values_from, self._values(journal)) if step.values_from else []
         if entry.format is DatasetFormat.ICEBERG and step.action in ICEBERG_ACTIONS:
-            return self._iceberg(step, entry, location, values)
+            return self._iceberg(step, entry, location, values, attempt)
         if location is None:
             raise SafetyError(f"{step.dataset}: no location in the catalog")
         if entry.format is DatasetFormat.DELTA:
-            return self._delta(step, location, values)
+            return self._delta(step, location, values, attempt)
         if step.action in (Action.REWRITE_FILES, Action.REWRITE_ARCHIVE):
             from piitracer.executor import parquet_eraser
 
-            return parquet_eraser.rewrite_files(location, step.key_column, values)
+            return parquet_eraser.rewrite_files(location, step.key_column, values, attempt)
         raise SafetyError(f"no way to run {step.action.value} on a {entry.format.value} dataset")
 
-    def _iceberg(self, step: Step, entry: CatalogDataset, location: Path | None, values: list[Any]) -> StepOutcome:
+    def _iceberg(self, step: Step, entry: CatalogDataset, location: Path | None, values: list[Any],
+                 attempt: Attempt) -> StepOutcome:
         if not entry.table:
             raise SafetyError(f"{step.dataset}: an Iceberg dataset needs 'table:' (catalog.db.table) in the catalog")
         eraser = IcebergEraser(self.spark(), entry.table, location)
         if step.action is Action.DELETE_ROWS:
-            return eraser.delete_rows(step.key_column, values)
+            return eraser.delete_rows(step.key_column, values, attempt)
         if step.action is Action.REWRITE_DATA_FILES:
             return eraser.rewrite_data_files(step.params.get("options", {}))
         if step.action is Action.REWRITE_MANIFESTS:
@@ -223,26 +246,33 @@ class PlanExecutor:
             return eraser.remove_orphan_files()
         return eraser.drop_ref(step.params["ref"], step.params["ref_type"])
 
-    def _delta(self, step: Step, location: Path, values: list[Any]) -> StepOutcome:
+    def _delta(self, step: Step, location: Path, values: list[Any], attempt: Attempt) -> StepOutcome:
         from piitracer.executor import delta_eraser
 
         if step.action is Action.DELETE_ROWS:
-            return delta_eraser.delete_rows(location, step.key_column, values)
+            return delta_eraser.delete_rows(location, step.key_column, values, attempt)
         if step.action is Action.PURGE_DELETION_VECTORS:
             return delta_eraser.purge_deletion_vectors(location)
         if step.action is Action.VACUUM:
             return delta_eraser.vacuum(location)
         if step.action is Action.CLEAN_DELTA_LOG:
-            return delta_eraser.clean_delta_log(location)
+            return delta_eraser.clean_delta_log(location, attempt)
         raise SafetyError(f"no way to run {step.action.value} on a Delta table")
 
     # ---- resolve and values ---------------------------------------------------------------
 
     def _resolve(self, journal: Journal) -> StepOutcome:
         saved = journal.load_values(self.plan.plan_id)
-        if saved is None:
-            saved = resolve_values(self.spark(), self.plan, self._source_frame)
+        if saved is None or (self.options.rerun and not self._resolved_now):
+            # A rerun reads the sources again: a subject's late rows may hold identifier values
+            # the first run never saw. The first run's values stay (their rows are gone from the
+            # sources, but a copy downstream may still hold them).
+            found = resolve_values(self.spark(), self.plan, self._source_frame)
+            for name, values in (saved or {}).items():
+                found[name] = sorted(set(found.get(name, [])) | set(values), key=repr)
+            saved = found
             journal.save_values(self.plan.plan_id, saved)
+            self._resolved_now = True  # one read of the sources per run, however many resolve steps
         self._value_sets = saved
         log.debug("value sets resolved: %s", {name: len(values) for name, values in sorted(saved.items())})
         return StepOutcome(details={"value_sets": {name: len(values) for name, values in sorted(saved.items())}})
