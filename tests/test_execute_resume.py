@@ -47,7 +47,9 @@ def run_killed_after(ws_root: Path, plan_file: Path, k: int) -> None:
     process.wait()
 
 
-@pytest.mark.parametrize("k", [2, 6, 11])
+# One kill point here (polling the journal, no failpoint hooks): tests/test_fault_injection.py
+# kills at every kind of step boundary and mid-step with failpoints; CI time is spent there.
+@pytest.mark.parametrize("k", [6])
 def test_killed_and_resumed_equals_uninterrupted(tmp_path: Path, warehouse: Path, k: int) -> None:
     spark = spark_for(warehouse)
     ns = new_namespace(f"kill{k}_")
