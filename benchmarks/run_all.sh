@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run every benchmark with its default sizes (about 35 minutes on 2 cores; a quiet machine).
+# Run every benchmark with its default sizes (about 45 minutes on 2 cores; a quiet machine).
 # Figures go to benchmarks/results/<name>.json, printed output to benchmarks/results/<name>.txt.
 # Usage: benchmarks/run_all.sh [python]   (default: .venv/bin/python of this checkout)
 # Needs the bench extra: .venv/bin/pip install -e '.[bench]'
@@ -12,6 +12,7 @@ run openlineage "$PY" benchmarks/bench_openlineage.py
 run sql_lineage "$PY" benchmarks/bench_sql_lineage.py
 run planning "$PY" benchmarks/bench_planning.py
 run erasure "$PY" benchmarks/bench_erasure.py
+run delete_modes "$PY" benchmarks/bench_delete_modes.py
 demo_dir=$(mktemp -d)
 run demo /usr/bin/time -v "$(dirname "$PY")/piitracer" demo --dir "$demo_dir/demo"
 rm -rf "$demo_dir"
