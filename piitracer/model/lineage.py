@@ -86,6 +86,12 @@ class ColumnEdge(Frozen):
     SQL text (Spark dialect) over the *unqualified source column name*, e.g.
     ``SHA2(LOWER(TRIM(email)), 256)``. The planner substitutes upstream values into it.
     ``description`` is free text from an OpenLineage producer; it is never evaluated.
+
+    ``join_equality`` is set on a DIRECT IDENTITY edge that exists only because an inner equi-join
+    (``JOIN ... ON a.x = b.y``, ``JOIN ... USING (x)``, or a WHERE equality between two relations)
+    equates the target's value with the source column for every row the statement writes: the
+    text is the equality as Spark SQL (``t.account_ref = a.account_id``). Outer joins and
+    non-equality predicates never produce one.
     """
 
     source: ColumnRef
@@ -96,6 +102,7 @@ class ColumnEdge(Frozen):
     masking: bool = False
     expression: str | None = None
     description: str | None = None
+    join_equality: str | None = None
     origin: Origin
 
     @property
@@ -116,6 +123,7 @@ class ColumnEdge(Frozen):
             self.subtype.value if self.subtype else "",
             self.masking,
             self.expression or "",
+            self.join_equality or "",
             self.origin.file,
             self.origin.line or 0,
         )
