@@ -23,6 +23,7 @@ from piitracer.graph.lineage_graph import LineageGraph
 from piitracer.ingest.workspace_ingest import ingest_workspace
 from piitracer.ingest.workspace_loader import Workspace, load_workspace
 from piitracer.model.audit import AuditEntry, RequestTrail
+from piitracer.model.errors import NotFoundError
 from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import DeletionPlan, PlanRequest, Subject
 from piitracer.model.table_state import TableState
@@ -54,9 +55,9 @@ def parse_column(text: str, graph: LineageGraph) -> ColumnRef | str:
         ref = ColumnRef(dataset=dataset, column=column)
         if not graph.has_column(ref):
             known = ", ".join(graph.dataset(dataset).columns) or "none known"
-            raise KeyError(f"dataset {dataset!r} has no column {column!r} (columns: {known})")
+            raise NotFoundError(f"dataset {dataset!r} has no column {column!r} (columns: {known})")
         return ref
-    raise KeyError(f"{text!r} is neither a dataset nor a dataset.column of the lineage graph")
+    raise NotFoundError(f"{text!r} is neither a dataset nor a dataset.column of the lineage graph")
 
 
 def plan_deletion(
@@ -65,10 +66,15 @@ def plan_deletion(
     sources: Sequence[str],
     subjects: Sequence[Subject],
     table_states: Mapping[str, TableState] | None = None,
+    labels: Sequence[str] = (),
+    live_types: Mapping[str, str] | None = None,
 ) -> DeletionPlan:
     """Plan the erasure of ``subjects`` whose key is in the ``sources`` columns (``db.table.column``).
 
     ``table_states`` defaults to what the live Iceberg tables of the workspace say (tags, branches).
+    Every subject value is parsed strictly against its source key column's type (the catalog's
+    ``column_types``, else the live table's schema, ``live_types`` to override): a value that is not
+    exactly a value of that type stops the plan, named by ``labels`` (its position), never shown.
     """
     refs = []
     for text in sources:
@@ -82,7 +88,36 @@ def plan_deletion(
     request = PlanRequest(sources=tuple(refs), subjects=tuple(subjects))
     if table_states is None:
         table_states = live_table_states(workspace)
-    return build_plan(graph, workspace.config.catalog, workspace.config.policy, request, table_states)
+    if live_types is None:
+        live_types = source_key_types(workspace, refs)
+    return build_plan(graph, workspace.config.catalog, workspace.config.policy, request, table_states,
+                      live_types, tuple(labels))
+
+
+def source_key_types(workspace: Workspace, sources: Sequence[ColumnRef]) -> dict[str, str]:
+    """``dataset.column`` -> the key type the live table's own schema gives each source column
+    (absent when the table is not there, or the column's type is not a key type)."""
+    from piitracer.formats import FormatError, key_type_name, table_schema
+
+    found: dict[str, str] = {}
+    for ref in sources:
+        entry = workspace.config.catalog.get(ref.dataset)
+        if entry is None:
+            continue
+        try:
+            schema = table_schema(entry, workspace.location_of(ref.dataset))
+        except FormatError as error:
+            raise PlanningError(f"source {ref}: {error}") from None
+        if schema is not None and ref.column in schema.names:
+            name = key_type_name(schema.field(ref.column).type)
+            if name is None:
+                raise PlanningError(f"source {ref}: the table stores it as {schema.field(ref.column).type}, "
+                                    "which piitracer does not compare as a subject key")
+            found[str(ref)] = name
+        elif schema is not None:
+            raise PlanningError(f"source {ref}: the table's schema has no column {ref.column!r} "
+                                f"(columns: {', '.join(schema.names)})")
+    return found
 
 
 def live_table_states(workspace: Workspace) -> dict[str, TableState]:
@@ -101,18 +136,54 @@ def write_private(path: str | os.PathLike[str], text: str) -> None:
 
 
 def load_plan(path: str | os.PathLike[str]) -> DeletionPlan:
-    """Read a plan file, refusing one whose content no longer matches its ``plan_id``."""
+    """Read a plan file, refusing one that is not well formed (unknown schema version, duplicate
+    step ids, a dependency cycle, parameters of another action...) or whose content no longer
+    matches its ``plan_id``."""
     try:
-        plan = DeletionPlan.model_validate_json(Path(path).read_text(encoding="utf-8"))
-    except OSError as error:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
         raise PlanningError(f"{path}: cannot read the plan: {error}") from None
+    try:
+        plan = DeletionPlan.model_validate_json(text)
     except ValidationError as error:
         first = error.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
-        raise PlanningError(f"{path}: not a piitracer plan: {field}: {first['msg']}") from None
+        message = first["msg"].removeprefix("Value error, ")
+        raise PlanningError(f"{path}: not a valid piitracer plan: {field or '(top level)'}: {message}") from None
     if plan.plan_id != plan.content_hash():
         raise PlanningError(f"{path}: plan_id does not match the plan's content (edited after planning?): re-plan")
     return plan
+
+
+class PlanSealError(PlanningError):
+    """A plan whose seal does not verify, or an unsealed plan run without ``--unsealed``."""
+
+
+def seal_plan(plan: DeletionPlan, key: AuditKey) -> DeletionPlan:
+    """The plan with an HMAC seal over its id under the audit key (see ``model.plan.PlanSeal``)."""
+    from piitracer.model.plan import PlanSeal
+
+    return plan.model_copy(update={"seal": PlanSeal(key_id=key.key_id, hmac=key.plan_seal(plan.plan_id))})
+
+
+def check_plan_seal(plan: DeletionPlan, key: AuditKey | None, unsealed_ok: bool) -> None:
+    """Refuse a plan whose seal does not verify under ``key``; refuse an unsealed plan unless the
+    caller accepted it (``--unsealed``). ``key`` None (a dry run without a key) skips the seal."""
+    import hmac as _hmac
+
+    if plan.seal is None:
+        if not unsealed_ok:
+            raise PlanSealError(f"plan {plan.plan_id[:16]} is not sealed (no audit key when it was planned): "
+                                "re-plan with an audit key, or pass --unsealed to run it anyway (recorded in the audit log)")
+        return
+    if key is None:
+        return
+    if plan.seal.key_id != key.key_id:
+        raise PlanSealError(f"plan {plan.plan_id[:16]} was sealed with another audit key (key id {plan.seal.key_id}, "
+                            f"this one is {key.key_id}): refusing it")
+    if not _hmac.compare_digest(plan.seal.hmac, key.plan_seal(plan.plan_id)):
+        raise PlanSealError(f"plan {plan.plan_id[:16]}: its seal does not verify: the plan was altered after it was "
+                            "sealed: refusing it")
 
 
 def execution_context(workspace: Workspace) -> ExecutionContext:
@@ -134,8 +205,23 @@ def execute_plan(
     options: ExecuteOptions = ExecuteOptions(),
     on_step: Callable[[StepResult], None] | None = None,
 ) -> RunSummary:
-    """Run a plan on the workspace's lakehouse (journaled; ``options.resume`` continues a killed run)."""
+    """Run a plan on the workspace's lakehouse (journaled; ``options.resume`` continues a killed run).
+    The executor's preflight refuses a plan that does not match the workspace or would act outside
+    its datasets' locations before anything is journaled."""
     return PlanExecutor(plan, execution_context(workspace), options, on_step).run()
+
+
+def prepare_execution(
+    workspace: Workspace,
+    plan: DeletionPlan,
+    options: ExecuteOptions = ExecuteOptions(),
+    on_step: Callable[[StepResult], None] | None = None,
+) -> PlanExecutor:
+    """An executor whose preflight already passed (``PlanRefused`` otherwise): the CLI checks
+    everything before it records anything in the audit log, then calls ``run()``."""
+    executor = PlanExecutor(plan, execution_context(workspace), options, on_step)
+    executor.preflight()
+    return executor
 
 
 # ---- audit trail ----------------------------------------------------------------------------
@@ -221,7 +307,7 @@ def request_trail(log: AuditLog, request_id: str) -> RequestTrail:
     KeyError when the log has no entry for it."""
     entries = log.entries(request_id=request_id)
     if not entries:
-        raise KeyError(f"the audit log has no entry for request {request_id!r}")
+        raise NotFoundError(f"the audit log has no entry for request {request_id!r}")
     result = log.verify()
     return RequestTrail(request_id=request_id, entries=tuple(entries), merkle_root=log.request_root(request_id),
                         chain_head=log.head()[1], chain_entries=result.entries, chain_intact=result.ok,

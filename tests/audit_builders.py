@@ -45,6 +45,10 @@ def copy_workspace(tmp_path: Path) -> piitracer.Workspace:
     Iceberg and Delta metadata files so steps get metadata hashes."""
     root = tmp_path / "ws"
     shutil.copytree(FIXTURES, root)
+    # The raw values below are hostile strings (a leak test looks for them in every byte): declare
+    # the key a string so they are plannable subject values (a bigint key refuses them).
+    config = root / "piitracer.yaml"
+    config.write_text(config.read_text().replace("column_types: {user_id: bigint,", "column_types: {user_id: string,"))
     workspace = piitracer.load_workspace(root)
     iceberg = workspace.location_of("prod.payments") / "metadata"
     iceberg.mkdir(parents=True)
@@ -61,7 +65,7 @@ def make_plan(workspace: piitracer.Workspace, graph: piitracer.LineageGraph) -> 
     subjects = [Subject(value=RAW_VALUES[0], request_id="dsr-1", received_at=RECEIVED),
                 Subject(value=RAW_VALUES[1], request_id="dsr-1", received_at=RECEIVED),
                 Subject(value=RAW_VALUES[2], request_id="dsr-2", received_at=RECEIVED)]
-    return plan_deletion(workspace, graph, ["prod.payments.user_id"], subjects, table_states={})
+    return plan_deletion(workspace, graph, ["prod.payments.user_id"], subjects, table_states={}, live_types={})
 
 
 def run_summary(plan: DeletionPlan) -> RunSummary:

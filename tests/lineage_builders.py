@@ -61,6 +61,7 @@ SOURCE = table(
     columns=("user_id", "pan", "phone", "email", "amount", "dt"),
     identifiers=("user_id", "pan", "phone", "email"),
     subject_key="user_id",
+    column_types={"user_id": "bigint", "pan": "string", "phone": "string", "email": "string"},
     retention={"snapshot_max_age": "5d", "maintenance_every": "1d"},
 )
 

@@ -16,7 +16,7 @@ from piitracer.executor.outcome import SafetyError
 from piitracer.executor.runner import check_location
 from piitracer.model.plan import Action, Step
 
-PARQUET = "{format: parquet, location: %s, columns: [user_id], identifiers: [user_id], subject_key: user_id}"
+PARQUET = "{format: parquet, location: %s, columns: [user_id], identifiers: [user_id], subject_key: user_id, column_types: {user_id: bigint}}"
 
 
 def run(root: Path, *args: str) -> tuple[int, str]:

@@ -75,4 +75,10 @@ def test_what_the_plan_decides_for_the_fixture(plan) -> None:
     assert plan.steps[0].action is Action.RESOLVE and plan.steps[0].dataset == "prod.payments"
     (capture,) = plan.resolve
     assert capture.identifiers == ("aadhaar_ref", "pan", "phone", "user_id")
-    assert [v.expression for v in capture.computed] == ["SHA2(CAST(user_id AS STRING), 256)"]
+    # Every computed form a planned column holds is resolved, not only the keys steps match on:
+    # user_hashes.phone_hash holds a hash of the phone, and the verifier searches it for that form.
+    assert [v.expression for v in capture.computed] == ["SHA2(LOWER(TRIM(phone)), 256)", "SHA2(CAST(user_id AS STRING), 256)"]
+    assert capture.key_types == {"user_id": "bigint"}
+    forms = plan.decision("analytics.user_hashes").column_forms
+    assert forms == {"phone_hash": (capture.computed[0].name,), "user_hash": (capture.computed[1].name,)}
+    assert plan.decision("risk.contact_points").column_forms == {"contact": ("prod.payments.pan", "prod.payments.phone")}

@@ -1,5 +1,7 @@
-"""Imports point one way only (design.md): model <- ingest, graph <- planner <- executor, verify,
-audit, render <- cli. The planner is pure: no Spark, no file I/O."""
+"""Imports point one way only (design.md): model <- storage <- formats <- executor, verify;
+model <- ingest, graph <- planner <- executor, verify, audit, render <- cli. The planner is pure:
+no Spark, no file I/O. Relative imports and imports by name (``importlib.import_module``,
+``__import__``) count like any other."""
 
 from __future__ import annotations
 
@@ -9,13 +11,16 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "piitracer"
-LOWER = {"model": set(), "ingest": {"model"}, "graph": {"model"}}
+LOWER = {"model": set(), "ingest": {"model"}, "graph": {"model"}, "storage": {"model"}}
+LOWER["formats"] = {"model", "storage"}
 LOWER["planner"] = {"model", "graph"}
-for _layer in ("executor", "verify", "audit", "render"):
+for _layer in ("audit", "render"):
     LOWER[_layer] = {"model", "graph", "planner"}
+for _layer in ("executor", "verify"):
+    LOWER[_layer] = {"model", "graph", "planner", "storage", "formats"}
 # The demo lakehouse builder is wiring for `piitracer demo` only (it builds tables with Spark and
 # delta-rs from the workspace's catalog and SQL): it may use every layer below the verifier.
-LOWER["demo"] = {"model", "ingest", "graph", "planner", "executor"}
+LOWER["demo"] = {"model", "ingest", "graph", "planner", "storage", "formats", "executor"}
 WIRING = {"cli", "__init__", "api"}  # may import every layer
 # What "touches files or Spark" means for the pure layers.
 IMPURE_MODULES = {
@@ -25,17 +30,30 @@ IMPURE_MODULES = {
 PURE_LAYERS = {"planner", "graph", "model"}
 
 
-def imported_modules(source: str) -> list[tuple[int, str]]:
-    """(line, dotted module) for every import statement, relative imports resolved to 'piitracer'."""
+def imported_modules(source: str, package: str = "piitracer") -> list[tuple[int, str]]:
+    """(line, dotted module) for every import: statements (relative ones resolved against
+    ``package``, the importing module's package), and calls of ``importlib.import_module`` or
+    ``__import__`` with a literal name."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found.extend((node.lineno, alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                found.append((node.lineno, "piitracer." + (node.module or "")))
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
+                if node.module:
+                    found.append((node.lineno, ".".join(base + [node.module])))
+                else:  # from . import x, y: each name is a module of that package
+                    found.extend((node.lineno, ".".join(base + [alias.name])) for alias in node.names)
             elif node.module:
                 found.append((node.lineno, node.module))
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in ("import_module", "__import__"):
+                found.append((node.lineno, node.args[0].value))
     return found
 
 
@@ -44,13 +62,13 @@ def layer_of(path: Path) -> str:
     return relative.parts[0] if len(relative.parts) > 1 else relative.stem
 
 
-def violations(layer: str, source: str, where: str) -> list[str]:
-    """Every import in ``source`` (a module of ``layer``) that crosses the layer direction."""
+def violations(layer: str, source: str, where: str, package: str | None = None) -> list[str]:
+    """Every import in ``source`` (a module of ``layer``, in ``package``) that crosses the layer direction."""
     if layer in WIRING:
         return []
     allowed = LOWER[layer] | {layer}
     problems = []
-    for line, module in imported_modules(source):
+    for line, module in imported_modules(source, package or f"piitracer.{layer}"):
         parts = module.split(".")
         if parts[0] == "piitracer":
             target = parts[1] if len(parts) > 1 else "__init__"
@@ -73,10 +91,15 @@ def test_every_layer_is_known() -> None:
         assert layer in LOWER or layer in WIRING, f"{path}: unknown layer {layer!r}; add it to design.md and here"
 
 
+def package_of(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts if path.name == "__init__.py" else parts[:-1]).removesuffix(".__init__")
+
+
 def test_imports_point_one_way() -> None:
     problems = []
     for path in package_modules():
-        problems += violations(layer_of(path), path.read_text(), str(path.relative_to(PACKAGE.parent)))
+        problems += violations(layer_of(path), path.read_text(), str(path.relative_to(PACKAGE.parent)), package_of(path))
     assert problems == []
 
 
@@ -91,6 +114,12 @@ def test_imports_point_one_way() -> None:
         ("graph", "data = open('x').read()"),
         ("render", "from piitracer.cli.main import cli"),
         ("ingest", "from piitracer import api"),
+        ("storage", "from piitracer.formats import iceberg"),
+        ("formats", "from piitracer.executor.runner import PlanExecutor"),
+        ("formats", "from ..verify import verifier"),
+        ("formats", "import importlib\nimportlib.import_module('piitracer.executor.journal')"),
+        ("storage", "__import__('piitracer.formats.delta')"),
+        ("model", "from piitracer.storage import guard"),
     ],
 )
 def test_the_check_catches_a_wrong_import(layer: str, source: str) -> None:
@@ -99,4 +128,6 @@ def test_the_check_catches_a_wrong_import(layer: str, source: str) -> None:
 
 def test_the_check_allows_the_right_direction() -> None:
     assert violations("planner", "from piitracer.graph.lineage_graph import LineageGraph", "x.py") == []
+    assert violations("formats", "from . import iceberg\nfrom ..storage.guard import canonical", "x.py", "piitracer.formats") == []
+    assert violations("executor", "from piitracer.formats import table_schema", "x.py") == []
     assert violations("cli", "import pyspark\nfrom piitracer.executor import x", "x.py") == []

@@ -161,7 +161,7 @@ def test_shallow_clone_blocks_source_file_removal_until_the_clone_is_erased() ->
     assert position[("src.pay", Action.REMOVE_ORPHAN_FILES)] > clone_expire
     assert position[("src.pay", Action.DELETE_ROWS)] < position[("dev.shallow", Action.DELETE_ROWS)]
     orphan = [s for s in plan.steps if s.dataset == "dev.shallow" and s.action is Action.REMOVE_ORPHAN_FILES][0]
-    assert "clone's own location only" in orphan.params["scope"]
+    assert "clone's own location only" in orphan.params.scope
 
 
 def test_deep_clone_is_its_own_dataset() -> None:
@@ -180,7 +180,7 @@ def test_archive_is_rewritten_and_its_retention_flagged() -> None:
     assert (decision.status, decision.key_column) == (DatasetStatus.ERASE, "user_id")
     (step,) = [s for s in plan.steps if s.dataset == "arc.weekly"]
     assert step.action is Action.REWRITE_ARCHIVE
-    assert step.params["restore_delay"] == "12h" and step.params["cost_per_gb_restore"] == 0.02
+    assert step.params.restore_delay == "12h" and step.params.cost_per_gb_restore == 0.02
     assert decision.deadline.violates_deadline and decision.deadline.retention_window == timedelta(days=90)
     assert "rewrites the affected archived objects now" in decision.deadline.override
 
@@ -189,7 +189,7 @@ def test_tag_retaining_an_old_snapshot_blocks_erasure() -> None:
     state = TableState(dataset="src.pay", current_snapshot_id=9, refs=(TableRef(name="eoy-2025", type=RefType.TAG, snapshot_id=7),))
     plan = plan_for(edge("src.pay.amount", "x.y.z", A), states={"src.pay": state})
     (release,) = [s for s in plan.steps if s.action is Action.RELEASE_REF]
-    assert release.blocking and release.params["ref"] == "eoy-2025" and release.params["snapshot_id"] == 7
+    assert release.blocking and release.params.ref == "eoy-2025" and release.params.snapshot_id == 7
     expire = [s for s in plan.steps if s.dataset == "src.pay" and s.action is Action.EXPIRE_SNAPSHOTS][0]
     assert release.id in expire.depends_on
     assert any("tag 'eoy-2025' retains snapshot 7" in w for w in plan.warnings)
@@ -239,4 +239,4 @@ def test_same_inputs_give_byte_identical_plans() -> None:
     first = plan_for(*edges, req=request("1", "2")).to_json()
     second = plan_for(*reversed(edges), req=request("2", "1")).to_json()
     assert first == second
-    assert '"plan_id"' in first and '"schema_version": "1.0"' in first
+    assert '"plan_id"' in first and '"schema_version": "2.0"' in first

@@ -43,7 +43,7 @@ def test_a_live_tag_blocks_erasure_in_the_plan(tmp_path: Path) -> None:
     assert set(states) == {"src.pay"}
     plan = build_plan(graph, catalog, Policy(), request(), states)
     releases = [s for s in plan.steps if s.action is Action.RELEASE_REF]
-    assert [(s.params["ref"], s.params["snapshot_id"], s.blocking) for s in releases] == [("audit", tagged, True), ("eoy-2025", tagged, True)]
+    assert [(s.params.ref, s.params.snapshot_id, s.blocking) for s in releases] == [("audit", tagged, True), ("eoy-2025", tagged, True)]
     expire = next(s for s in plan.steps if s.dataset == "src.pay" and s.action is Action.EXPIRE_SNAPSHOTS)
     assert releases[-1].id in expire.depends_on
     assert any(f"tag 'eoy-2025' retains snapshot {tagged}" in w for w in plan.warnings)

@@ -14,13 +14,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
+from piitracer.model.errors import PiitracerError
 
 ENV_KEY = "PIITRACER_AUDIT_KEY"
 ENV_KEY_FILE = "PIITRACER_AUDIT_KEY_FILE"
 MIN_KEY_BYTES = 16
 
 
-class AuditKeyError(Exception):
+class AuditKeyError(PiitracerError):
     """No usable audit key: the message says how to supply one."""
 
 
@@ -45,6 +46,11 @@ class AuditKey:
         """HMAC of an entry hash (or the head record): forging it needs the key."""
         return hmac.new(self._derive("seal"), entry_hash.encode("ascii"), hashlib.sha256).hexdigest()
 
+    def plan_seal(self, plan_id: str) -> str:
+        """HMAC of a plan's id (the hash of its content): only a holder of the key can seal a plan,
+        so an edited plan with a recomputed id cannot be sealed again without it."""
+        return hmac.new(self._derive("plan-seal"), plan_id.encode("ascii"), hashlib.sha256).hexdigest()
+
     @property
     def key_id(self) -> str:
         """A public fingerprint of the key, stored in the log to detect a wrong key early."""
@@ -55,9 +61,11 @@ def load_audit_key(
     key: str | bytes | None = None,
     key_file: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
+    option: str = "--audit-key-file",
 ) -> AuditKey:
     """The audit key from ``key`` (explicit, e.g. the demo's), ``key_file``, ``$PIITRACER_AUDIT_KEY``
-    or ``$PIITRACER_AUDIT_KEY_FILE``; raises :class:`AuditKeyError` when none is given or it is short."""
+    or ``$PIITRACER_AUDIT_KEY_FILE``; raises :class:`AuditKeyError` when none is given or it is short
+    (``option`` is how the calling command takes a key file, for the message)."""
     environ = os.environ if environ is None else environ
     if key is not None:
         return _checked(key.encode("utf-8") if isinstance(key, str) else bytes(key), "given by the caller")
@@ -69,7 +77,7 @@ def load_audit_key(
         return _from_file(Path(environ[ENV_KEY_FILE]), f"${ENV_KEY_FILE} ({environ[ENV_KEY_FILE]})")
     raise AuditKeyError(
         f"no audit key: set {ENV_KEY} (at least {MIN_KEY_BYTES} bytes) or {ENV_KEY_FILE}=PATH, "
-        "or pass --key-file PATH; piitracer has no default key"
+        f"or pass {option} PATH; piitracer has no default key"
     )
 
 

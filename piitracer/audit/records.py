@@ -48,6 +48,9 @@ def plan_body(plan: DeletionPlan) -> dict[str, Any]:
     return {
         "plan_id": plan.plan_id,
         "plan_schema_version": plan.schema_version,
+        # An unsealed plan ran only because the operator passed --unsealed: the log says so.
+        "sealed": plan.seal is not None,
+        "seal_key_id": plan.seal.key_id if plan.seal is not None else None,
         "deadline_at": plan.deadline_at.isoformat(),
         "requests": [{"request_id": rid, "received_at": arrivals[rid]} for rid in sorted(arrivals)],
         "sources": [f"{ref.dataset}.{ref.column}" for ref in plan.sources],

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 from piitracer.audit.hashing import canonical_json, entry_hash, merkle_root
 from piitracer.audit.keys import AuditKey
 from piitracer.model.audit import AUDIT_SCHEMA_VERSION, GENESIS_HASH, AuditEntry, EntryKind, SubjectDigest
+from piitracer.model.errors import PiitracerError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -43,7 +44,7 @@ ENTRY_COLUMNS = ("seq", "schema_version", "kind", "recorded_at", "plan_id", "req
                  "prev_hash", "entry_hash", "seal")
 
 
-class AuditError(Exception):
+class AuditError(PiitracerError):
     """The audit log cannot be used (wrong key, not an audit log, unreadable)."""
 
 

@@ -15,22 +15,19 @@ from rich.table import Table
 from rich.text import Text
 
 import piitracer
-from piitracer.api import (audit_log, audit_report, execute_plan, journal_steps, load_plan, plan_deletion, record_plan, record_run,
-                           record_verification, verify_audit, verify_plan, write_private)
+from piitracer.api import (audit_log, audit_report, check_plan_seal, execute_plan, journal_steps, load_plan, plan_deletion,
+                           prepare_execution, record_plan, record_run, record_verification, seal_plan, verify_audit,
+                           verify_plan, write_private)
 from piitracer.api import DemoResult, run_demo
-from piitracer.audit import AuditError, AuditKeyError
+from piitracer.audit import load_audit_key
 from piitracer.executor.runner import ExecuteOptions, ExecutionError, RunSummary, StepResult
-from piitracer.executor.outcome import SafetyError
-from piitracer.demo import DemoBuildError
-from piitracer.executor.spark_session import SparkSetupError
-from piitracer.executor.table_state import TableStateError
-from piitracer.ingest.requests import RequestFileError, read_requests
+from piitracer.ingest.requests import read_labelled_requests
+from piitracer.model.errors import PiitracerError
 from piitracer.model.plan import DeletionPlan, Subject
 from piitracer.model.verification import ErasureState, VerificationReport
 from piitracer.planner.build import PlanningError
-from piitracer.render.lineage_diagram import RenderError, lineage_diagram, render_lineage
+from piitracer.render.lineage_diagram import lineage_diagram, render_lineage
 from piitracer.render.plan_text import explain_text, plan_tables
-from piitracer.verify import VerificationError
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 
@@ -63,12 +60,10 @@ class PiitracerGroup(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except (piitracer.WorkspaceError, RenderError, KeyError, PlanningError, RequestFileError, TableStateError,
-                ExecutionError, SafetyError, SparkSetupError, AuditError, AuditKeyError, VerificationError,
-                DemoBuildError) as error:
-            message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
+        except PiitracerError as error:
             # Plain text, never wrapped: 'file:line: field: what was expected' must stay one line.
-            click.echo(f"error: {message}", err=True)
+            # Anything that is not a PiitracerError (a KeyError, a TypeError) is a bug: traceback.
+            click.echo(f"error: {error}", err=True)
             sys.exit(EXIT_ERROR)
 
 
@@ -175,9 +170,15 @@ def lineage_show(ctx: click.Context, start: str | None, fmt: str, out: Path | No
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--explain", "explain_dataset", metavar="DATASET", help="Print the lineage path and rule that decided DATASET.")
 @click.option("--schema", is_flag=True, help="Print the plan's JSON Schema and exit.")
+@click.option("--audit-key-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Seal the plan with this audit key (default: $PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE); "
+              "execute refuses a sealed plan that was altered, and an unsealed one without --unsealed.")
 @click.pass_context
-def plan_command(ctx, sources, subject_values, requests_file, request_id, received_at, out, output, explain_dataset, schema) -> None:
-    """Plan the erasure of one subject or a batch: ordered, per-format steps and deadlines."""
+def plan_command(ctx, sources, subject_values, requests_file, request_id, received_at, out, output, explain_dataset, schema,
+                 audit_key_file) -> None:
+    """Plan the erasure of one subject or a batch: ordered, per-format steps and deadlines. Every
+    subject value is parsed strictly as its source key column's type (a value that is not exactly
+    one is refused, exit 2, naming its position, never the value)."""
     if schema:
         click.echo(json.dumps(DeletionPlan.model_json_schema(), indent=2))
         return
@@ -187,15 +188,24 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
         raise click.UsageError("give either --subject VALUE (repeatable) or --requests FILE")
     arrived = _aware(received_at)
     if requests_file:
-        subjects = read_requests(requests_file, default_request_id=request_id, default_received_at=arrived)
+        labelled = read_labelled_requests(requests_file, default_request_id=request_id, default_received_at=arrived)
+        labels, subjects = [label for label, _ in labelled], [subject for _, subject in labelled]
     else:
-        subjects = [_subject(value, request_id or "cli", arrived) for value in subject_values]
+        labels = [f"--subject #{number}" for number in range(1, len(subject_values) + 1)]
+        subjects = [_subject(value, label, request_id or "cli", arrived) for value, label in zip(subject_values, labels)]
     workspace = _workspace(ctx)
+    key = _optional_audit_key(audit_key_file)
     graph = piitracer.build_lineage_graph(workspace)
-    plan = plan_deletion(workspace, graph, sources, subjects)
+    plan = plan_deletion(workspace, graph, sources, subjects, labels=labels)
+    if key is not None:
+        plan = seal_plan(plan, key)
+    if plan.deadline_at < datetime.now(timezone.utc):
+        err_console.print(f"warning: the deadline {plan.deadline_at:%Y-%m-%d %H:%M} UTC has already passed "
+                          "(--received-at or the requests' received_at)", highlight=False)
     if out is not None:
         write_private(out, plan.to_json())
-        err_console.print(f"wrote {out} (mode 0600: it holds subject values)", highlight=False)
+        sealed = "sealed" if plan.seal else "NOT sealed (no audit key: execute will need --unsealed)"
+        err_console.print(f"wrote {out} (mode 0600: it holds subject values; {sealed})", highlight=False)
     if explain_dataset:
         try:
             click.echo(explain_text(plan, explain_dataset.lower()))
@@ -215,26 +225,35 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
               "sources): erases the subjects' rows written since, e.g. by a concurrent writer.")
 @click.option("--no-concurrent-writers", is_flag=True, help="Promise no other job writes these tables now: allows orphan removal.")
 @click.option("--drop-refs", is_flag=True, help="Let release_ref steps drop the Iceberg tags/branches that retain pre-delete snapshots.")
+@click.option("--unsealed", is_flag=True, help="Run a plan that carries no seal (it was planned without an audit key); "
+              "the audit log records that it was unsealed.")
 @click.option("--audit-key-file", type=click.Path(dir_okay=False, path_type=Path),
               help="File holding the audit key (default: $PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE).")
 @click.pass_context
 def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bool, no_concurrent_writers: bool,
-                    drop_refs: bool, audit_key_file: Path | None) -> None:
+                    drop_refs: bool, unsealed: bool, audit_key_file: Path | None) -> None:
     """Run a plan on the lakehouse: one Spark session, every dataset touched once, journaled and
-    recorded in the audit trail (an audit key is required before anything runs)."""
+    recorded in the audit trail (an audit key is required before anything runs). The plan is
+    checked first — its seal, its shape, every dataset against this workspace's catalog, every
+    path its tables name against their catalogued locations — and a refused plan writes nothing."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     plan = load_plan(plan_file)
     workspace = _workspace(ctx)
     options = ExecuteOptions(dry_run=dry_run, resume=resume, rerun=rerun, no_concurrent_writers=no_concurrent_writers,
-                             drop_refs=drop_refs)
+                             drop_refs=drop_refs, unsealed=unsealed)
     if dry_run:
+        check_plan_seal(plan, _optional_audit_key(audit_key_file), unsealed_ok=True)
         summary = execute_plan(workspace, plan, options)
         for result in summary.results:
             click.echo(f"{result.step.id} {result.step.dataset} {result.step.action.value}: {result.message}")
         return
-    # An erasure nobody can prove afterwards is worth little: no audit key, no run.
-    with audit_log(workspace, key_file=audit_key_file) as log:
+    # An erasure nobody can prove afterwards is worth little: no audit key, no run. Everything is
+    # checked before the audit log or the journal is touched: a refused run leaves no trace.
+    key = load_audit_key(key_file=audit_key_file, option="--audit-key-file")
+    check_plan_seal(plan, key, unsealed_ok=unsealed)
+    executor = prepare_execution(workspace, plan, options)
+    with audit_log(workspace, key=key) as log:
         record_plan(log, plan)
         columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn())
         with Progress(*columns, console=err_console, transient=False) as progress:
@@ -243,8 +262,9 @@ def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bo
             def on_step(result: StepResult) -> None:
                 progress.update(task, advance=1, description=f"{result.step.id} {result.step.action.value} {result.step.dataset}: {result.state}")
 
+            executor.on_step = on_step
             try:
-                summary = execute_plan(workspace, plan, options, on_step)
+                summary = executor.run()
             except ExecutionError:
                 record_run(log, plan, journal_steps(workspace, plan.plan_id), workspace)  # the failed step too
                 raise
@@ -417,10 +437,22 @@ def _aware(moment: datetime | None) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
-def _subject(value: str, request_id: str, received_at: datetime) -> Subject:
+def _subject(value: str, label: str, request_id: str, received_at: datetime) -> Subject:
     if not value.strip():
-        raise PlanningError("--subject: a subject value must not be empty")
+        raise PlanningError(f"{label}: a subject value must not be empty")
     return Subject(value=value, request_id=request_id, received_at=received_at)
+
+
+def _optional_audit_key(key_file: Path | None):
+    """The audit key when one is given or in the environment, else None (planning and dry runs
+    work without one); a key that is given but unusable is still an error."""
+    import os
+
+    from piitracer.audit.keys import ENV_KEY, ENV_KEY_FILE
+
+    if key_file is None and not os.environ.get(ENV_KEY) and not os.environ.get(ENV_KEY_FILE):
+        return None
+    return load_audit_key(key_file=key_file, option="--audit-key-file")
 
 
 def main() -> None:

@@ -7,13 +7,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from piitracer.model.workspace import CatalogDataset, IcebergWriteMode
+from piitracer.model.errors import PiitracerError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
 
 
-class DemoBuildError(RuntimeError):
+class DemoBuildError(PiitracerError, RuntimeError):
     """The demo lakehouse cannot be built as the workspace describes it; the message says why."""
 
 

@@ -47,6 +47,19 @@ class IcebergEraser:
         table.refresh()
         return table
 
+    def check_location(self) -> None:
+        """Refuse when the table Spark loaded lives somewhere else than the catalogued location
+        (a copied folder whose metadata names the original, another catalog's table): every
+        write, expiry and orphan removal goes to the loaded table's own location."""
+        if self.location is None:
+            raise SafetyError(f"{self.table}: no catalogued location to check the table against")
+        from piitracer.storage.guard import canonical
+
+        loaded = str(self.java_table().location())
+        if canonical(loaded) != canonical(self.location):
+            raise SafetyError(f"{self.table}: Spark's table lives at {loaded}, not at its catalogued location "
+                              f"{self.location}: refusing to touch it")
+
     def snapshot_id(self) -> str | None:
         snapshot = self.java_table().currentSnapshot()
         return str(snapshot.snapshotId()) if snapshot is not None else None

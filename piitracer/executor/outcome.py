@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
+from piitracer.model.errors import PiitracerError
 
 
-class SafetyError(RuntimeError):
+class SafetyError(PiitracerError, RuntimeError):
     """A step would lose or keep rows it must not: the run stops with this message."""
 
 

@@ -17,10 +17,12 @@ from piitracer.executor.failpoints import during, failpoint
 from piitracer.executor.iceberg_eraser import IcebergEraser
 from piitracer.executor.journal import BLOCKED, COMMITTED, FAILED, PENDING, RUNNING, Journal, StepRecord
 from piitracer.executor.outcome import Attempt, SafetyError, StepOutcome
+from piitracer.executor.preflight import Preflight, preflight
 from piitracer.executor.resolve import resolve_values, values_for
 from piitracer.executor.spark_session import spark_session
 from piitracer.model.plan import Action, DeletionPlan, Step
 from piitracer.model.workspace import CatalogDataset, DatasetFormat, SparkSettings
+from piitracer.model.errors import PiitracerError
 
 # Logs name steps, datasets and counts; never a subject value (tests/test_no_leaks.py).
 log = logging.getLogger(__name__)
@@ -31,7 +33,7 @@ ICEBERG_ACTIONS = {Action.DELETE_ROWS, Action.REWRITE_DATA_FILES, Action.REWRITE
                    Action.REMOVE_ORPHAN_FILES, Action.RELEASE_REF}
 
 
-class ExecutionError(RuntimeError):
+class ExecutionError(PiitracerError, RuntimeError):
     """The run stopped; the message names the step and why (never a subject value)."""
 
 
@@ -45,6 +47,8 @@ class ExecuteOptions:
     # resolve re-reads the sources (see PlanExecutor._resolve). For a subject's rows written after
     # the first run (a concurrent writer, a late pipeline run) that the verifier reports as found.
     rerun: bool = False
+    # The plan carries no seal (no audit key at planning): the caller accepted that (--unsealed).
+    unsealed: bool = False
 
 
 @dataclass
@@ -97,12 +101,24 @@ class PlanExecutor:
         self._spark = None
         self._value_sets: dict[str, list[Any]] | None = None
         self._resolved_now = False
+        self._checked: Preflight | None = None
 
     # ---- running --------------------------------------------------------------------------
+
+    def preflight(self) -> Preflight:
+        """Check the plan against this workspace and every place it would touch (see
+        ``executor.preflight``); raises ``PlanRefused`` before anything is journaled. ``run``
+        calls it first unless it already passed."""
+        if self._checked is None:
+            context = self.context
+            self._checked = preflight(self.plan, context.catalog, context.locations, context.spark, context.warehouse,
+                                      context.warehouse_roots)
+        return self._checked
 
     def run(self) -> RunSummary:
         """Run (or with ``dry_run`` describe) every step; raises ExecutionError when a step fails."""
         started = time.monotonic()
+        self.preflight()
         if self.options.dry_run:
             results = [StepResult(step, "dry-run", message=describe(step, self.context.catalog)) for step in self.plan.steps]
             for result in results:
@@ -201,7 +217,8 @@ class PlanExecutor:
         if step.action is Action.REMOVE_ORPHAN_FILES and not self.options.no_concurrent_writers:
             return PENDING, "orphan removal needs --no-concurrent-writers (a writer's uncommitted files look like orphans)"
         if step.action is Action.RELEASE_REF and not self.options.drop_refs:
-            return BLOCKED, f"{step.params.get('ref_type')} {step.params.get('ref')!r} retains a pre-delete snapshot: {step.params.get('fix')} (or run with --drop-refs)"
+            ref = step.params
+            return BLOCKED, f"{ref.ref_type} {ref.ref!r} retains a pre-delete snapshot: {ref.fix} (or run with --drop-refs)"
         return None
 
     # ---- one step -------------------------------------------------------------------------
@@ -233,18 +250,21 @@ class PlanExecutor:
         if not entry.table:
             raise SafetyError(f"{step.dataset}: an Iceberg dataset needs 'table:' (catalog.db.table) in the catalog")
         eraser = IcebergEraser(self.spark(), entry.table, location)
+        eraser.check_location()  # the table Spark loaded is the one the preflight checked
+        params = step.params
         if step.action is Action.DELETE_ROWS:
             return eraser.delete_rows(step.key_column, values, attempt)
         if step.action is Action.REWRITE_DATA_FILES:
-            return eraser.rewrite_data_files(step.params.get("options", {}))
+            return eraser.rewrite_data_files(params.options)
         if step.action is Action.REWRITE_MANIFESTS:
             return eraser.rewrite_manifests()
         if step.action is Action.EXPIRE_SNAPSHOTS:
-            return eraser.expire_snapshots(int(step.params.get("retain_last", 1)),
-                                           bool(step.params.get("clean_expired_files", True)))
+            return eraser.expire_snapshots(params.retain_last, params.clean_expired_files)
         if step.action is Action.REMOVE_ORPHAN_FILES:
             return eraser.remove_orphan_files()
-        return eraser.drop_ref(step.params["ref"], step.params["ref_type"])
+        if step.action is Action.RELEASE_REF:
+            return eraser.drop_ref(params.ref, params.ref_type)
+        raise SafetyError(f"no way to run {step.action.value} on an Iceberg table")
 
     def _delta(self, step: Step, location: Path, values: list[Any], attempt: Attempt) -> StepOutcome:
         from piitracer.executor import delta_eraser
@@ -289,6 +309,7 @@ class PlanExecutor:
         spark = self.spark()
         location = self.context.locations.get(dataset)
         if entry.format is DatasetFormat.ICEBERG and entry.table:
+            IcebergEraser(spark, entry.table, location).check_location()  # read-only steps obey the guard too
             return spark.table(entry.table)
         if entry.format is DatasetFormat.DELTA and location is not None:
             from deltalake import DeltaTable
@@ -311,25 +332,27 @@ def describe(step: Step, catalog: Mapping[str, CatalogDataset]) -> str:
     values = " + ".join(f"<{v.name}>" for v in step.values_from) or "<no values>"
     if step.action is Action.RESOLVE:
         return f"capture identifiers and computed keys of the subjects' rows in {table} (values bound as a broadcast view)"
+    key = _quoted(step.key_column)
     if step.action is Action.DELETE_ROWS and entry and entry.format is DatasetFormat.ICEBERG:
-        return f"DELETE FROM {table} WHERE {step.key_column} IN (SELECT v FROM subjects_view)  -- subjects_view = {values} (redacted)"
+        return f"DELETE FROM {table} WHERE {key} IN (SELECT v FROM subjects_view)  -- subjects_view = {values} (redacted)"
     if step.action is Action.DELETE_ROWS:
-        return f"delta-rs MERGE INTO {table} USING <values> ON {step.key_column} WHEN MATCHED DELETE  -- values = {values} (redacted)"
+        return f"delta-rs MERGE INTO {table} USING <values> ON t.{key} = s.v WHEN MATCHED DELETE  -- values = {values} (redacted)"
+    params = step.params
     if step.action is Action.REWRITE_DATA_FILES:
-        options = ", ".join(f"'{k}','{v}'" for k, v in sorted(step.params.get("options", {}).items()))
+        options = ", ".join(f"'{k}','{v}'" for k, v in sorted(params.options.items()))
         return f"CALL system.rewrite_data_files(table => '{table}', options => map({options}))"
     if step.action is Action.REWRITE_MANIFESTS:
         return f"CALL system.rewrite_manifests('{table}')"
     if step.action is Action.EXPIRE_SNAPSHOTS:
-        if step.params.get("clean_expired_files") is False:
-            return f"{table}.expireSnapshots().expireOlderThan(<run time>).retainLast({step.params.get('retain_last', 1)}).cleanExpiredFiles(false)  -- shallow clone: the source's files stay"
-        return f"CALL system.expire_snapshots(table => '{table}', older_than => <run time>, retain_last => {step.params.get('retain_last', 1)})"
+        if not params.clean_expired_files:
+            return f"{table}.expireSnapshots().expireOlderThan(<run time>).retainLast({params.retain_last}).cleanExpiredFiles(false)  -- shallow clone: the source's files stay"
+        return f"CALL system.expire_snapshots(table => '{table}', older_than => <run time>, retain_last => {params.retain_last})"
     if step.action is Action.REMOVE_ORPHAN_FILES:
         return f"SparkActions.deleteOrphanFiles({table}).olderThan(<run time>)  -- only with --no-concurrent-writers"
     if step.action is Action.RELEASE_REF:
-        return f"ALTER TABLE {table} DROP {str(step.params.get('ref_type', '')).upper()} {step.params.get('ref')}  -- only with --drop-refs"
+        return f"ALTER TABLE {table} DROP {params.ref_type.upper()} `{params.ref}`  -- only with --drop-refs"
     if step.action in (Action.REWRITE_FILES, Action.REWRITE_ARCHIVE):
-        return f"rewrite files under {table} holding {step.key_column} in {values} (redacted), then replace the originals"
+        return f"rewrite files under {table} holding {key} in {values} (redacted), then replace the originals"
     if step.action in NOT_PERFORMED:
         return f"{step.action.value}: {step.reason or ''}".strip()
     return f"delta-rs {step.action.value} on {table}"
@@ -347,6 +370,35 @@ def check_location(step: Step, location: Path, roots: tuple[Path, ...]) -> None:
         raise SafetyError(f"{step.dataset}: location {location} does not exist: fix catalog.{step.dataset}.location")
 
 
+def _quoted(name: str | None) -> str:
+    return "<none>" if name is None else "`" + name.replace("`", "``") + "`"
+
+
 def _one_line(error: BaseException) -> str:
-    text = f"{type(error).__name__}: {error}".splitlines()[0]
+    """What went wrong, on one line a person can act on. A Java failure (py4j) shows its deepest
+    cause's class and message (``FileNotFoundException: .../snap-123.avro``), not py4j's
+    "An error occurred while calling o123.sql"; the whole stack goes to the DEBUG log only."""
+    cause = _java_root_cause(error)
+    if cause is not None:
+        log.debug("Java failure", exc_info=error)
+        return cause[:500]
+    text = f"{type(error).__name__}: {error}".strip().splitlines()[0] if str(error).strip() else type(error).__name__
     return text[:500]
+
+
+def _java_root_cause(error: BaseException) -> str | None:
+    throwable = getattr(error, "java_exception", None)  # py4j.protocol.Py4JJavaError
+    if throwable is None:
+        throwable = getattr(error, "_origin", None)  # pyspark's captured exceptions keep the Java one
+    if throwable is None:
+        return None
+    try:
+        seen = 0
+        while throwable.getCause() is not None and seen < 50:
+            throwable, seen = throwable.getCause(), seen + 1
+        name = throwable.getClass().getSimpleName()
+        message = throwable.getMessage()
+    except Exception:  # the JVM is gone (a kill): fall back to Python's text
+        return None
+    first = str(message).strip().splitlines()[0] if message else ""
+    return f"{name}: {first}" if first else name

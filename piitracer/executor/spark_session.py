@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from piitracer.model.workspace import SparkSettings
+from piitracer.model.errors import PiitracerError
 
 if TYPE_CHECKING:  # pyspark is imported only when a session is really needed
     from pyspark.sql import SparkSession
@@ -19,7 +20,7 @@ _session: "SparkSession | None" = None
 _session_key: tuple | None = None
 
 
-class SparkSetupError(RuntimeError):
+class SparkSetupError(PiitracerError, RuntimeError):
     """Spark cannot be started as configured; the message says what is missing."""
 
 

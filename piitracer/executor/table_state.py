@@ -16,11 +16,12 @@ from pyiceberg.table.refs import SnapshotRefType
 
 from piitracer.model.table_state import RefType, TableRef, TableState
 from piitracer.model.workspace import CatalogDataset, DatasetFormat
+from piitracer.model.errors import PiitracerError
 
 _METADATA_VERSION = re.compile(r"^v?(\d+)[.-]")
 
 
-class TableStateError(Exception):
+class TableStateError(PiitracerError):
     """A table's metadata exists but cannot be read; the message names the file."""
 
 

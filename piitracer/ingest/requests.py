@@ -4,6 +4,11 @@ Columns / keys: ``value`` (required: the subject's key value), ``request_id`` (d
 ``--request-id`` given, else ``<file stem>-<line>``), ``received_at`` (ISO 8601 with a time zone;
 default: the time given by the caller). A bad line is an error naming ``file:line`` and the field:
 a plan must not silently leave a subject out.
+
+Values are taken exactly as written, by one rule for ``--subject``, CSV and JSONL: nothing is
+trimmed here (a CSV field ``" 17 "`` stays ``" 17 "``, and the planner refuses it for an integer
+key), and a JSON number becomes its JSON text (``4242.0`` stays ``4242.0``: not user 4242). The
+strict parse against the key column's type happens when the plan is made (``model.key_values``).
 """
 
 from __future__ import annotations
@@ -18,14 +23,23 @@ from typing import Any
 from pydantic import ValidationError
 
 from piitracer.model.plan import Subject
+from piitracer.model.errors import PiitracerError
 
 
-class RequestFileError(ValueError):
+class RequestFileError(PiitracerError, ValueError):
     """A request file that cannot be used; the message names file, line and field."""
 
 
 def read_requests(path: Path, *, default_request_id: str | None, default_received_at: datetime) -> list[Subject]:
     """Every subject of a ``.csv`` or ``.jsonl``/``.ndjson`` file (one plan covers the batch)."""
+    return [subject for _, subject in read_labelled_requests(path, default_request_id=default_request_id,
+                                                             default_received_at=default_received_at)]
+
+
+def read_labelled_requests(path: Path, *, default_request_id: str | None,
+                           default_received_at: datetime) -> list[tuple[str, Subject]]:
+    """Like :func:`read_requests`, each subject with its ``file:line`` (for messages that must
+    name a value's position without showing it)."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as error:
@@ -39,7 +53,7 @@ def read_requests(path: Path, *, default_request_id: str | None, default_receive
         raise RequestFileError(f"{path}: expected a .csv or .jsonl file of requests")
     subjects = []
     for line, row in rows:
-        subjects.append(_subject(path, line, row, default_request_id, default_received_at))
+        subjects.append((f"{path}:{line}", _subject(path, line, row, default_request_id, default_received_at)))
     if not subjects:
         raise RequestFileError(f"{path}: no requests in the file")
     return subjects
@@ -47,13 +61,29 @@ def read_requests(path: Path, *, default_request_id: str | None, default_receive
 
 def _csv_rows(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
     reader = csv.DictReader(io.StringIO(text))
-    if reader.fieldnames is None or "value" not in [f.strip() for f in reader.fieldnames]:
+    try:
+        header = reader.fieldnames
+    except csv.Error as error:
+        raise RequestFileError(f"{path}:1: not a readable CSV header: {error}") from None
+    if header is None or "value" not in [f.strip() for f in header]:
         raise RequestFileError(f"{path}:1: expected a header with a 'value' column (and optionally request_id, received_at)")
     rows = []
-    for row in reader:
-        cleaned = {k.strip(): (v.strip() if isinstance(v, str) else v) for k, v in row.items() if k is not None}
-        if all(not v for v in cleaned.values()):
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as error:  # e.g. a field over the csv module's size limit, a stray quote
+            raise RequestFileError(f"{path}:{reader.line_num}: not a readable CSV line: {error}") from None
+        if None in row:
+            raise RequestFileError(f"{path}:{reader.line_num}: more fields than the header names")
+        # Header names may be padded; values are kept exactly as written (see the module docstring).
+        cleaned = {k.strip(): v for k, v in row.items()}
+        if all(v is None or v == "" for v in cleaned.values()):
             continue
+        for key in ("request_id", "received_at"):
+            if isinstance(cleaned.get(key), str):
+                cleaned[key] = cleaned[key].strip()
         rows.append((reader.line_num, cleaned))
     return rows
 
@@ -79,6 +109,10 @@ def _subject(path: Path, line: int, row: dict[str, Any], request_id: str | None,
         raise RequestFileError(f"{path}:{line}: value: required, got nothing")
     if isinstance(value, (dict, list, bool)):
         raise RequestFileError(f"{path}:{line}: value: expected a string or a number")
+    if isinstance(value, float):
+        # A JSON number with a fraction or an exponent is never an integer id: keep it visibly
+        # non-integral (``1e3`` parses to 1000.0, which must not become user 1000).
+        value = repr(value)
     try:
         return Subject(
             value=str(value),

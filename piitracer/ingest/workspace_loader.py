@@ -12,11 +12,12 @@ from pydantic import ValidationError
 
 from piitracer.model.naming import DEFAULT_SPARK_CATALOGS, DatasetNamer, normalise_location, split_table_name
 from piitracer.model.workspace import DatasetFormat, WorkspaceConfig
+from piitracer.model.errors import PiitracerError
 
 WORKSPACE_FILE = "piitracer.yaml"
 
 
-class WorkspaceError(Exception):
+class WorkspaceError(PiitracerError):
     """A workspace that cannot be used; the message names the file, line and field."""
 
 

@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import Any
+from typing import Any, Literal, Union
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from piitracer.model.lineage import ColumnRef, Frozen
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "2.0"
+# What changed from 1.0: step ``params`` typed per action; the resolve capture names its key
+# columns' types and normalisation; each dataset decision carries its catalog format, table,
+# location and the value forms of its columns; an optional ``seal`` (HMAC under the audit key).
+KNOWN_SCHEMA_VERSIONS = ("2.0",)
 
 
 class Subject(Frozen):
@@ -99,22 +104,148 @@ class Deadline(Frozen):
     basis: str = Field(description="Which settings the window comes from.")
 
 
+REF_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,254}$")
+# rewrite_data_files options piitracer may pass (their values are pasted into the procedure call,
+# so both names and values are checked: an edited plan must not smuggle SQL in through them).
+REWRITE_OPTION_NAMES = frozenset({
+    "delete-file-threshold", "min-file-size-bytes", "max-file-size-bytes", "remove-dangling-deletes",
+    "use-starting-sequence-number", "target-file-size-bytes", "partial-progress.enabled", "rewrite-all",
+    "min-input-files", "delete-ratio-threshold", "max-concurrent-file-group-rewrites",
+})
+_OPTION_VALUE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
+
+class NoParams(Frozen):
+    """Steps whose behaviour is fully given by the action, dataset, key column and value sets."""
+
+
+class RewriteDataFilesParams(Frozen):
+    """Iceberg ``rewrite_data_files``: the procedure's options (names and values checked)."""
+
+    options: dict[str, str]
+
+    @field_validator("options")
+    @classmethod
+    def _safe_options(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, option in value.items():
+            if name not in REWRITE_OPTION_NAMES:
+                raise ValueError(f"rewrite_data_files option {name!r} is not one piitracer uses")
+            if not _OPTION_VALUE.match(option):
+                raise ValueError(f"rewrite_data_files option {name}: value must be letters, digits, '.', '_' or '-'")
+        return value
+
+
+class ReleaseRefParams(Frozen):
+    """Iceberg tag or branch that retains a pre-delete snapshot."""
+
+    ref: str
+    ref_type: str = Field(pattern="^(tag|branch)$")
+    snapshot_id: int
+    fix: str
+
+    @field_validator("ref")
+    @classmethod
+    def _ref_name(cls, value: str) -> str:
+        if not REF_NAME.match(value):
+            raise ValueError("a tag/branch name of letters, digits, '_', '.' or '-'")
+        return value
+
+
+class ExpireSnapshotsParams(Frozen):
+    """Iceberg ``expire_snapshots``; ``clean_expired_files`` is false for shallow clones."""
+
+    older_than: Literal["delete_commit_time"] = "delete_commit_time"
+    retain_last: int = Field(1, ge=1, le=100)
+    clean_expired_files: bool = True
+
+
+class RemoveOrphanFilesParams(Frozen):
+    """Iceberg orphan removal (only with no concurrent writer)."""
+
+    older_than: Literal["run_start"] = "run_start"
+    condition: str = "only with no concurrent writer: run with --no-concurrent-writers"
+    api: str = "SparkActions.deleteOrphanFiles"
+    scope: str | None = None
+
+
+class PurgeDeletionVectorsParams(Frozen):
+    when: str = "the table has deletion vectors"
+
+
+class VacuumParams(Frozen):
+    """Delta ``vacuum``: retention 0 hours is the plan's override of the table's own retention."""
+
+    retention_hours: int = Field(0, ge=0)
+    enforce_retention_duration: bool = False
+    includes: str = "removed data files and _change_data files"
+
+
+class CleanDeltaLogParams(Frozen):
+    log_retention: str = "0 hours"
+    create_checkpoint: bool = True
+    cleanup_metadata: bool = True
+    why: str = "add-action stats (minValues/maxValues) in _delta_log JSON and checkpoints hold the values"
+
+
+class RewriteFilesParams(Frozen):
+    strategy: str = "write each affected file without the subjects' rows, commit the replacement, then remove the original"
+    skip_files_by_statistics: bool = True
+
+
+class RewriteArchiveParams(Frozen):
+    alternative: str = "delete the affected archived objects"
+    restore_delay: str | None = None
+    cost_per_gb_restore: float | None = Field(None, ge=0)
+
+
+StepParams = Union[
+    RewriteDataFilesParams, ReleaseRefParams, ExpireSnapshotsParams, RemoveOrphanFilesParams,
+    PurgeDeletionVectorsParams, VacuumParams, CleanDeltaLogParams, RewriteFilesParams, RewriteArchiveParams, NoParams,
+]
+
+
+def _params_model(action: "Action") -> type[Frozen]:
+    return {
+        Action.REWRITE_DATA_FILES: RewriteDataFilesParams, Action.RELEASE_REF: ReleaseRefParams,
+        Action.EXPIRE_SNAPSHOTS: ExpireSnapshotsParams, Action.REMOVE_ORPHAN_FILES: RemoveOrphanFilesParams,
+        Action.PURGE_DELETION_VECTORS: PurgeDeletionVectorsParams, Action.VACUUM: VacuumParams,
+        Action.CLEAN_DELTA_LOG: CleanDeltaLogParams, Action.REWRITE_FILES: RewriteFilesParams,
+        Action.REWRITE_ARCHIVE: RewriteArchiveParams,
+    }.get(action, NoParams)
+
+
 class Step(Frozen):
-    """One ordered step of the plan."""
+    """One ordered step of the plan. ``params`` is typed by ``action`` (one model per action)."""
 
     order: int
-    id: str
+    id: str = Field(pattern=r"^s[0-9]{3,6}$")
     dataset: str
     action: Action
     group: str | None = Field(None, description="Datasets of one lineage cycle share a group and are erased together.")
     key_column: str | None = None
     values_from: tuple[ValueSource, ...] = ()
     depends_on: tuple[str, ...] = ()
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: StepParams = Field(default_factory=NoParams)
     blocking: bool = Field(False, description="Erasure cannot complete until a person acts on this step.")
     owner: str | None = None
     reason: str | None = None
     lineage_path: tuple[str, ...] = Field((), description="The edges that put the subject's data here.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _typed_params(cls, data: Any) -> Any:
+        # The params model is chosen by the action, so a plan cannot pair an action with another
+        # action's parameters (or with parameters nobody reads).
+        if isinstance(data, dict) and "action" in data:
+            try:
+                action = Action(data["action"])
+            except ValueError:
+                return data  # the field validator reports the unknown action
+            params = data.get("params") or {}
+            model = _params_model(action)
+            if not isinstance(params, model):
+                data = {**data, "params": model.model_validate(params)}
+        return data
 
 
 class DatasetDecision(Frozen):
@@ -131,6 +262,13 @@ class DatasetDecision(Frozen):
     group: str | None = None
     deadline: Deadline | None = None
     warnings: tuple[str, ...] = ()
+    table: str | None = Field(None, description="The catalog's table identifier at planning (execute refuses a change).")
+    location: str | None = Field(None, description="The catalog's location as written at planning (execute refuses a change).")
+    column_forms: dict[str, tuple[str, ...]] = Field(
+        default_factory=dict,
+        description="Column -> names of the value sets the lineage says it holds (identifiers, computed and "
+        "join-equivalent keys): the verifier searches each for every one of them.",
+    )
 
 
 class ResolveCapture(Frozen):
@@ -138,8 +276,19 @@ class ResolveCapture(Frozen):
 
     dataset: str
     key_columns: tuple[str, ...] = Field(description="Source columns holding the subjects' key.")
+    key_types: dict[str, str] = Field(description="Each key column's type: subject values are parsed strictly against it.")
+    normalised: dict[str, tuple[str, ...]] = Field(
+        default_factory=dict, description="Normalisation the catalog declares for a string key column.")
     identifiers: tuple[str, ...] = Field(description="Identifier columns whose values are captured.")
     computed: tuple[ValueSource, ...] = ()
+
+
+class PlanSeal(Frozen):
+    """HMAC-SHA256 of the ``plan_id`` under a key derived from the audit key: a plan edited after
+    planning cannot be given a valid seal again without that key."""
+
+    key_id: str = Field(description="Public fingerprint of the audit key that sealed it.")
+    hmac: str
 
 
 class DeletionPlan(Frozen):
@@ -154,16 +303,51 @@ class DeletionPlan(Frozen):
     steps: tuple[Step, ...]
     datasets: tuple[DatasetDecision, ...]
     warnings: tuple[str, ...] = ()
+    seal: PlanSeal | None = None
+
+    @field_validator("schema_version")
+    @classmethod
+    def _known_version(cls, value: str) -> str:
+        if value not in KNOWN_SCHEMA_VERSIONS:
+            raise ValueError(f"plan schema_version {value!r} is not one this piitracer reads "
+                             f"({', '.join(KNOWN_SCHEMA_VERSIONS)}): re-plan with this version")
+        return value
+
+    @model_validator(mode="after")
+    def _well_formed_steps(self) -> "DeletionPlan":
+        """Step ids unique, orders 1..n in sequence, dependencies existing, earlier and acyclic."""
+        seen: dict[str, int] = {}
+        for position, step in enumerate(self.steps, start=1):
+            if step.id in seen:
+                raise ValueError(f"step id {step.id} appears twice (orders {seen[step.id]} and {step.order})")
+            if step.order != position:
+                raise ValueError(f"step {step.id}: order {step.order} where {position} was expected (steps are listed in order)")
+            for before in step.depends_on:
+                if before == step.id:
+                    raise ValueError(f"step {step.id} depends on itself")
+                if before not in seen:
+                    later = any(s.id == before for s in self.steps)
+                    raise ValueError(f"step {step.id} depends on {before}, which "
+                                     + ("comes later (a cycle or a reordered plan)" if later else "is not a step of this plan"))
+            seen[step.id] = step.order
+        return self
 
     def content_hash(self) -> str:
-        """SHA-256 of the canonical JSON of everything but ``plan_id``."""
-        body = self.model_dump(mode="json", exclude={"plan_id"})
+        """SHA-256 of the canonical JSON of everything but ``plan_id`` and ``seal``."""
+        body = self.model_dump(mode="json", exclude={"plan_id", "seal"})
         canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(canonical.encode()).hexdigest()
 
     def with_id(self) -> "DeletionPlan":
-        """This plan with ``plan_id`` set from its content."""
-        return self.model_copy(update={"plan_id": self.content_hash()})
+        """This plan with ``plan_id`` set from its content (and no seal: sealing comes after)."""
+        return self.model_copy(update={"plan_id": self.content_hash(), "seal": None})
+
+    def source_key_type(self, dataset: str, column: str) -> str:
+        """The type a source key column had at planning; KeyError when it is not a source key."""
+        for capture in self.resolve:
+            if capture.dataset == dataset and column in capture.key_types:
+                return capture.key_types[column]
+        raise KeyError(f"{dataset}.{column} is not a source key column of this plan")
 
     def to_json(self) -> str:
         """The plan file's text: stable key order, indented, newline-terminated."""

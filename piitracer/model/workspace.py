@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
+from piitracer.model.key_values import NORMALISATIONS, KeyValueError, parse_key_type
 from piitracer.model.lineage import Frozen
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(d|h|m|s|w)\s*$", re.IGNORECASE)
@@ -105,6 +106,16 @@ class CatalogDataset(Frozen):
     write_mode: IcebergWriteMode | None = Field(None, description="Iceberg only.")
     columns: tuple[str, ...] = Field((), description="Schema, in order (used to expand SELECT *).")
     identifiers: tuple[str, ...] = Field((), description="Columns holding PII identifiers.")
+    column_types: dict[str, str] = Field(
+        default_factory=dict,
+        description="Types of key columns ({user_id: bigint}); subject values are parsed strictly against "
+        "them. Where a type is not declared, the live table's schema says it.",
+    )
+    normalised: dict[str, tuple[str, ...]] = Field(
+        default_factory=dict,
+        description="String columns the pipelines store normalised ({email: [trim, lower]}): a subject "
+        "value for that key is normalised the same way before it is compared. Others are taken exactly.",
+    )
     subject_key: Annotated[str | None, BeforeValidator(_lower)] = Field(
         None, description="The identifier that is the subject key."
     )
@@ -122,6 +133,33 @@ class CatalogDataset(Frozen):
             return tuple(v.lower() if isinstance(v, str) and not _looks_like_uri(v) else v for v in value)
         return value
 
+    @field_validator("column_types", "normalised", mode="before")
+    @classmethod
+    def _lowercase_keys(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {str(k).lower(): v for k, v in value.items()}
+        return value
+
+    @field_validator("column_types")
+    @classmethod
+    def _known_types(cls, value: dict[str, str]) -> dict[str, str]:
+        checked = {}
+        for column, text in value.items():
+            try:
+                checked[column] = str(parse_key_type(text))
+            except KeyValueError as error:
+                raise ValueError(f"column_types.{column}: {error}") from None
+        return checked
+
+    @field_validator("normalised")
+    @classmethod
+    def _known_normalisations(cls, value: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+        for column, steps in value.items():
+            unknown = [s for s in steps if s not in NORMALISATIONS]
+            if unknown:
+                raise ValueError(f"normalised.{column}: unknown step(s) {unknown} (expected {list(NORMALISATIONS)})")
+        return value
+
     @model_validator(mode="after")
     def _consistent(self) -> "CatalogDataset":
         if self.subject_key and self.subject_key not in self.identifiers:
@@ -132,6 +170,15 @@ class CatalogDataset(Frozen):
             unknown = [c for c in self.identifiers if c not in self.columns]
             if unknown:
                 raise ValueError(f"identifiers {unknown} are not in columns {list(self.columns)}")
+        if self.columns:
+            for key in ("column_types", "normalised"):
+                unknown = [c for c in getattr(self, key) if c not in self.columns]
+                if unknown:
+                    raise ValueError(f"{key}: {unknown} are not in columns {list(self.columns)}")
+        for column in self.normalised:
+            if self.column_types.get(column, "string") != "string":
+                raise ValueError(f"normalised.{column}: only string columns can be normalised "
+                                 f"(column_types says {self.column_types[column]})")
         if self.write_mode and self.format is not DatasetFormat.ICEBERG:
             raise ValueError("write_mode applies to format 'iceberg' only")
         if self.format is DatasetFormat.EXTERNAL and not self.owner:

@@ -25,11 +25,13 @@ from piitracer.planner.decisions import Decision, decide
 from piitracer.planner.derivations import derive, describe_path, seeds
 from piitracer.planner.ordering import dataset_order, order_steps
 from piitracer.planner.physical import StepTemplate, steps_for
+from piitracer.planner.subjects import SubjectValueError, check_subjects, key_type_of
+from piitracer.model.errors import PiitracerError
 
 LOGICAL_ERASE_ACTIONS = {Action.DELETE_ROWS, Action.REWRITE_FILES, Action.REWRITE_ARCHIVE}
 
 
-class PlanningError(ValueError):
+class PlanningError(PiitracerError, ValueError):
     """The request cannot be planned; the message says what is wrong and what was expected."""
 
 
@@ -45,10 +47,21 @@ def build_plan(
     policy: Policy,
     request: PlanRequest,
     table_states: Mapping[str, TableState] | None = None,
+    live_types: Mapping[str, str] | None = None,
+    labels: tuple[str, ...] = (),
 ) -> DeletionPlan:
     """The ordered, per-format erasure plan for every subject of ``request``. Pure and
-    deterministic: the same inputs give a byte-identical plan."""
+    deterministic: the same inputs give a byte-identical plan.
+
+    ``live_types`` maps ``dataset.column`` to the type the live table's schema gives a source key
+    column (where the catalog declares none); every subject value is parsed strictly against it
+    (``labels`` name each subject's position in messages)."""
     _validate(graph, catalog, request)
+    try:
+        key_types = {ref: key_type_of(ref, catalog[ref.dataset], live_types or {}) for ref in request.sources}
+        check_subjects(request.subjects, request.sources, key_types, catalog, labels)
+    except SubjectValueError as error:
+        raise PlanningError(str(error)) from None
     identifiers = {ref.dataset: catalog[ref.dataset].identifiers for ref in request.sources}
     starts = seeds(graph, list(request.sources), identifiers)
     derivations = derive(graph, starts)
@@ -69,7 +82,7 @@ def build_plan(
         sources=request.sources,
         subjects=tuple(sorted(request.subjects, key=lambda s: (s.request_id, s.value))),
         deadline_at=received + policy.deadline,
-        resolve=_captures(request, identifiers, decisions),
+        resolve=_captures(request, identifiers, decisions, key_types, catalog),
         steps=steps,
         datasets=summaries,
         warnings=tuple(warnings),
@@ -230,17 +243,27 @@ def _summary(decision: Decision, entry: CatalogDataset | None, group, received, 
         group=group,
         deadline=deadline,
         warnings=tuple(decision.warnings),
+        table=entry.table if entry is not None else None,
+        location=entry.location if entry is not None else None,
+        column_forms={column: tuple(v.name for v in sources) for column, sources in decision.forms.items()},
     )
 
 
-def _captures(request: PlanRequest, identifiers, decisions: dict[str, Decision]) -> tuple[ResolveCapture, ...]:
+def _captures(request: PlanRequest, identifiers, decisions: dict[str, Decision], key_types,
+              catalog: Mapping[str, CatalogDataset]) -> tuple[ResolveCapture, ...]:
+    """Per source: its key columns with their types, the identifiers to capture, and every computed
+    value any planned dataset keys on or holds in a column (the verifier searches those too)."""
     captures = []
     for source in sorted({ref.dataset for ref in request.sources}):
-        keys = tuple(sorted(ref.column for ref in request.sources if ref.dataset == source))
-        computed = sorted({v for d in decisions.values() for v in d.values_from
-                           if v.kind is ValueKind.COMPUTED and v.source.dataset == source}, key=lambda v: v.name)
+        refs = sorted((ref for ref in request.sources if ref.dataset == source), key=lambda r: r.column)
+        keys = tuple(ref.column for ref in refs)
+        held = {v for d in decisions.values() for forms in d.forms.values() for v in forms}
+        computed = sorted({v for d in decisions.values() for v in d.values_from} | held, key=lambda v: v.name)
+        computed = [v for v in computed if v.kind is ValueKind.COMPUTED and v.source.dataset == source]
+        normalised = {ref.column: catalog[source].normalised[ref.column] for ref in refs if ref.column in catalog[source].normalised}
         captures.append(ResolveCapture(
-            dataset=source, key_columns=keys,
+            dataset=source, key_columns=keys, key_types={ref.column: str(key_types[ref]) for ref in refs},
+            normalised=normalised,
             identifiers=tuple(sorted(set(identifiers.get(source, ())) | set(keys))),
             computed=tuple(computed),
         ))

@@ -22,6 +22,12 @@ RULES = {
     DerivationKind.IDENTIFIER: "2: identity of another identifier",
     DerivationKind.COMPUTED: "3: deterministic transform known from SQL",
 }
+# The same rules when the key column equals the source's value through an inner equi-join.
+RULES_THROUGH_JOIN = {
+    DerivationKind.SUBJECT_KEY: "1: equal to the subject key through an equi-join",
+    DerivationKind.IDENTIFIER: "2: equal to another identifier through an equi-join",
+    DerivationKind.COMPUTED: "3: deterministic transform of a value equal through an equi-join",
+}
 RULE_OPAQUE = "4: holds the subject's data but cannot be filtered"
 RULE_AGGREGATE = "aggregation without an identifying group key"
 RULE_VIEW = "view: stores no rows"
@@ -43,6 +49,8 @@ class Decision:
     values_from: tuple[ValueSource, ...] = ()
     path: tuple[str, ...] = ()
     warnings: list[str] = field(default_factory=list)
+    # Column -> the value sets the lineage says it holds (what the verifier searches it for).
+    forms: dict[str, tuple[ValueSource, ...]] = field(default_factory=dict)
 
 
 def value_source(derivation: Derivation) -> ValueSource:
@@ -67,22 +75,35 @@ def decide(
     fmt = entry.format if entry else None
     own = {ref: found for ref, found in derivations.items() if ref.dataset == dataset}
     decision = _by_key_rules(dataset, info.columns, own, reach, indirect_path)
+    decision.forms = value_forms(own)
     if fmt is DatasetFormat.VIEW:
         return Decision(dataset, DatasetStatus.NO_ACTION, RULE_VIEW,
                         "a view stores no rows: it reads its inputs, which the plan erases",
-                        key_column=decision.key_column, path=decision.path)
+                        key_column=decision.key_column, path=decision.path, forms=decision.forms)
     if fmt is DatasetFormat.EXTERNAL:
         key = f" by {decision.key_column}" if decision.key_column else ""
         return Decision(dataset, DatasetStatus.MANUAL_REVIEW, RULE_EXTERNAL,
                         f"piitracer cannot touch this system: its owner erases the subjects{key}",
-                        key_column=decision.key_column, values_from=decision.values_from, path=decision.path)
+                        key_column=decision.key_column, values_from=decision.values_from, path=decision.path,
+                        forms=decision.forms)
     if entry is None and decision.status is not DatasetStatus.NO_ACTION:
         decision.warnings.append(f"{dataset} is not in the catalog: add it with its format and location")
         return Decision(dataset, DatasetStatus.MANUAL_REVIEW, RULE_UNCATALOGUED,
                         f"holds the subject's data ({decision.reason}) but its format and location are unknown",
                         key_column=decision.key_column, values_from=decision.values_from,
-                        path=decision.path, warnings=decision.warnings)
+                        path=decision.path, warnings=decision.warnings, forms=decision.forms)
     return decision
+
+
+def value_forms(own: dict[ColumnRef, list[Derivation]]) -> dict[str, tuple[ValueSource, ...]]:
+    """Every column of one dataset that holds a subject's value in a form piitracer can compute
+    (an identifier, a computed key, a value equal through a join), with those forms."""
+    forms = {}
+    for ref, found in sorted(own.items(), key=lambda item: item[0].column):
+        sources = {value_source(d) for d in found if d.kind <= DerivationKind.COMPUTED}
+        if sources:
+            forms[ref.column] = tuple(sorted(sources, key=lambda v: v.name))
+    return forms
 
 
 def _by_key_rules(
@@ -93,16 +114,22 @@ def _by_key_rules(
     indirect_path: tuple[str, ...],
 ) -> Decision:
     order = {name: index for index, name in enumerate(columns)}
-    keyed = [(min(d.kind for d in found), order.get(ref.column, len(order)), ref.column, found)
+    # A column that holds the value by a projection beats one that equals it only through a join.
+    keyed = [(min((d.kind, d.via_join is not None) for d in found if d.kind <= DerivationKind.COMPUTED),
+              order.get(ref.column, len(order)), ref.column, found)
              for ref, found in own.items() if any(d.kind <= DerivationKind.COMPUTED for d in found)]
     if keyed:
-        rank, _, column, found = min(keyed, key=lambda item: item[:3])
+        _, _, column, found = min(keyed, key=lambda item: item[:3])
         usable = [d for d in found if d.kind <= DerivationKind.COMPUTED]
         values = tuple(sorted({value_source(d) for d in usable}, key=lambda v: v.name))
-        best = min(usable, key=lambda d: (d.kind, len(d.path)))
+        best = min(usable, key=lambda d: (d.kind, d.via_join is not None, len(d.path)))
         sources = ", ".join(v.expression or v.name for v in values)
-        decision = Decision(dataset, DatasetStatus.ERASE, RULES[rank],
-                            f"{column} holds {sources}", key_column=column, values_from=values,
+        reason = f"{column} holds {sources}"
+        rule = RULES[best.kind]
+        if best.via_join:
+            rule = RULES_THROUGH_JOIN[best.kind]
+            reason += f": equal to {best.source} through the join {best.via_join}"
+        decision = Decision(dataset, DatasetStatus.ERASE, rule, reason, key_column=column, values_from=values,
                             path=describe_path(best.path))
         unusable = [d for d in found if d.kind > DerivationKind.COMPUTED and d.why_opaque]
         for d in unusable:

@@ -43,19 +43,25 @@ class Derivation:
     expression: str | None  # over the source row; None unless the value can be recomputed
     path: tuple[ColumnEdge, ...]
     why_opaque: str | None = None
+    # The first inner equi-join along the path that made this column equal to the source's value
+    # ("t.account_ref = a.account_id (sql/x.sql:3)"): the column holds the subject's value for the
+    # joined rows although no projection copies it (design.md, "equi-joins carry the key").
+    via_join: str | None = None
 
     def step(self, edge: ColumnEdge) -> "Derivation":
         """The derivation of ``edge``'s target, one hop further."""
         target = edge.target
         assert target is not None and edge.kind is EdgeKind.DIRECT
         path = self.path + (edge,)
+        via_join = self.via_join or (f"{edge.join_equality} ({edge.origin.location()})" if edge.join_equality else None)
         if self.kind >= DerivationKind.OPAQUE:
-            return Derivation(target, self.source, self.kind, None, path, self.why_opaque)
+            return Derivation(target, self.source, self.kind, None, path, self.why_opaque, via_join)
         if edge.subtype is EdgeSubtype.AGGREGATION:
-            return Derivation(target, self.source, DerivationKind.AGGREGATED, None, path)
+            return Derivation(target, self.source, DerivationKind.AGGREGATED, None, path, None, via_join)
         if edge.subtype is EdgeSubtype.IDENTITY:
-            return Derivation(target, self.source, self.kind, self.expression, path)
-        return self._transformed(edge, target, path)
+            return Derivation(target, self.source, self.kind, self.expression, path, None, via_join)
+        derived = self._transformed(edge, target, path)
+        return Derivation(derived.column, derived.source, derived.kind, derived.expression, path, derived.why_opaque, via_join)
 
     def _transformed(self, edge: ColumnEdge, target: ColumnRef, path: tuple[ColumnEdge, ...]) -> "Derivation":
         if edge.expression is None:
@@ -77,7 +83,7 @@ class Derivation:
 
     def state(self) -> tuple:
         """Two derivations with the same state reach the same places the same way."""
-        return (self.column, self.source, self.kind, self.expression)
+        return (self.column, self.source, self.kind, self.expression, self.via_join is not None)
 
 
 def seeds(graph: LineageGraph, source_keys: list[ColumnRef], identifiers: dict[str, tuple[str, ...]]) -> list[Derivation]:
@@ -119,6 +125,8 @@ def describe_path(path: tuple[ColumnEdge, ...]) -> tuple[str, ...]:
         label = f"{edge.kind.value} {edge.subtype.value if edge.subtype else 'UNTYPED'}"
         if edge.masking:
             label += " masked"
+        if edge.join_equality:
+            label += f" equal through the join {edge.join_equality}"
         target = str(edge.target) if edge.target else f"{edge.target_dataset} (all rows)"
         lines.append(f"{edge.source} -[{label}]-> {target} ({edge.origin.location()})")
     return tuple(lines)

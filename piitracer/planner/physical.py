@@ -8,9 +8,22 @@ function returns the step templates of one dataset, logical step first.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from piitracer.model.plan import Action, DatasetStatus
+from piitracer.model.plan import (
+    Action,
+    CleanDeltaLogParams,
+    DatasetStatus,
+    ExpireSnapshotsParams,
+    NoParams,
+    PurgeDeletionVectorsParams,
+    ReleaseRefParams,
+    RemoveOrphanFilesParams,
+    RewriteArchiveParams,
+    RewriteDataFilesParams,
+    RewriteFilesParams,
+    StepParams,
+    VacuumParams,
+)
 from piitracer.model.table_state import RefType, TableState
 from piitracer.model.workspace import CatalogDataset, CloneMode, DatasetFormat, IcebergWriteMode
 
@@ -34,7 +47,7 @@ class StepTemplate:
     """A step before ordering gives it its number and id."""
 
     action: Action
-    params: dict[str, Any] = field(default_factory=dict)
+    params: StepParams = field(default_factory=NoParams)
     blocking: bool = False
     reason: str | None = None
     warning: str | None = None
@@ -58,17 +71,17 @@ def steps_for(status: DatasetStatus, entry: CatalogDataset | None, state: TableS
     if entry.format is DatasetFormat.DELTA:
         return _delta()
     if entry.format is DatasetFormat.PARQUET:
-        return [StepTemplate(Action.REWRITE_FILES, physical=False, params={
-            "strategy": "write each affected file without the subjects' rows, commit the replacement, then remove the original",
-            "skip_files_by_statistics": True,
-        })]
+        return [StepTemplate(Action.REWRITE_FILES, physical=False, params=RewriteFilesParams(
+            strategy="write each affected file without the subjects' rows, commit the replacement, then remove the original",
+            skip_files_by_statistics=True,
+        ))]
     if entry.format is DatasetFormat.ARCHIVE:
         archive = entry.archive_of
-        params: dict[str, Any] = {"alternative": "delete the affected archived objects"}
-        if archive is not None and archive.restore_delay is not None:
-            params["restore_delay"] = _duration(archive.restore_delay)
-        if archive is not None and archive.cost_per_gb_restore is not None:
-            params["cost_per_gb_restore"] = archive.cost_per_gb_restore
+        params = RewriteArchiveParams(
+            alternative="delete the affected archived objects",
+            restore_delay=_duration(archive.restore_delay) if archive is not None and archive.restore_delay is not None else None,
+            cost_per_gb_restore=archive.cost_per_gb_restore if archive is not None else None,
+        )
         return [StepTemplate(Action.REWRITE_ARCHIVE, physical=False, params=params)]
     raise ValueError(f"no physical erasure for format {entry.format.value}")
 
@@ -79,7 +92,7 @@ def _iceberg(entry: CatalogDataset, state: TableState | None) -> list[StepTempla
     steps = [StepTemplate(Action.DELETE_ROWS, physical=False)]
     if merge_on_read:
         # Merge-on-read deletes write position-delete files; the data files keep the rows.
-        steps.append(StepTemplate(Action.REWRITE_DATA_FILES, params={"options": dict(REWRITE_OPTIONS)}))
+        steps.append(StepTemplate(Action.REWRITE_DATA_FILES, params=RewriteDataFilesParams(options=dict(REWRITE_OPTIONS))))
     # Without this, the current manifest's DELETED entries keep the subject in column bounds.
     steps.append(StepTemplate(Action.REWRITE_MANIFESTS))
     for ref in state.refs if state else ():
@@ -88,35 +101,31 @@ def _iceberg(entry: CatalogDataset, state: TableState | None) -> list[StepTempla
                f"apply the delete on branch `{ref.name}` too, or drop the branch")
         steps.append(StepTemplate(
             Action.RELEASE_REF, blocking=True,
-            params={"ref": ref.name, "ref_type": ref.type.value, "snapshot_id": ref.snapshot_id, "fix": fix},
+            params=ReleaseRefParams(ref=ref.name, ref_type=ref.type.value, snapshot_id=ref.snapshot_id, fix=fix),
             warning=f"{ref.type.value} '{ref.name}' retains snapshot {ref.snapshot_id}, written before the delete: "
                     f"its files cannot be expired until it is released ({fix})",
         ))
-    expire_params: dict[str, Any] = {"older_than": "delete_commit_time", "retain_last": 1}
-    if shallow:
-        # The clone's expired snapshots reference the source's data files: letting expiry delete
-        # them would break the source's own retained snapshots (time travel) before the source's
-        # expiry runs. Expire metadata only; the clone's own unreferenced files go with its orphan
-        # removal, the source's with the source's expiry.
-        expire_params["clean_expired_files"] = False
-    steps.append(StepTemplate(Action.EXPIRE_SNAPSHOTS, params=expire_params))
-    orphan_params = {"older_than": "run_start", "condition": ORPHAN_CONDITION, "api": "SparkActions.deleteOrphanFiles"}
-    if shallow:
-        orphan_params["scope"] = "the clone's own location only: the source's files belong to the source"
-    steps.append(StepTemplate(Action.REMOVE_ORPHAN_FILES, params=orphan_params))
+    # A shallow clone's expired snapshots reference the source's data files: letting expiry delete
+    # them would break the source's own retained snapshots (time travel) before the source's
+    # expiry runs. Expire metadata only; the clone's own unreferenced files go with its orphan
+    # removal, the source's with the source's expiry.
+    steps.append(StepTemplate(Action.EXPIRE_SNAPSHOTS, params=ExpireSnapshotsParams(retain_last=1, clean_expired_files=not shallow)))
+    steps.append(StepTemplate(Action.REMOVE_ORPHAN_FILES, params=RemoveOrphanFilesParams(
+        condition=ORPHAN_CONDITION, api="SparkActions.deleteOrphanFiles",
+        scope="the clone's own location only: the source's files belong to the source" if shallow else None)))
     return steps
 
 
 def _delta() -> list[StepTemplate]:
     return [
         StepTemplate(Action.DELETE_ROWS, physical=False),
-        StepTemplate(Action.PURGE_DELETION_VECTORS, params={"when": "the table has deletion vectors"}),
-        StepTemplate(Action.VACUUM, params={"retention_hours": 0, "enforce_retention_duration": False,
-                                            "includes": "removed data files and _change_data files"}),
-        StepTemplate(Action.CLEAN_DELTA_LOG, params={
-            "log_retention": "0 hours", "create_checkpoint": True, "cleanup_metadata": True,
-            "why": "add-action stats (minValues/maxValues) in _delta_log JSON and checkpoints hold the values",
-        }),
+        StepTemplate(Action.PURGE_DELETION_VECTORS, params=PurgeDeletionVectorsParams(when="the table has deletion vectors")),
+        StepTemplate(Action.VACUUM, params=VacuumParams(retention_hours=0, enforce_retention_duration=False,
+                                                        includes="removed data files and _change_data files")),
+        StepTemplate(Action.CLEAN_DELTA_LOG, params=CleanDeltaLogParams(
+            log_retention="0 hours", create_checkpoint=True, cleanup_metadata=True,
+            why="add-action stats (minValues/maxValues) in _delta_log JSON and checkpoints hold the values",
+        )),
     ]
 
 

@@ -83,8 +83,9 @@ def _note(step: Step) -> str:
         parts.append(f"owner: {step.owner}")
     if step.reason and step.action.value in ("manual", "manual_review", "release_ref", "recompute"):
         parts.append(step.reason)
-    if "condition" in step.params:
-        parts.append(step.params["condition"])
+    condition = getattr(step.params, "condition", None)
+    if condition:
+        parts.append(condition)
     return "; ".join(parts)
 
 

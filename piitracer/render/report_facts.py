@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from piitracer.model.audit import AuditEntry, EntryKind, RequestTrail
+from piitracer.model.errors import NotFoundError
 
 # Report states, in legend order (the diagram colours nodes by these).
 STATES = ("erased", "pending", "found", "manual_review", "recompute", "no_action")
@@ -44,7 +45,7 @@ def report_facts(trail: RequestTrail, now: datetime) -> ReportFacts:
     """The report's content for the latest plan of the request in ``trail``."""
     plans = [e for e in trail.entries if e.kind is EntryKind.PLAN]
     if not plans:
-        raise KeyError(f"the audit log has no plan entry for request {trail.request_id!r}")
+        raise NotFoundError(f"the audit log has no plan entry for request {trail.request_id!r}")
     plan = plans[-1].body
     plan_id = plans[-1].plan_id
     mine = [e for e in trail.entries if e.plan_id == plan_id]

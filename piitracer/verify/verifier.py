@@ -21,13 +21,14 @@ from piitracer.model.workspace import CatalogDataset, DatasetFormat
 from piitracer.verify.decoders import scan_location
 from piitracer.verify.tables import TableView, delta_view, iceberg_view, parquet_view
 from piitracer.verify.values import ValueIndex
+from piitracer.model.errors import PiitracerError
 
 log = logging.getLogger(__name__)  # datasets and states only, never a value
 COMMITTED = "committed"
 NOT_RUN = "not run"
 
 
-class VerificationError(RuntimeError):
+class VerificationError(PiitracerError, RuntimeError):
     """Verification cannot start (no resolved values, unreadable plan); never names a value."""
 
 

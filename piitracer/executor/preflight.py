@@ -1,0 +1,271 @@
+"""Before the first step: is this plan, run in this workspace, exactly what was planned, and does
+every place it would touch belong to the datasets it names?
+
+A plan file is an input like any other: it can be edited, come from another workspace, or meet a
+lakehouse that changed since planning (a copied folder whose Iceberg metadata still points at the
+original). Each check below refuses the run with one line naming the step or dataset and what
+was expected, before anything is journaled or recorded:
+
+1. every dataset a step names is in this workspace's catalog with the format, table and location
+   it had at planning;
+2. every action is one the dataset's format has, and deletes only target datasets the plan erases;
+3. key columns exist in the live table's schema (they are always quoted as identifiers), value
+   sets a step reads are made by the resolve step, and computed keys are plain expressions over
+   the source's own columns;
+4. the subjects' values still parse strictly as the source key columns' types, and those types
+   are still the live ones;
+5. the location guard (``storage.guard``): every path the table's metadata names lies under the
+   dataset's catalogued location (a shallow clone: or its source's) and the warehouse roots; for
+   an Iceberg table in the Hadoop catalog, Spark's own path for the table identifier is that
+   location too.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from piitracer.executor.outcome import SafetyError
+from piitracer.formats import FormatError, key_type_name, table_schema
+from piitracer.model.key_values import KeyValueError, parse_key_type, parse_key_value
+from piitracer.model.plan import Action, DatasetDecision, DatasetStatus, DeletionPlan, Step, ValueKind
+from piitracer.model.workspace import CatalogDataset, CloneMode, DatasetFormat, SparkSettings
+from piitracer.storage.guard import Territory, symlinks_leaving
+
+log = logging.getLogger(__name__)
+
+NOT_PERFORMED = {Action.MANUAL, Action.MANUAL_REVIEW, Action.RECOMPUTE}
+ACTIONS_BY_FORMAT = {
+    DatasetFormat.ICEBERG: {Action.DELETE_ROWS, Action.REWRITE_DATA_FILES, Action.REWRITE_MANIFESTS, Action.RELEASE_REF,
+                            Action.EXPIRE_SNAPSHOTS, Action.REMOVE_ORPHAN_FILES},
+    DatasetFormat.DELTA: {Action.DELETE_ROWS, Action.PURGE_DELETION_VECTORS, Action.VACUUM, Action.CLEAN_DELTA_LOG},
+    DatasetFormat.PARQUET: {Action.REWRITE_FILES},
+    DatasetFormat.ARCHIVE: {Action.REWRITE_ARCHIVE},
+    DatasetFormat.VIEW: set(),
+    DatasetFormat.EXTERNAL: set(),
+}
+KEYED_ACTIONS = {Action.DELETE_ROWS, Action.REWRITE_FILES, Action.REWRITE_ARCHIVE}
+STORED_FORMATS = {DatasetFormat.ICEBERG, DatasetFormat.DELTA, DatasetFormat.PARQUET, DatasetFormat.ARCHIVE}
+MAX_NAMED_PATHS = 3
+
+
+class PlanRefused(SafetyError):
+    """The plan does not match this workspace or would act outside its datasets: nothing ran."""
+
+
+@dataclass
+class Preflight:
+    """What the checks learnt, for the run: each touched dataset's live key column type."""
+
+    key_types: dict[tuple[str, str], str] = field(default_factory=dict)
+
+
+def preflight(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locations: Mapping[str, Path],
+              spark: SparkSettings, warehouse: Path, roots: tuple[Path, ...] = ()) -> Preflight:
+    """Run every check of the module docstring; raise :class:`PlanRefused` at the first failure."""
+    result = Preflight()
+    decisions = {d.dataset: d for d in plan.datasets}
+    value_sets = _value_set_names(plan)
+    touched = sorted({s.dataset for s in plan.steps if s.action not in NOT_PERFORMED})
+    for step in plan.steps:
+        _check_step(step, catalog, decisions, value_sets)
+    for capture in plan.resolve:
+        _check_computed(plan, capture)
+    schemas = {}
+    for dataset in touched:
+        entry = catalog[dataset]
+        location = locations.get(dataset)
+        if entry.format in STORED_FORMATS:
+            if location is None:
+                raise PlanRefused(f"dataset {dataset}: no location in the catalog: piitracer needs it to find and check its files")
+            guard_location(dataset, entry, location, catalog, locations, roots)
+            if entry.format is DatasetFormat.ICEBERG:
+                _check_spark_path(dataset, entry, location, spark, warehouse)
+            try:
+                schemas[dataset] = table_schema(entry, location)
+            except FormatError as error:
+                raise PlanRefused(f"dataset {dataset}: {error}") from None
+    for step in plan.steps:
+        if step.action in KEYED_ACTIONS:
+            _check_key_column(step, schemas.get(step.dataset), result)
+    _check_subjects(plan, schemas, result)
+    log.info("preflight: %d steps over %d datasets checked", len(plan.steps), len(touched))
+    return result
+
+
+# ---- the plan against the catalog -----------------------------------------------------------
+
+def _check_step(step: Step, catalog: Mapping[str, CatalogDataset], decisions: dict[str, DatasetDecision],
+                value_sets: set[str]) -> None:
+    entry = catalog.get(step.dataset)
+    if entry is None:
+        raise PlanRefused(f"step {step.id}: dataset {step.dataset} is not in this workspace's catalog "
+                          "(a plan made in another workspace, or a catalog changed since planning): re-plan here")
+    if step.action is Action.RESOLVE:
+        if entry.format not in (DatasetFormat.ICEBERG, DatasetFormat.DELTA, DatasetFormat.PARQUET):
+            raise PlanRefused(f"step {step.id}: resolve reads {step.dataset}, a {entry.format.value} dataset with no rows to read")
+    else:
+        decision = decisions.get(step.dataset)
+        if decision is None:
+            raise PlanRefused(f"step {step.id}: dataset {step.dataset} has no decision in the plan's datasets")
+        _same_catalog_facts(step, entry, decision)
+        if step.action not in NOT_PERFORMED:
+            if step.action not in ACTIONS_BY_FORMAT[entry.format]:
+                raise PlanRefused(f"step {step.id}: {step.action.value} is not an action of a {entry.format.value} dataset "
+                                  f"({step.dataset}): the plan was altered or made for another format")
+            if decision.status is not DatasetStatus.ERASE:
+                raise PlanRefused(f"step {step.id}: {step.action.value} on {step.dataset}, which the plan does not erase "
+                                  f"(status {decision.status.value})")
+        if step.action in KEYED_ACTIONS:
+            if not step.key_column or step.key_column != decision.key_column:
+                raise PlanRefused(f"step {step.id}: key column {step.key_column!r} is not the plan's key column of "
+                                  f"{step.dataset} ({decision.key_column!r})")
+            if not step.values_from:
+                raise PlanRefused(f"step {step.id}: {step.action.value} on {step.dataset} names no value set to match")
+    unknown = sorted({v.name for v in step.values_from} - value_sets)
+    if unknown:
+        raise PlanRefused(f"step {step.id}: reads value set(s) {', '.join(unknown)} that the resolve step does not make")
+
+
+def _same_catalog_facts(step: Step, entry: CatalogDataset, decision: DatasetDecision) -> None:
+    changed = []
+    if decision.format != entry.format.value:
+        changed.append(f"format {decision.format} -> {entry.format.value}")
+    if decision.table != entry.table:
+        changed.append(f"table {decision.table} -> {entry.table}")
+    if decision.location != entry.location:
+        changed.append(f"location {decision.location} -> {entry.location}")
+    if changed:
+        raise PlanRefused(f"dataset {step.dataset} changed in the catalog since planning ({'; '.join(changed)}): re-plan")
+
+
+def _value_set_names(plan: DeletionPlan) -> set[str]:
+    names = set()
+    for capture in plan.resolve:
+        names |= {f"{capture.dataset}.{c}" for c in (*capture.key_columns, *capture.identifiers)}
+        names |= {v.name for v in capture.computed}
+    return names
+
+
+def _check_computed(plan: DeletionPlan, capture) -> None:
+    from piitracer.executor.expressions import ExpressionRefused, check_source_expression
+
+    for value in capture.computed:
+        if value.kind is not ValueKind.COMPUTED or not value.expression:
+            raise PlanRefused(f"resolve of {capture.dataset}: computed value set {value.name} has no expression")
+        if value.source.dataset != capture.dataset:
+            raise PlanRefused(f"resolve of {capture.dataset}: computed value set {value.name} reads another dataset")
+        try:
+            check_source_expression(value.expression, value.source.column)
+        except ExpressionRefused as error:
+            raise PlanRefused(f"resolve of {capture.dataset}: computed value set {value.name}: {error}") from None
+
+
+# ---- the plan against the live tables ------------------------------------------------------
+
+def _check_key_column(step: Step, schema, result: Preflight) -> None:
+    if schema is None:
+        return  # a table with no rows yet (an empty folder): nothing can match, nothing to protect
+    if step.key_column not in schema.names:
+        raise PlanRefused(f"step {step.id}: {step.dataset} has no column {step.key_column!r} "
+                          f"(columns: {', '.join(schema.names)})")
+    result.key_types[(step.dataset, step.key_column)] = key_type_name(schema.field(step.key_column).type) or "other"
+
+
+def _check_subjects(plan: DeletionPlan, schemas: dict, result: Preflight) -> None:
+    for capture in plan.resolve:
+        schema = schemas.get(capture.dataset)
+        for column in capture.key_columns:
+            planned = capture.key_types.get(column)
+            if planned is None:
+                raise PlanRefused(f"resolve of {capture.dataset}: the plan does not say the type of key column {column}")
+            key_type = parse_key_type(planned)
+            if schema is not None:
+                if column not in schema.names:
+                    raise PlanRefused(f"resolve of {capture.dataset}: the table has no key column {column!r}")
+                live = key_type_name(schema.field(column).type)
+                if live is None or parse_key_type(live) != key_type:
+                    raise PlanRefused(f"resolve of {capture.dataset}: key column {column} is {live or schema.field(column).type} "
+                                      f"now, {key_type} at planning: re-plan")
+                result.key_types[(capture.dataset, column)] = live
+            for number, subject in enumerate(plan.subjects, start=1):
+                try:
+                    parse_key_value(subject.value, key_type, capture.normalised.get(column, ()))
+                except KeyValueError as error:
+                    raise PlanRefused(f"subject #{number} (request {subject.request_id}): the value {error} "
+                                      f"(key {capture.dataset}.{column} is {key_type}): the plan was altered") from None
+
+
+# ---- the location guard -----------------------------------------------------------------------
+
+def territory_of(dataset: str, entry: CatalogDataset, location: Path, catalog: Mapping[str, CatalogDataset],
+                 locations: Mapping[str, Path], roots: tuple[Path, ...]) -> Territory:
+    """Where a dataset's steps may act: its location; a shallow clone also reads its source's files."""
+    also: tuple[Path, ...] = ()
+    if entry.clone_of is not None and entry.clone_of.mode is CloneMode.SHALLOW:
+        source = locations.get(entry.clone_of.dataset)
+        if source is not None:
+            also = (source,)
+    return Territory.of(dataset, location, also, roots)
+
+
+def guard_location(dataset: str, entry: CatalogDataset, location: Path, catalog: Mapping[str, CatalogDataset],
+                   locations: Mapping[str, Path], roots: tuple[Path, ...]) -> None:
+    """Refuse unless every path the dataset's metadata names lies inside its territory."""
+    territory = territory_of(dataset, entry, location, catalog, locations, roots)
+    outside = territory.outside_roots()
+    if outside is not None:
+        raise PlanRefused(f"dataset {dataset}: {outside} is outside the warehouse roots "
+                          f"({', '.join(territory.roots)}): refusing to touch it")
+    if not location.exists():
+        raise PlanRefused(f"dataset {dataset}: location {location} does not exist: fix catalog.{dataset}.location")
+    leaving = symlinks_leaving(location, territory)
+    if leaving:
+        raise PlanRefused(f"dataset {dataset}: {len(leaving)} symlink(s) under {location} lead outside it "
+                          f"(first: {leaving[0]}): refusing to act through them")
+    try:
+        named = list(_named_paths(entry, location))
+    except FormatError as error:
+        raise PlanRefused(f"dataset {dataset}: {error}") from None
+    strays = [(what, path) for what, path in named if not territory.admits(path, relative_to=str(location))]
+    if strays:
+        shown = "; ".join(f"{what} {path}" for what, path in strays[:MAX_NAMED_PATHS])
+        more = f" (and {len(strays) - MAX_NAMED_PATHS} more)" if len(strays) > MAX_NAMED_PATHS else ""
+        raise PlanRefused(
+            f"dataset {dataset}: its metadata points outside its catalogued location {territory.location}: {shown}{more}. "
+            "A copied table folder keeps the original's absolute paths, so running here would change the original. "
+            "Run on the original workspace, or make a real copy (e.g. Iceberg's register_table after rewriting the "
+            "paths, or a deep clone) and catalogue that")
+
+
+def _named_paths(entry: CatalogDataset, location: Path):
+    if entry.format is DatasetFormat.ICEBERG:
+        from piitracer.formats import iceberg
+
+        yield from iceberg.referenced_paths(location)
+    elif entry.format is DatasetFormat.DELTA:
+        from piitracer.formats import delta
+
+        yield from delta.referenced_paths(location)
+
+
+def _check_spark_path(dataset: str, entry: CatalogDataset, location: Path, spark: SparkSettings, warehouse: Path) -> None:
+    """In the Hadoop catalog, Spark finds ``cat.db.t`` at ``<warehouse>/db/t``: that must be the
+    catalogued location, or Spark's steps would act on another folder than the one checked."""
+    if not entry.table:
+        raise PlanRefused(f"dataset {dataset}: an Iceberg dataset needs 'table:' (catalog.db.table) in the catalog")
+    parts = entry.table.split(".")
+    if len(parts) != 3 or parts[0].lower() != spark.catalog.lower():
+        raise PlanRefused(f"dataset {dataset}: table {entry.table!r} is not in the configured Spark catalog "
+                          f"{spark.catalog!r} (expected {spark.catalog}.db.table)")
+    catalog_type = spark.conf.get(f"spark.sql.catalog.{spark.catalog}.type", "hadoop")
+    if catalog_type != "hadoop":
+        return  # another catalog finds tables its own way: the steps check the loaded table's location
+    spark_path = Path(os.path.normpath(Path(warehouse) / parts[1] / parts[2]))
+    territory = Territory.of(dataset, location)
+    if territory.location != Territory.of(dataset, spark_path).location:
+        raise PlanRefused(f"dataset {dataset}: Spark's catalog {spark.catalog} reads {entry.table} from {spark_path}, "
+                          f"but the catalog's location is {location}: fix spark.warehouse or catalog.{dataset}.location")
