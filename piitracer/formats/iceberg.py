@@ -69,6 +69,15 @@ def referenced_paths(location: Path) -> Iterator[tuple[str, str]]:
     table = static_table(location)
     if table is None:
         return
+    try:
+        yield from _referenced(table)
+    except FormatError:
+        raise
+    except Exception as error:  # a missing or corrupt manifest list or manifest: name it
+        raise FormatError(f"cannot read the table's manifests: {type(error).__name__}: {error}") from error
+
+
+def _referenced(table) -> Iterator[tuple[str, str]]:
     metadata = table.metadata
     yield "table location", metadata.location
     for key in ("write.data.path", "write.metadata.path", "write.object-storage.path", "write.folder-storage.path"):

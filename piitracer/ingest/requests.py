@@ -69,12 +69,14 @@ def _csv_rows(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
         raise RequestFileError(f"{path}:1: expected a header with a 'value' column (and optionally request_id, received_at)")
     rows = []
     while True:
+        previous = reader.line_num
         try:
             row = next(reader)
         except StopIteration:
             break
         except csv.Error as error:  # e.g. a field over the csv module's size limit, a stray quote
-            raise RequestFileError(f"{path}:{reader.line_num}: not a readable CSV line: {error}") from None
+            line = max(reader.line_num, previous + 1)  # the failing line may not be counted yet
+            raise RequestFileError(f"{path}:{line}: not a readable CSV line: {error}") from None
         if None in row:
             raise RequestFileError(f"{path}:{reader.line_num}: more fields than the header names")
         # Header names may be padded; values are kept exactly as written (see the module docstring).

@@ -39,7 +39,7 @@ _ALIASES = {
     "real": "float", "numeric": "decimal", "number": "decimal", "date32": "date",
 }
 _PARAMETERS = re.compile(r"^\s*([a-z_0-9]+)\s*(?:\(\s*([0-9]+)\s*(?:,\s*([0-9]+)\s*)?\))?\s*$")
-_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_INTEGER = re.compile(r"0|-?[1-9][0-9]*")
 _DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.([0-9]+))?")
 _FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
@@ -148,6 +148,8 @@ def _integer(raw: str, key_type: KeyType) -> int:
 
 def _why_not_integer(raw: str) -> str:
     lowered = raw.lower()
+    if raw == "-0":
+        return "negative zero: write 0"
     if lowered.startswith(("0x", "-0x")):
         return "hexadecimal is not accepted, write the integer in decimal digits"
     if "." in raw:
