@@ -22,7 +22,7 @@ from piitracer.executor.table_state import read_table_states
 from piitracer.graph.lineage_graph import LineageGraph
 from piitracer.ingest.workspace_ingest import ingest_workspace
 from piitracer.ingest.workspace_loader import Workspace, load_workspace
-from piitracer.model.audit import AuditEntry, RequestTrail
+from piitracer.model.audit import AuditEntry, EntryKind, RequestTrail
 from piitracer.model.errors import NotFoundError
 from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import DeletionPlan, PlanRequest, Subject
@@ -186,8 +186,9 @@ def check_plan_seal(plan: DeletionPlan, key: AuditKey | None, unsealed_ok: bool)
                             "sealed: refusing it")
 
 
-def execution_context(workspace: Workspace) -> ExecutionContext:
-    """Where the executor finds tables, Spark settings and its journal, for one workspace."""
+def execution_context(workspace: Workspace, attested: Sequence[str] = ()) -> ExecutionContext:
+    """Where the executor finds tables, Spark settings and its journal, for one workspace
+    (``attested``: ids of person steps their owners attested)."""
     catalog = workspace.config.catalog
     return ExecutionContext(
         catalog=catalog,
@@ -196,6 +197,7 @@ def execution_context(workspace: Workspace) -> ExecutionContext:
         warehouse=workspace.resolve(workspace.config.spark.warehouse),
         journal_path=workspace.root / ".piitracer" / "journal.sqlite",
         warehouse_roots=workspace.warehouse_roots(),
+        attested=frozenset(attested),
     )
 
 
@@ -204,11 +206,13 @@ def execute_plan(
     plan: DeletionPlan,
     options: ExecuteOptions = ExecuteOptions(),
     on_step: Callable[[StepResult], None] | None = None,
+    attested: Sequence[str] = (),
 ) -> RunSummary:
     """Run a plan on the workspace's lakehouse (journaled; ``options.resume`` continues a killed run).
     The executor's preflight refuses a plan that does not match the workspace or would act outside
-    its datasets' locations before anything is journaled."""
-    return PlanExecutor(plan, execution_context(workspace), options, on_step).run()
+    its datasets' locations before anything is journaled. Person steps are ``awaiting_attestation``
+    unless their ids are in ``attested``."""
+    return PlanExecutor(plan, execution_context(workspace, attested), options, on_step).run()
 
 
 def prepare_execution(
@@ -216,10 +220,11 @@ def prepare_execution(
     plan: DeletionPlan,
     options: ExecuteOptions = ExecuteOptions(),
     on_step: Callable[[StepResult], None] | None = None,
+    attested: Sequence[str] = (),
 ) -> PlanExecutor:
     """An executor whose preflight already passed (``PlanRefused`` otherwise): the CLI checks
     everything before it records anything in the audit log, then calls ``run()``."""
-    executor = PlanExecutor(plan, execution_context(workspace), options, on_step)
+    executor = PlanExecutor(plan, execution_context(workspace, attested), options, on_step)
     executor.preflight()
     return executor
 
@@ -374,12 +379,17 @@ def verify_plan(
     plan: DeletionPlan,
     value_sets: Mapping[str, list] | None = None,
     step_states: Mapping[str, str] | None = None,
+    attested: Mapping[str, str] | None = None,
+    sweep: str | None = None,
 ) -> VerificationReport:
     """Check that no file and no retained snapshot/version of the plan's datasets still holds a
     subject value. ``value_sets`` and ``step_states`` (step id -> journal state) default to what
     the workspace journal recorded for this plan; a plan never resolved raises
-    :class:`~piitracer.verify.VerificationError` (run ``piitracer execute`` first)."""
+    :class:`~piitracer.verify.VerificationError` (run ``piitracer execute`` first). ``attested``
+    maps the ids of the plan's person steps their owners attested (:func:`attested_steps`) to who
+    and when. ``sweep`` (``catalog`` or ``roots``) also decodes what the plan does not reach."""
     from piitracer.executor.journal import Journal
+    from piitracer.verify.sweep import sweep as sweep_beyond
 
     context = execution_context(workspace)
     if value_sets is None or step_states is None:
@@ -397,7 +407,34 @@ def verify_plan(
     if not value_sets:
         raise VerificationError(f"plan {plan.plan_id[:16]} has no resolved values in the journal: "
                                 "run `piitracer execute` first (its resolve step captures them)")
-    return verify_datasets(plan, workspace.config.catalog, context.locations, value_sets, step_states)
+    report = verify_datasets(plan, workspace.config.catalog, context.locations, value_sets, step_states, attested=attested)
+    if sweep is not None:
+        found, swept, files = sweep_beyond(plan, workspace.config.catalog, context.locations, value_sets, sweep,
+                                           context.warehouse_roots)
+        report = report.model_copy(update={"datasets": report.datasets + tuple(found), "sweep": sweep,
+                                           "swept": tuple(swept), "swept_files": files})
+    return report
+
+
+def recorded_attestations(workspace: Workspace, key: AuditKey, plan: DeletionPlan) -> dict[str, str]:
+    """:func:`attested_steps` of the workspace's audit log, without creating a log (none yet: {})."""
+    if not audit_log_path(workspace).exists():
+        return {}
+    with audit_log(workspace, key=key, create=False) as log:
+        return attested_steps(log, plan)
+
+
+def attested_steps(log: AuditLog, plan: DeletionPlan) -> dict[str, str]:
+    """Step id -> "by NAME at TIME" for every attestation the audit log holds for the plan's
+    person steps (manual, manual_review, recompute)."""
+    found: dict[str, str] = {}
+    for entry in log.entries(plan_id=plan.plan_id):
+        if entry.kind is EntryKind.ATTESTATION:
+            body = entry.body
+            found[str(body.get("step_id"))] = f"by {body.get('attested_by')} at {body.get('attested_at')}"
+    return found
+
+
 # ---- the demo: build the fixture lakehouse, plan, execute (verify and audit slot in) ------------
 
 DEMO_SOURCE = "prod.payments.user_id"

@@ -82,8 +82,9 @@ def run_summary(plan: DeletionPlan) -> RunSummary:
     return RunSummary("run-0001", plan.plan_id, "incomplete", results, 12.0)
 
 
-def verification(plan: DeletionPlan, found: str | None = "risk.card_usage") -> VerificationReport:
-    """Erase datasets erased (except ``found``), others not checked."""
+def verification(plan: DeletionPlan, found: str | None = "risk.card_usage", attested: bool = False) -> VerificationReport:
+    """Erase datasets erased (except ``found``), a person's datasets awaiting attestation (or
+    ``attested``), the others needing no action."""
     results = []
     for decision in plan.datasets:
         if decision.dataset == found:
@@ -92,8 +93,11 @@ def verification(plan: DeletionPlan, found: str | None = "risk.card_usage") -> V
                 findings=(Finding(file="part-00000.parquet", where="column pan", value_set="prod.payments.pan", kind="data"),)))
         elif decision.status.value == "erase":
             results.append(DatasetVerification(dataset=decision.dataset, state=ErasureState.ERASED, files_scanned=4, snapshots_checked=1))
+        elif decision.status.value == "no_action":
+            results.append(DatasetVerification(dataset=decision.dataset, state=ErasureState.NO_ACTION, reason="holds no value"))
         else:
-            results.append(DatasetVerification(dataset=decision.dataset, state=ErasureState.NOT_CHECKED, reason="not erased by piitracer"))
+            state = ErasureState.ATTESTED if attested else ErasureState.AWAITING_ATTESTATION
+            results.append(DatasetVerification(dataset=decision.dataset, state=state, reason="a person's step"))
     return VerificationReport(plan_id=plan.plan_id, checked_at=CHECKED, datasets=tuple(results))
 
 

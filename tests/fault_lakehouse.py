@@ -23,7 +23,8 @@ from deltalake import DeltaTable
 from spark_lakehouse import SUBJECT_PANS, SUBJECTS, checksum, new_namespace, table_rows
 
 import piitracer
-from piitracer.api import plan_deletion, write_private
+from piitracer.audit import load_audit_key
+from piitracer.api import seal_plan, plan_deletion, write_private
 from piitracer.model.plan import DeletionPlan, Subject
 
 CLI = [sys.executable, "-m", "piitracer.cli.main"]
@@ -125,6 +126,7 @@ def make_lake(tmp_path: Path, warehouse: Path, spark, prefix: str) -> Lake:
     layout = [(dataset.format(ns=ns), action) for dataset, action in LAYOUT]
     assert [(s.dataset, s.action.value) for s in plan.steps] == layout, "the tests' step ids assume this order"
     assert [s.id for s in plan.steps] == [f"s{n:03d}" for n in range(1, STEPS + 1)]
+    plan = seal_plan(plan, load_audit_key(ENV["PIITRACER_AUDIT_KEY"]))  # the CLI runs sealed plans only
     plan_file = tmp_path / "plan.json"
     write_private(plan_file, plan.to_json())
     lake = Lake(ns, ws, plan, plan_file, locations, {}, {}, {})

@@ -16,7 +16,8 @@ from byte_scan import find_values
 from spark_lakehouse import SUBJECT_PANS, SUBJECTS, build, checksum, new_namespace, spark_for, table_rows, workspace
 
 import piitracer
-from piitracer.api import audit_log, plan_deletion, write_private
+from piitracer.audit import load_audit_key
+from piitracer.api import seal_plan, audit_log, plan_deletion, write_private
 from piitracer.model.plan import Subject
 
 CLI = [sys.executable, "-m", "piitracer.cli.main"]
@@ -58,6 +59,7 @@ def test_killed_and_resumed_equals_uninterrupted(tmp_path: Path, warehouse: Path
     keep = {name: checksum(r for r in table_rows(spark, f"lake.{ns}.{name}") if r[0] not in SUBJECTS) for name in ("src", "cow", "clone")}
     subjects = [Subject(value=str(u), request_id=f"r{u}", received_at="2026-11-20T09:00:00Z") for u in SUBJECTS]
     plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), [f"{ns}.src.user_id"], subjects)
+    plan = seal_plan(plan, load_audit_key(ENV["PIITRACER_AUDIT_KEY"]))  # the CLI runs sealed plans only
     plan_file = tmp_path / "plan.json"
     write_private(plan_file, plan.to_json())
 

@@ -87,6 +87,11 @@ def verification_body(report: VerificationReport) -> dict[str, Any]:
         "plan_id": report.plan_id,
         "checked_at": report.checked_at.isoformat(),
         "all_erased": report.all_erased,
+        "complete": report.complete,
+        # verify --sweep: what was decoded beyond the plan (its unplanned findings are in datasets)
+        "sweep": report.sweep,
+        "swept": list(report.swept),
+        "swept_files": report.swept_files,
         "datasets": [
             {
                 "dataset": d.dataset,

@@ -10,14 +10,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 import piitracer
 from piitracer.api import (audit_log, audit_report, check_plan_seal, execute_plan, journal_steps, load_plan, plan_deletion,
-                           prepare_execution, record_plan, record_run, record_verification, seal_plan, verify_audit,
-                           verify_plan, write_private)
+                           prepare_execution, record_plan, record_run, record_verification, recorded_attestations, seal_plan,
+                           verify_audit, verify_plan, write_private)
 from piitracer.api import DemoResult, run_demo
 from piitracer.audit import load_audit_key
 from piitracer.executor.runner import ExecuteOptions, ExecutionError, RunSummary, StepResult
@@ -27,6 +26,7 @@ from piitracer.model.plan import DeletionPlan, Subject
 from piitracer.model.verification import ErasureState, VerificationReport
 from piitracer.planner.build import PlanningError
 from piitracer.render.lineage_diagram import lineage_diagram, render_lineage
+from piitracer.render import tables
 from piitracer.render.plan_text import explain_text, plan_tables
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
@@ -50,8 +50,8 @@ def configure_logging(level: str, log_file: Path | None) -> None:
         py4j.setLevel(logging.DEBUG)
         for handler in handlers:
             py4j.addHandler(handler)
-console = Console()
-err_console = Console(stderr=True)
+console = tables.console()
+err_console = tables.console(stderr=True)
 
 
 class PiitracerGroup(click.Group):
@@ -252,7 +252,7 @@ def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bo
     # checked before the audit log or the journal is touched: a refused run leaves no trace.
     key = load_audit_key(key_file=audit_key_file, option="--audit-key-file")
     check_plan_seal(plan, key, unsealed_ok=unsealed)
-    executor = prepare_execution(workspace, plan, options)
+    executor = prepare_execution(workspace, plan, options, attested=recorded_attestations(workspace, key, plan))
     with audit_log(workspace, key=key) as log:
         record_plan(log, plan)
         columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn())
@@ -270,10 +270,20 @@ def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bo
                 raise
         record_run(log, plan, summary, workspace)
     console.print(summary_table(summary))
-    if summary.status != "complete":
+    awaiting = summary.awaiting()
+    if summary.status == "complete":
+        console.print("complete: every step committed or attested", highlight=False)
+    else:
+        heading = f"incomplete: {len(awaiting)} step(s) awaiting attestation" if awaiting else "incomplete"
+        console.print(f"[yellow]{heading}[/]", highlight=False)
         for result in summary.results:
-            if result.state in ("blocked", "pending"):
-                console.print(f"[yellow]{result.step.id} {result.step.dataset} {result.step.action.value}: {result.state}: {result.message}[/]", highlight=False)
+            if result.state in ("blocked", "pending", "awaiting_attestation"):
+                owner = f" (owner {result.step.owner})" if result.step.owner else ""
+                console.print(f"  {result.step.id} {result.step.action.value} {result.step.dataset}{owner}: {result.state}: "
+                              f"{result.message}", highlight=False, markup=False)
+        if awaiting:
+            console.print("  when its owner has done the work: piitracer attest PLAN --step ID --by NAME [--evidence FILE|TEXT]",
+                          highlight=False, markup=False)
 
 
 @cli.group()
@@ -330,20 +340,27 @@ def audit_report_command(ctx: click.Context, request_id: str, out: Path | None, 
 @cli.command("verify")
 @click.argument("plan_file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--sweep", type=click.Choice(["catalog", "roots"]), is_flag=False, flag_value="catalog", default=None,
+              help="Also decode what the plan does not reach: every other catalogued dataset (catalog, the default of a "
+              "bare --sweep) and every file under warehouse_roots (roots); a subject found there is 'unplanned'.")
 @click.option("--audit-key-file", type=click.Path(dir_okay=False, path_type=Path),
               help="File holding the audit key (default: $PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE).")
-@click.option("--no-record", is_flag=True, help="Do not append the result to the audit trail (a read-only check).")
+@click.option("--no-record", is_flag=True, help="Do not append the result to the audit trail (a read-only check; "
+              "no key needed, but then attestations cannot be read and person steps stay awaiting attestation).")
 @click.pass_context
-def verify_command(ctx, plan_file: Path, output: str, audit_key_file: Path | None, no_record: bool) -> None:
+def verify_command(ctx, plan_file: Path, output: str, sweep: str | None, audit_key_file: Path | None, no_record: bool) -> None:
     """Prove the erasure: decode every file under each dataset and read back every retained
-    snapshot/version, and record the result in the audit trail. Exit 0 when all is erased (or not
-    checkable), 1 when subject data is still found or pending, 2 on error. Never prints a subject value."""
+    snapshot/version, and record the result in the audit trail. Exit 0 only when every dataset is
+    erased, attested or needs no action; 1 when any is found, pending, unplanned or awaiting
+    attestation; 2 on error. Never prints a subject value."""
     plan = load_plan(plan_file)
     workspace = _workspace(ctx)
-    log = None if no_record else audit_log(workspace, key_file=audit_key_file)  # no key: exit 2 before the scan
-    report = verify_plan(workspace, plan)
-    if log is not None:
-        with log:
+    # No key, no record: stop before the scan. A read-only check may go without one.
+    key = _optional_audit_key(audit_key_file) if no_record else load_audit_key(key_file=audit_key_file, option="--audit-key-file")
+    attested = recorded_attestations(workspace, key, plan) if key is not None else {}
+    report = verify_plan(workspace, plan, attested=attested, sweep=sweep)
+    if not no_record:
+        with audit_log(workspace, key=key) as log:
             record_verification(log, plan, report)
     if output == "json":
         click.echo(report.model_dump_json(indent=2))
@@ -354,26 +371,37 @@ def verify_command(ctx, plan_file: Path, output: str, audit_key_file: Path | Non
                 place = finding.file or "(logical)"
                 console.print(f"  {item.dataset}: {place}: {finding.where} [{finding.kind}] holds {finding.value_set}",
                               highlight=False, markup=False)
-        erased = sum(d.state is ErasureState.ERASED for d in report.datasets)
-        console.print(f"{erased} of {len(report.datasets)} datasets erased; "
-                      + ("no subject data found" if report.all_erased else "subject data still found or pending"), highlight=False)
-    sys.exit(EXIT_OK if report.all_erased else EXIT_FOUND)
+        done = len(report.datasets) - len(report.open_items())
+        swept = f"; swept {len(report.swept)} more dataset(s)/folder(s), {report.swept_files} files" if report.sweep else ""
+        verdict = ("complete: no subject data found, every person's step attested" if report.complete else
+                   "not complete: " + ", ".join(f"{n} {state}" for state, n in
+                                                sorted(Counter(d.state.value for d in report.open_items()).items())))
+        console.print(f"{done} of {len(report.datasets)} datasets done{swept}; {verdict}", highlight=False)
+    sys.exit(EXIT_OK if report.complete else EXIT_FOUND)
 
 
-STATE_STYLE = {ErasureState.ERASED: "green", ErasureState.PENDING: "yellow", ErasureState.FOUND: "red", ErasureState.NOT_CHECKED: "dim"}
+STATE_STYLE = {ErasureState.ERASED: "green", ErasureState.ATTESTED: "green", ErasureState.NO_ACTION: "dim",
+               ErasureState.PENDING: "yellow", ErasureState.AWAITING_ATTESTATION: "yellow", ErasureState.FOUND: "red",
+               ErasureState.UNPLANNED: "red", ErasureState.NOT_CHECKED: "red"}
 
 
 def verification_table(report: VerificationReport) -> Table:
     """One row per dataset: state, files scanned, snapshots checked, findings, pending-until/reason."""
     table = Table(title=f"verification of plan {report.plan_id[:12]} at {report.checked_at:%Y-%m-%d %H:%M:%S} UTC")
-    for name in ("dataset", "state", "files", "snapshots", "findings", "pending until / reason"):
-        table.add_column(name, justify="right" if name in ("files", "snapshots", "findings") else "left", overflow="fold")
+    tables.name_column(table, "dataset", [d.dataset for d in report.datasets])
+    tables.name_column(table, "state", [d.state.value for d in report.datasets])
+    for name in ("files", "snapshots", "findings"):
+        tables.name_column(table, name, [], justify="right")
+    tables.text_column(table, "pending until / reason")
     for item in report.datasets:
         detail = item.pending_until or item.reason or ""
         if item.notes:
             detail = (detail + "; " if detail else "") + "; ".join(item.notes)
         table.add_row(Text(item.dataset), Text(item.state.value, style=STATE_STYLE[item.state]), str(item.files_scanned),
                       str(item.snapshots_checked), str(len(item.findings)), Text(detail))
+    return table
+
+
 @cli.command("demo")
 @click.option("--dir", "folder", type=click.Path(file_okay=False, path_type=Path), default=Path("demo"), show_default=True,
               help="Demo workspace folder (the fixture workspace is copied there once).")
@@ -423,8 +451,9 @@ def summary_table(summary: RunSummary) -> Table:
     for result in summary.results:
         seconds[result.step.dataset] = seconds.get(result.step.dataset, 0.0) + result.seconds
     table = Table(title=f"run {summary.run_id[:12]}: {summary.status} in {summary.seconds:.1f} s")
-    for name in ("dataset", "rows deleted", "files rewritten", "files removed", "bytes removed", "seconds"):
-        table.add_column(name, justify="left" if name == "dataset" else "right")
+    tables.name_column(table, "dataset", list(summary.by_dataset()))
+    for name in ("rows deleted", "files rewritten", "files removed", "bytes removed", "seconds"):
+        tables.name_column(table, name, [], justify="right")
     for dataset, totals in summary.by_dataset().items():
         table.add_row(dataset, str(totals["rows_deleted"]), str(totals["files_rewritten"]), str(totals["files_removed"]),
                       f"{totals['bytes_removed']:,}", f"{seconds.get(dataset, 0.0):.1f}")

@@ -33,6 +33,8 @@ CREATE TABLE IF NOT EXISTS value_sets (
 """
 
 RUNNING, COMMITTED, FAILED, BLOCKED, PENDING = "running", "committed", "failed", "blocked", "pending"
+# A person's step (manual, manual_review, recompute): open until its owner attests it, then attested.
+AWAITING, ATTESTED = "awaiting_attestation", "attested"
 
 
 @dataclass(frozen=True)

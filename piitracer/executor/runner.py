@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 
 from piitracer.executor.failpoints import during, failpoint
 from piitracer.executor.iceberg_eraser import IcebergEraser
-from piitracer.executor.journal import BLOCKED, COMMITTED, FAILED, PENDING, RUNNING, Journal, StepRecord
+from piitracer.executor.journal import ATTESTED, AWAITING, BLOCKED, COMMITTED, FAILED, PENDING, RUNNING, Journal, StepRecord
 from piitracer.executor.outcome import Attempt, SafetyError, StepOutcome
 from piitracer.executor.preflight import Preflight, preflight
 from piitracer.executor.resolve import resolve_values, values_for
@@ -64,9 +64,13 @@ class StepResult:
 class RunSummary:
     run_id: str
     plan_id: str
-    status: str  # complete | incomplete (blocked or pending steps) | failed | dry-run
+    status: str  # complete | incomplete (blocked, pending or awaiting-attestation steps) | failed | dry-run
     results: list[StepResult] = field(default_factory=list)
     seconds: float = 0.0
+
+    def awaiting(self) -> list[StepResult]:
+        """A person's steps still to be attested (``piitracer attest``)."""
+        return [r for r in self.results if r.state == AWAITING]
 
     def by_dataset(self) -> dict[str, dict[str, int]]:
         """Rows deleted, files rewritten/removed and bytes removed per dataset."""
@@ -89,6 +93,7 @@ class ExecutionContext:
     warehouse: Path
     journal_path: Path
     warehouse_roots: tuple[Path, ...] = ()  # when set, every location touched must be under one
+    attested: frozenset[str] = frozenset()  # ids of person steps their owners attested (from the audit log)
 
 
 class PlanExecutor:
@@ -158,7 +163,7 @@ class PlanExecutor:
                 journal.finish_run(run_id, "failed")
                 summary.seconds = time.monotonic() - started
                 raise ExecutionError(f"step {step.id} ({step.action.value} on {step.dataset}) failed: {result.message}")
-            if result.state in (BLOCKED, PENDING) and step.action not in NOT_PERFORMED:
+            if result.state in (BLOCKED, PENDING, AWAITING):
                 summary.status = "incomplete"
         journal.finish_run(run_id, summary.status)
         summary.seconds = time.monotonic() - started
@@ -212,8 +217,10 @@ class PlanExecutor:
 
     def _refusal(self, step: Step) -> tuple[str, str] | None:
         if step.action in NOT_PERFORMED:
+            if step.id in self.context.attested:
+                return ATTESTED, "attested by its owner (see the audit log)"
             who = f" by {step.owner}" if step.owner else ""
-            return PENDING, f"to be done{who}: {step.reason or step.action.value}"
+            return AWAITING, f"awaiting attestation: to be done{who}: {step.reason or step.action.value}"
         if step.action is Action.REMOVE_ORPHAN_FILES and not self.options.no_concurrent_writers:
             return PENDING, "orphan removal needs --no-concurrent-writers (a writer's uncommitted files look like orphans)"
         if step.action is Action.RELEASE_REF and not self.options.drop_refs:

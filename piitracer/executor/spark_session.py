@@ -4,6 +4,7 @@ configuration."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from pathlib import Path
@@ -48,6 +49,37 @@ def jvm_log_level() -> str:
     return "DEBUG" if level <= logging.DEBUG else "INFO" if level <= logging.INFO else "ERROR"
 
 
+LOG4J2 = """# piitracer's log4j2 configuration for Spark's JVM (written at start, level from --log-level)
+rootLogger.level = {level}
+rootLogger.appenderRef.stderr.ref = console
+# Spark takes the level of the class that starts it (PySpark's gateway) as "the shell's" and prints
+# "Setting default log level" unless that logger is configured and equal to the root's.
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = {level}
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = {level}
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n%ex
+"""
+
+
+def log4j_configuration(level: str) -> Path:
+    """A log4j2 file at ``level`` for the JVM Spark starts: without it Spark prints its own WARN
+    lines (hostname, native libraries, "Setting default log level") before piitracer can set a level."""
+    import tempfile
+
+    folder = Path(tempfile.gettempdir()) / f"piitracer-{os.getuid() if hasattr(os, 'getuid') else 'user'}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    text = LOG4J2.format(level=level.lower())
+    path = folder / f"log4j2-{level.lower()}-{hashlib.sha256(text.encode()).hexdigest()[:8]}.properties"
+    if not path.exists():
+        path.write_text(text)
+    return path
+
+
 def spark_session(settings: SparkSettings, warehouse: Path) -> "SparkSession":
     """The process's Spark session (started on first use, then reused) with the Iceberg catalog
     ``settings.catalog`` of type hadoop on ``warehouse``."""
@@ -69,6 +101,7 @@ def spark_session(settings: SparkSettings, warehouse: Path) -> "SparkSession":
         .config(f"spark.sql.catalog.{settings.catalog}.type", "hadoop")
         .config(f"spark.sql.catalog.{settings.catalog}.warehouse", str(warehouse))
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")  # no "[Stage N:>" bars in a person's terminal
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.driver.memory", settings.driver_memory)
         .config("spark.sql.session.timeZone", "UTC")
@@ -80,7 +113,12 @@ def spark_session(settings: SparkSettings, warehouse: Path) -> "SparkSession":
         builder = builder.config("spark.jars", jar)
     if settings.packages:
         builder = builder.config("spark.jars.packages", ",".join(settings.packages))
-    for name, value in sorted(settings.conf.items()):
+    conf = dict(settings.conf)
+    logging_option = f"-Dlog4j2.configurationFile=file:{log4j_configuration(jvm_log_level())}"
+    for side in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+        if "log4j2.configurationFile" not in conf.get(side, ""):  # a user's own log4j setting wins
+            conf[side] = f"{logging_option} {conf.get(side, '')}".strip()
+    for name, value in sorted(conf.items()):
         builder = builder.config(name, value)
     _session = builder.getOrCreate()
     _session.sparkContext.setLogLevel(jvm_log_level())

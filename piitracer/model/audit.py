@@ -23,6 +23,7 @@ class EntryKind(str, Enum):
     PLAN = "plan"  # the plan's id, requests, deadline and per-dataset decisions
     STEP = "step"  # one executed (or refused) step: state, versions, metadata hash, counts, times
     VERIFICATION = "verification"  # the verifier's per-dataset verdicts and findings (no values)
+    ATTESTATION = "attestation"  # a person confirmed a manual/manual_review/recompute step (who, when, evidence hash)
 
 
 class SubjectDigest(Frozen):

@@ -15,12 +15,20 @@ from piitracer.model.lineage import Frozen
 
 
 class ErasureState(str, Enum):
-    """The verifier's verdict on one dataset."""
+    """The verifier's verdict on one dataset. Only ERASED, ATTESTED and NO_ACTION mean done
+    (``VerificationReport.complete``): every other state keeps ``verify`` at exit 1."""
 
     ERASED = "erased"  # no retained snapshot/version and no file under the location holds a subject value
+    ATTESTED = "attested"  # a person's step (manual, manual_review, recompute) confirmed by its owner, nothing found
+    NO_ACTION = "no_action"  # holds no value of the subjects (a view, an indirect influence) and none was found
     PENDING = "pending"  # bytes remain only where a planned step or a retention window will remove them
+    AWAITING_ATTESTATION = "awaiting_attestation"  # a person's step is open: piitracer cannot prove it
     FOUND = "found"  # subject data is still there and nothing planned will remove it
-    NOT_CHECKED = "not_checked"  # nothing to check (no location, view, external system, manual review)
+    UNPLANNED = "unplanned"  # the sweep found subject data in a dataset or folder the plan does not reach
+    NOT_CHECKED = "not_checked"  # a dataset the plan erases could not be checked (no location, missing folder)
+
+
+DONE_STATES = frozenset({ErasureState.ERASED, ErasureState.ATTESTED, ErasureState.NO_ACTION})
 
 
 class Finding(Frozen):
@@ -47,16 +55,28 @@ class DatasetVerification(Frozen):
 
 
 class VerificationReport(Frozen):
-    """Every dataset of one plan, checked at one moment."""
+    """Every dataset of one plan, checked at one moment (and, with a sweep, what lies beyond it)."""
 
     plan_id: str
     checked_at: datetime
     datasets: tuple[DatasetVerification, ...]
+    sweep: str | None = Field(None, description="'catalog' or 'roots' when verify --sweep looked beyond the plan.")
+    swept: tuple[str, ...] = Field((), description="Datasets (and folders) the sweep decoded besides the plan's.")
+    swept_files: int = 0
+
+    @property
+    def complete(self) -> bool:
+        """True when every dataset is erased, attested or needs no action (``verify`` exit 0)."""
+        return all(d.state in DONE_STATES for d in self.datasets)
 
     @property
     def all_erased(self) -> bool:
-        """True when no dataset is ``found`` or ``pending``."""
-        return all(d.state in (ErasureState.ERASED, ErasureState.NOT_CHECKED) for d in self.datasets)
+        """Same as :attr:`complete` (kept for callers of the first API)."""
+        return self.complete
+
+    def open_items(self) -> list[DatasetVerification]:
+        """Datasets that keep the erasure from being complete."""
+        return [d for d in self.datasets if d.state not in DONE_STATES]
 
     def result(self, dataset: str) -> DatasetVerification:
         """The verification of one dataset; KeyError if it was not checked."""

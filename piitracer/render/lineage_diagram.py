@@ -24,7 +24,9 @@ HEADER_FILL = "#e8eef7"
 # Fill colours by dataset state, used by reports (erased, pending, manual_review, ...).
 STATE_FILLS = {
     "erased": "#c8f0c8",
+    "attested": "#b7e4d8",  # a person confirmed it: green-blue, not the verifier's green
     "pending": "#ffe2a8",
+    "awaiting_attestation": "#f3c4ec",
     "found": "#f6b3b3",
     "manual_review": "#f3c4ec",  # not found's red: a person must act, nothing is known to be left
     "recompute": "#d9d2f3",

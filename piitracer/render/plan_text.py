@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from piitracer.model.plan import DatasetDecision, DeletionPlan, Step
+from piitracer.render.tables import name_column, text_column
 
 
 def plan_tables(plan: DeletionPlan) -> Group:
@@ -19,15 +20,24 @@ def plan_tables(plan: DeletionPlan) -> Group:
         f"\ndeadline {plan.deadline_at.isoformat()}",
     )
     steps = Table(title="steps", show_lines=False)
-    for name in ("#", "id", "dataset", "action", "key column", "values", "after", "note"):
-        steps.add_column(name, overflow="fold")
+    name_column(steps, "#", [str(s.order) for s in plan.steps], justify="right")
+    name_column(steps, "id", [s.id for s in plan.steps])
+    name_column(steps, "dataset", [s.dataset for s in plan.steps])
+    name_column(steps, "action", [_action(s) for s in plan.steps])
+    name_column(steps, "key column", [s.key_column or "" for s in plan.steps])
+    for name in ("values", "after", "note"):
+        text_column(steps, name)
     for step in plan.steps:
         steps.add_row(str(step.order), step.id, step.dataset, _action(step), step.key_column or "",
                       _values(step), ", ".join(step.depends_on[:3]) + ("…" if len(step.depends_on) > 3 else ""),
                       _note(step))
     datasets = Table(title="datasets")
-    for name in ("dataset", "format", "status", "key column", "rule", "deadline"):
-        datasets.add_column(name, overflow="fold")
+    name_column(datasets, "dataset", [d.dataset for d in plan.datasets])
+    name_column(datasets, "format", [d.format or "?" for d in plan.datasets])
+    name_column(datasets, "status", [d.status.value for d in plan.datasets])
+    name_column(datasets, "key column", [d.key_column or "" for d in plan.datasets])
+    for name in ("rule", "deadline"):
+        text_column(datasets, name)
     for decision in plan.datasets:
         datasets.add_row(decision.dataset, decision.format or "?", decision.status.value, decision.key_column or "",
                          decision.rule, _deadline(decision))

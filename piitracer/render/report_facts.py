@@ -11,12 +11,14 @@ from piitracer.model.audit import AuditEntry, EntryKind, RequestTrail
 from piitracer.model.errors import NotFoundError
 
 # Report states, in legend order (the diagram colours nodes by these).
-STATES = ("erased", "pending", "found", "manual_review", "recompute", "no_action")
+STATES = ("erased", "attested", "pending", "awaiting_attestation", "found", "manual_review", "recompute", "no_action")
 STATE_LABELS = {
-    "erased": "erased", "pending": "pending", "found": "found (still there)", "manual_review": "manual review",
+    "erased": "erased", "attested": "attested by its owner", "pending": "pending",
+    "awaiting_attestation": "awaiting attestation", "found": "found (still there)", "manual_review": "manual review",
     "recompute": "recompute", "no_action": "no action",
 }
-DONE_STEP_STATES = {"committed"}
+# A person's step is done once its owner attested it (an attestation entry in the log).
+DONE_STEP_STATES = {"committed", "attested"}
 
 
 @dataclass
@@ -50,6 +52,7 @@ def report_facts(trail: RequestTrail, now: datetime) -> ReportFacts:
     plan_id = plans[-1].plan_id
     mine = [e for e in trail.entries if e.plan_id == plan_id]
     latest_step: dict[str, dict[str, Any]] = {}
+    attested = {str(e.body.get("step_id")) for e in mine if e.kind is EntryKind.ATTESTATION}
     for entry in mine:
         if entry.kind is EntryKind.STEP:
             latest_step[entry.body["step_id"]] = {**entry.body, "seq": entry.seq}
@@ -65,7 +68,8 @@ def report_facts(trail: RequestTrail, now: datetime) -> ReportFacts:
     steps = []
     for planned in plan["steps"]:
         recorded = latest_step.get(planned["step_id"])
-        steps.append({**planned, **(recorded or {}), "state": recorded["state"] if recorded else "not run"})
+        state = "attested" if planned["step_id"] in attested else recorded["state"] if recorded else "not run"
+        steps.append({**planned, **(recorded or {}), "state": state})
     request = next((r for r in plan["requests"] if r["request_id"] == trail.request_id), None)
     return ReportFacts(
         request_id=trail.request_id, plan_id=plan_id,
@@ -79,12 +83,14 @@ def report_facts(trail: RequestTrail, now: datetime) -> ReportFacts:
 def dataset_state(status: str, verified: str | None) -> str:
     """One of :data:`STATES`. Evidence of data still there wins; otherwise a dataset piitracer does
     not erase keeps its plan status; an erased dataset is ``erased`` only when the verifier says so."""
-    if verified == "found":
+    if verified in ("found", "unplanned", "not_checked"):
         return "found"
+    if verified == "awaiting_attestation" and status in ("manual_review", "recompute"):
+        return status  # the kind of work a person still has to do (and attest)
+    if verified in ("attested", "awaiting_attestation", "no_action", "erased"):
+        return verified
     if status in ("manual_review", "recompute", "no_action"):
         return status
-    if verified == "erased":
-        return "erased"
     return "pending"  # planned or executed, but not (yet) verified erased
 
 
@@ -93,7 +99,8 @@ def deadline_status(plan: dict[str, Any], steps: list[dict[str, Any]], datasets:
     """Met only when the verifier found nothing left and no step is open, on or before the deadline."""
     deadline = datetime.fromisoformat(plan["deadline_at"]) if plan.get("deadline_at") else None
     open_steps = [s for s in steps if s["state"] not in DONE_STEP_STATES]
-    left = [d["dataset"] for d in datasets if d["state"] in ("pending", "found")]
+    left = [d["dataset"] for d in datasets if d["state"] in ("pending", "found", "awaiting_attestation")
+            or (d["state"] in ("manual_review", "recompute") and (d.get("verification") or {}).get("state") != "attested")]
     if deadline is None:
         return DeadlineStatus(None, "unknown", "the plan entry has no deadline")
     remaining = []

@@ -54,10 +54,11 @@ def list_files(root: Path) -> list[Path]:
     return found
 
 
-def scan_location(root: Path, index: ValueIndex) -> ScanResult:
-    """Decode every file under ``root`` and collect the places holding a value of ``index``."""
+def scan_location(root: Path, index: ValueIndex, files: list[Path] | None = None) -> ScanResult:
+    """Decode every file under ``root`` (or just ``files``, paths under ``root``) and collect the
+    places holding a value of ``index``."""
     result = ScanResult()
-    for path in list_files(root):
+    for path in (list_files(root) if files is None else files):
         relative = path.relative_to(root).as_posix()
         shown = redact_path(relative, index)
         result.files.append(shown)

@@ -1,11 +1,17 @@
 """The verdict per dataset of a plan: erased, pending (bytes remain only where a planned step
 that has not committed yet will remove them), found, or not checked.
 
-Which values are searched in a dataset: the value sets its own steps match on (``values_from``,
-computed keys such as hashes included) plus every identifier value set of the plan, because an
-identifier (a PAN, a phone number) can leak into any table, whatever lineage says. Computed sets
-are searched only where the plan uses them: a hash of a user id in an unrelated table would be
-a coincidence to chase, not evidence.
+Which values are searched in a dataset: every identifier value set of the plan (an identifier —
+a PAN, a phone number — can leak into any table, whatever lineage says), the value sets its own
+steps match on, and every value form the lineage says one of its columns holds (``column_forms``:
+a computed key such as ``LOWER(TRIM(email))`` or a hash, a value equal through a join) — wherever
+that column lives, not only where a step keys on it. A computed form is not searched where no
+column of the dataset holds it: a hash of a user id in an unrelated table would be a coincidence
+to chase, not evidence.
+
+A person's step (``manual``, ``manual_review``, ``recompute``) is open until its owner attests it
+(``piitracer attest``): such a dataset is ``awaiting_attestation``, then ``attested`` — and
+``found`` whenever its files still hold a resolved value, attested or not.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ def identifier_sets(plan: DeletionPlan) -> set[str]:
 def sets_for(plan: DeletionPlan, decision: DatasetDecision) -> list[str]:
     """The value sets searched in one dataset (see the module docstring)."""
     names = identifier_sets(plan) | {v.name for v in decision.values_from}
+    names |= {name for forms in decision.column_forms.values() for name in forms}
     for step in plan.steps:
         if step.dataset == decision.dataset:
             names |= {v.name for v in step.values_from}
@@ -56,15 +63,18 @@ def verify_datasets(
     value_sets: Mapping[str, list[Any]],
     step_states: Mapping[str, str] | None = None,
     checked_at: datetime | None = None,
+    attested: Mapping[str, str] | None = None,
 ) -> VerificationReport:
     """Check every dataset of ``plan``: decode every file under its location and read back every
-    retained snapshot/version. ``step_states`` maps step id -> journal state (missing: not run)."""
+    retained snapshot/version. ``step_states`` maps step id -> journal state (missing: not run);
+    ``attested`` maps the id of a person's step to who attested it and when."""
     if not value_sets:
         raise VerificationError("no resolved values for this plan: run `piitracer execute` first")
     states = dict(step_states or {})
     results = []
     for decision in plan.datasets:
-        result = verify_dataset(plan, decision, catalog.get(decision.dataset), locations.get(decision.dataset), value_sets, states)
+        result = verify_dataset(plan, decision, catalog.get(decision.dataset), locations.get(decision.dataset), value_sets,
+                                states, attested or {})
         log.info("verified %s: %s", decision.dataset, result.state.value)
         results.append(result)
     return VerificationReport(plan_id=plan.plan_id, checked_at=checked_at or datetime.now(timezone.utc),
@@ -73,17 +83,23 @@ def verify_datasets(
 
 def verify_dataset(plan: DeletionPlan, decision: DatasetDecision, entry: CatalogDataset | None,
                    location: Path | None, value_sets: Mapping[str, list[Any]],
-                   states: Mapping[str, str]) -> DatasetVerification:
+                   states: Mapping[str, str], attested: Mapping[str, str] | None = None) -> DatasetVerification:
     """The verdict for one dataset."""
     dataset = decision.dataset
-    if entry is None:
-        return _not_checked(dataset, "not in the catalog: its format and location are unknown")
-    if entry.format in (DatasetFormat.VIEW, DatasetFormat.EXTERNAL):
-        owner = f" (owner: {entry.owner})" if entry.owner else ""
-        what = "a view stores no rows" if entry.format is DatasetFormat.VIEW else f"an external system{owner}: erased by its owner"
-        return _not_checked(dataset, what)
-    if location is None:
-        return _not_checked(dataset, "no local location in the catalog")
+    attested = attested or {}
+    person = _person_steps(plan, dataset)
+    if entry is None or entry.format in (DatasetFormat.VIEW, DatasetFormat.EXTERNAL) or location is None:
+        if entry is not None and entry.format is DatasetFormat.VIEW:
+            return DatasetVerification(dataset=dataset, state=ErasureState.NO_ACTION, reason="a view stores no rows")
+        if person:
+            owner = f" (owner: {entry.owner})" if entry is not None and entry.owner else ""
+            what = (f"an external system{owner}" if entry is not None and entry.format is DatasetFormat.EXTERNAL
+                    else "not checkable by piitracer (no catalogued location)")
+            return _by_attestation(dataset, person, attested, f"{what}: its owner erases it")
+        if decision.status is DatasetStatus.NO_ACTION:
+            return DatasetVerification(dataset=dataset, state=ErasureState.NO_ACTION, reason=decision.reason)
+        return _not_checked(dataset, "not in the catalog: its format and location are unknown" if entry is None
+                            else "no location in the catalog")
     if not location.exists():
         return _not_checked(dataset, f"location {location} does not exist")
 
@@ -109,15 +125,17 @@ def verify_dataset(plan: DeletionPlan, decision: DatasetDecision, entry: Catalog
 
     common = dict(dataset=dataset, files_scanned=len(scan.files), snapshots_checked=view.versions_checked,
                   findings=tuple(findings), value_sets=tuple(names), notes=tuple(notes))
-    person = _person_step(plan, dataset)
-    if decision.status in (DatasetStatus.MANUAL_REVIEW, DatasetStatus.RECOMPUTE):
-        must_act = f"a person must act: {person}" if person else "a person must act"
+    if person:
+        steps_text = ", ".join(f"{s.id} {s.action.value}" for s in person)
         if findings:
-            return DatasetVerification(state=ErasureState.FOUND, reason=f"{decision.status.value}: {must_act}; "
-                                       f"{len(findings)} place(s) hold resolved values", **common)
-        return DatasetVerification(state=ErasureState.NOT_CHECKED, reason=f"{decision.status.value}: no resolved value "
-                                   f"found, but piitracer cannot identify this dataset's rows of the subject: {must_act}", **common)
+            return DatasetVerification(state=ErasureState.FOUND, reason=f"{decision.status.value}: a person must act "
+                                       f"({steps_text}); {len(findings)} place(s) still hold resolved values", **common)
+        verdict = _by_attestation(dataset, person, attested, "piitracer cannot identify this dataset's rows of the subjects; "
+                                  "no resolved value was found in its files")
+        return verdict.model_copy(update={k: v for k, v in common.items() if k != "dataset"})
     if not findings:
+        if decision.status is DatasetStatus.NO_ACTION:
+            return DatasetVerification(state=ErasureState.NO_ACTION, reason=decision.reason, **common)
         return DatasetVerification(state=ErasureState.ERASED, **common)
 
     steps = {s.id: s for s in plan.steps if s.dataset == dataset}
@@ -142,6 +160,17 @@ def verify_dataset(plan: DeletionPlan, decision: DatasetDecision, entry: Catalog
 
 def _not_checked(dataset: str, reason: str) -> DatasetVerification:
     return DatasetVerification(dataset=dataset, state=ErasureState.NOT_CHECKED, reason=reason)
+
+
+def _by_attestation(dataset: str, person: list, attested: Mapping[str, str], why: str) -> DatasetVerification:
+    """A person's steps: attested when every one is, else awaiting attestation (naming the open ones)."""
+    open_steps = [s for s in person if s.id not in attested]
+    if open_steps:
+        listed = ", ".join(f"{s.id} {s.action.value}" + (f" (owner {s.owner})" if s.owner else "") for s in open_steps)
+        return DatasetVerification(dataset=dataset, state=ErasureState.AWAITING_ATTESTATION,
+                                   reason=f"{why}: awaiting attestation of {listed} (piitracer attest)")
+    confirmed = "; ".join(f"{s.id} attested {attested[s.id]}" for s in person)
+    return DatasetVerification(dataset=dataset, state=ErasureState.ATTESTED, reason=f"{why}: {confirmed}")
 
 
 def _table_view(entry: CatalogDataset, location: Path, key: str | None, index: ValueIndex) -> tuple[TableView, list[str]]:
@@ -196,11 +225,12 @@ def _logical_removers(entry: CatalogDataset, current: bool, held_by_ref: bool) -
     return [Action.REWRITE_FILES, Action.REWRITE_ARCHIVE]
 
 
-def _person_step(plan: DeletionPlan, dataset: str) -> str | None:
-    for step in plan.steps:
-        if step.dataset == dataset and step.action in (Action.MANUAL_REVIEW, Action.MANUAL, Action.RECOMPUTE):
-            return f"step {step.id} {step.action.value}" + (f" ({step.reason})" if step.reason else "")
-    return None
+PERSON_ACTIONS = (Action.MANUAL_REVIEW, Action.MANUAL, Action.RECOMPUTE)
+
+
+def _person_steps(plan: DeletionPlan, dataset: str) -> list:
+    """The steps of a dataset that a person does (and attests)."""
+    return [step for step in plan.steps if step.dataset == dataset and step.action in PERSON_ACTIONS]
 
 
 def _retention_text(decision: DatasetDecision) -> str:

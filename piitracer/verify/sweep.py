@@ -1,0 +1,88 @@
+"""``verify --sweep``: look where the plan does not.
+
+Static lineage misses flows (a job that emits no event, SQL nobody checked in). Meta's DELF pairs
+its static deletion graph with a dynamic check for exactly that reason; this is piitracer's. After
+the plan's own datasets are verified, the sweep decodes, with the same decoders:
+
+- ``catalog``: every other catalogued dataset that stores files;
+- ``roots``: that, plus every file under the workspace's ``warehouse_roots`` that lies in no
+  catalogued location (a table nobody catalogued, a stray export);
+
+and searches them for the subjects' identifier values in their raw forms (the values the resolve
+step captured from the source rows; computed forms only mean something where lineage says a column
+holds them). A hit is ``unplanned``: named by dataset (or folder), file, place and value set, with
+the hint that the lineage does not show this flow. ``verify`` then exits 1.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from piitracer.model.plan import DeletionPlan
+from piitracer.model.verification import DatasetVerification, ErasureState, Finding
+from piitracer.model.workspace import CatalogDataset, DatasetFormat
+from piitracer.storage.guard import canonical, is_under
+from piitracer.verify.decoders import list_files, scan_location
+from piitracer.verify.values import ValueIndex
+
+log = logging.getLogger(__name__)
+STORED = (DatasetFormat.ICEBERG, DatasetFormat.DELTA, DatasetFormat.PARQUET, DatasetFormat.ARCHIVE)
+MODES = ("catalog", "roots")
+HINT = ("the lineage does not show this flow: find the job that writes it, add its lineage (or the table) "
+        "and re-plan")
+
+
+def sweep(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locations: Mapping[str, Path],
+          value_sets: Mapping[str, list[Any]], mode: str, roots: tuple[Path, ...] = ()
+          ) -> tuple[list[DatasetVerification], list[str], int]:
+    """(unplanned findings per dataset or folder, everything swept, files decoded)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown sweep {mode!r} (expected one of {', '.join(MODES)})")
+    from piitracer.verify.verifier import identifier_sets
+
+    names = sorted(identifier_sets(plan))
+    index = ValueIndex.build({name: value_sets.get(name, []) for name in names})
+    planned = {d.dataset for d in plan.datasets}
+    results: list[DatasetVerification] = []
+    swept: list[str] = []
+    files = 0
+    for dataset, entry in sorted(catalog.items()):
+        location = locations.get(dataset)
+        if dataset in planned or entry.format not in STORED or location is None or not location.exists():
+            continue
+        scan = scan_location(location, index)
+        swept.append(dataset)
+        files += len(scan.files)
+        log.info("swept %s: %d files, %d hits", dataset, len(scan.files), len(scan.hits))
+        if scan.hits:
+            results.append(_unplanned(dataset, scan, names, f"catalogued dataset {dataset} is not in the plan"))
+    if mode == "roots":
+        catalogued = [canonical(p) for d, p in locations.items() if catalog.get(d) and catalog[d].format in STORED]
+        for root in roots:
+            if not root.exists():
+                continue
+            by_folder: dict[Path, list[Path]] = {}
+            for path in list_files(root):
+                if any(is_under(canonical(path), place) for place in catalogued):
+                    continue
+                by_folder.setdefault(path.parent, []).append(path)
+            for folder, paths in sorted(by_folder.items()):
+                scan = scan_location(folder, index, paths)
+                label = f"folder:{os.path.normpath(folder)}"
+                swept.append(label)
+                files += len(scan.files)
+                if scan.hits:
+                    results.append(_unplanned(label, scan, names, f"{folder} is in no catalogued location"))
+    return results, swept, files
+
+
+def _unplanned(name: str, scan, value_sets: list[str], what: str) -> DatasetVerification:
+    findings = tuple(Finding(file=hit.file, where=hit.where, value_set=hit.value_set, kind=hit.kind) for hit in scan.hits)
+    sets = sorted({f.value_set for f in findings})
+    return DatasetVerification(
+        dataset=name, state=ErasureState.UNPLANNED, files_scanned=len(scan.files), findings=findings,
+        value_sets=tuple(value_sets),
+        reason=f"{what}, but {len(findings)} place(s) hold the subjects' {', '.join(sets)}: {HINT}")
