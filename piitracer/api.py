@@ -14,8 +14,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from pydantic import ValidationError
 
-from piitracer.audit import (AuditError, AuditKey, AuditLog, StepEvidence, VerifyResult, load_audit_key, record_plan_entry,
-                             record_step_entries, record_verification_entry)
+from piitracer.audit import (AuditError, AuditKey, AuditLog, StepEvidence, VerifyResult, load_audit_key,
+                             record_attestation_entry, record_plan_entry, record_step_entries, record_verification_entry)
 from piitracer.executor.journal import Journal
 from piitracer.executor.runner import ExecuteOptions, ExecutionContext, PlanExecutor, RunSummary, StepResult
 from piitracer.executor.table_state import read_table_states
@@ -416,6 +416,53 @@ def verify_plan(
     return report
 
 
+PERSON_ACTIONS = ("manual", "manual_review", "recompute")
+
+
+class AttestationError(PlanningError):
+    """An attestation that cannot be recorded (unknown step, not a person's step, unreadable evidence)."""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What backs an attestation: a file's or a text's SHA-256 (the content is never stored)."""
+
+    sha256: str
+    kind: str  # file | text
+    name: str | None = None  # the file's name, for the person reading the log
+
+    @classmethod
+    def of(cls, given: str) -> "Evidence":
+        """``given`` names an existing file (its bytes are hashed) or is the evidence text itself."""
+        path = Path(given)
+        if path.exists():
+            try:
+                data = path.read_bytes()
+            except OSError as error:
+                raise AttestationError(f"--evidence {given}: cannot read the evidence file: {error.strerror or error}") from None
+            return cls(hashlib.sha256(data).hexdigest(), "file", path.name)
+        return cls(hashlib.sha256(given.encode("utf-8")).hexdigest(), "text")
+
+
+def attest_step(log: AuditLog, plan: DeletionPlan, step_id: str, attested_by: str, evidence: Evidence | None,
+                statement: str | None = None) -> AuditEntry:
+    """Record that a person did a ``manual``/``manual_review``/``recompute`` step of the plan."""
+    step = next((s for s in plan.steps if s.id == step_id), None)
+    if step is None:
+        person = ", ".join(f"{s.id} ({s.action.value} {s.dataset})" for s in plan.steps if s.action.value in PERSON_ACTIONS)
+        raise AttestationError(f"--step {step_id}: no such step in plan {plan.plan_id[:16]} (its person steps: {person or 'none'})")
+    if step.action.value not in PERSON_ACTIONS:
+        raise AttestationError(f"--step {step_id}: {step.action.value} on {step.dataset} is a step piitracer performs and "
+                               "proves itself: only manual, manual_review and recompute steps are attested")
+    if not attested_by.strip():
+        raise AttestationError("--by: say who confirms the step (a name or a team)")
+    record_plan_entry(log, plan)
+    note = statement if statement is not None else (f"evidence file {evidence.name}" if evidence and evidence.name else None)
+    return record_attestation_entry(log, plan, step_id=step.id, dataset=step.dataset, action=step.action.value,
+                                    attested_by=attested_by.strip(), evidence_sha256=evidence.sha256 if evidence else None,
+                                    evidence_kind=evidence.kind if evidence else None, statement=note)
+
+
 def recorded_attestations(workspace: Workspace, key: AuditKey, plan: DeletionPlan) -> dict[str, str]:
     """:func:`attested_steps` of the workspace's audit log, without creating a log (none yet: {})."""
     if not audit_log_path(workspace).exists():
@@ -452,7 +499,10 @@ class DemoResult:
     plan_path: Path
     diagram_path: Path
     run: RunSummary | None = None
-    verification: VerificationReport | None = None
+    # The verification right after execute: the person steps still open (verify exits 1 then).
+    first_verification: VerificationReport | None = None
+    attestations: list[AuditEntry] = field(default_factory=list)  # the simulated owners' attestations
+    verification: VerificationReport | None = None  # the final one
     report_path: Path | None = None  # the audit report (HTML) of the batch's first request
     audit_intact: bool | None = None  # the audit log verified after recording this run
     seconds: dict[str, float] = field(default_factory=dict)
@@ -478,18 +528,22 @@ def run_demo(
     rebuild: bool = False,
     warehouse: str | os.PathLike[str] | None = None,
     progress: Callable[[str], None] | None = None,
+    attest: bool = True,
 ) -> DemoResult:
     """The whole demo in ``folder``: copy the fixture workspace there (once), build its lakehouse
     (or reuse it; ``rebuild`` starts over), plan the erasure of user 8841302 — or of ``subjects``
     random users that have rows, as one batch — from ``prod.payments.user_id``, write ``plan.json``
     (0600) and ``lineage.svg``, and execute the plan (it is the demo's own lakehouse: no concurrent
-    writers, tags may be dropped). ``warehouse`` puts the Iceberg warehouse elsewhere (tests point
-    it at their running Spark session's). ``progress`` gets one line per phase."""
+    writers, tags may be dropped). Then it verifies — the person steps (a Kafka topic, a masked token
+    table, an aggregate) are still awaiting attestation, so this first verification is not complete —
+    and, unless ``attest`` is False, attests each as its simulated owner (the evidence says it is
+    simulated), verifies again and writes the audit report. ``warehouse`` puts the Iceberg warehouse
+    elsewhere (tests point it at their running Spark session's). ``progress`` gets one line per phase."""
     from piitracer.demo import DEFAULT_ROWS, DEFAULT_SEED, SUBJECT_USER_ID, build_lakehouse
     from piitracer.demo.subjects import existing_subjects, subject_rows
     from piitracer.demo.workspace_files import prepare_workspace
     from piitracer.executor.spark_session import spark_session
-    from piitracer.render.lineage_diagram import lineage_diagram, render_lineage
+    from piitracer.render.lineage_diagram import render_lineage
 
     say = progress or (lambda message: None)
     seconds: dict[str, float] = {}
@@ -514,35 +568,80 @@ def run_demo(
     found = subject_rows(spark, source.table, "user_id", values)
     received = datetime.now(timezone.utc).replace(microsecond=0)
     batch = [Subject(value=v, request_id=f"demo-{received:%Y%m%dT%H%M%S}-{i + 1}", received_at=received) for i, v in enumerate(values)]
-    plan = plan_deletion(workspace, graph, [DEMO_SOURCE], batch)
+    key = load_audit_key(key_file=demo_audit_key(root))
+    plan = seal_plan(plan_deletion(workspace, graph, [DEMO_SOURCE], batch), key)
     plan_path, diagram_path = root / "plan.json", root / "lineage.svg"
     write_private(plan_path, plan.to_json())
-    start = ColumnRef(dataset="prod.payments", column="user_id")
-    diagram_path.write_bytes(render_lineage(lineage_diagram(graph, start), "svg"))
+    diagram_path.write_bytes(render_lineage(plan_diagram(graph, plan), "svg"))
     phase("plan")
     say(f"planned {len(plan.steps)} steps for {len(batch)} subject(s) ({found} source rows): {plan_path}")
 
     result = DemoResult(folder=root, build=built, subjects=len(batch), subject_rows=found, plan=plan,
                         plan_path=plan_path, diagram_path=diagram_path, seconds=seconds)
     options = ExecuteOptions(no_concurrent_writers=True, drop_refs=True)
-    result.run = execute_plan(workspace, plan, options,
-                              on_step=lambda r: say(f"  {r.step.id} {r.step.action.value} {r.step.dataset}: {r.state}"))
-    phase("execute")
-
-    result.verification = verify_plan(workspace, plan)
-    phase("verify")
-    say(f"verified: {'no subject data found' if result.verification.all_erased else 'subject data still found or pending'}")
-
-    with audit_log(workspace, key_file=demo_audit_key(root)) as log:
+    log = audit_log(workspace, key=key)
+    try:
         record_plan(log, plan)
+        result.run = execute_plan(workspace, plan, options, attested=attested_steps(log, plan),
+                                  on_step=lambda r: say(f"  {r.step.id} {r.step.action.value} {r.step.dataset}: {r.state}"))
         record_run(log, plan, result.run, workspace)
+        awaiting = result.run.awaiting()
+        say(f"executed: {result.run.status}" + (f": {len(awaiting)} step(s) awaiting attestation: " + ", ".join(
+            f"{r.step.id} {r.step.action.value} {r.step.dataset}" for r in awaiting) if awaiting else ""))
+        phase("execute")
+
+        result.first_verification = result.verification = verify_plan(workspace, plan, attested=attested_steps(log, plan))
         record_verification(log, plan, result.verification)
+        say("verified: " + ("complete" if result.verification.complete else
+                            f"not complete (verify exits 1): {_open_summary(result.verification)}"))
+        if attest and not result.verification.complete:
+            for step in (s for s in plan.steps if s.action.value in PERSON_ACTIONS):
+                if step.id in attested_steps(log, plan):
+                    continue
+                owner = step.owner or _DEMO_OWNERS.get(step.action.value, "data-platform on-call")
+                statement = (f"SIMULATED by piitracer demo: no person did this; {owner} would confirm "
+                             f"{step.action.value} of {step.dataset} here")
+                result.attestations.append(attest_step(log, plan, step.id, f"{owner} (simulated)", Evidence.of(statement),
+                                                       statement=statement))
+                say(f"  attested {step.id} {step.action.value} {step.dataset} as {owner} (simulated)")
+            result.verification = verify_plan(workspace, plan, attested=attested_steps(log, plan))
+            record_verification(log, plan, result.verification)
+            say("verified again: " + ("complete" if result.verification.complete else _open_summary(result.verification)))
+        phase("verify")
         result.audit_intact = log.verify().ok
         result.report_path = root / "report.html"
         result.report_path.write_text(audit_report(workspace, log, batch[0].request_id, graph=graph), encoding="utf-8")
+    finally:
+        log.close()
     phase("audit")
     say(f"audit trail recorded; report: {result.report_path}")
     return result
+
+
+# Who the demo's simulated attestations name when a step has no owner in the catalog.
+_DEMO_OWNERS = {"manual_review": "ml-platform", "recompute": "analytics-eng", "manual": "streaming-team"}
+
+
+def _open_summary(report: VerificationReport) -> str:
+    counts: dict[str, int] = {}
+    for item in report.open_items():
+        counts[item.state.value] = counts.get(item.state.value, 0) + 1
+    return ", ".join(f"{n} {state}" for state, n in sorted(counts.items())) or "nothing open"
+
+
+def plan_diagram(graph: LineageGraph, plan: DeletionPlan):
+    """The lineage diagram of a plan's datasets, reached through every identifier of its sources
+    (the resolve step captures them all: a PAN-only table is the subject's too); the source key
+    column is highlighted first."""
+    from piitracer.render.lineage_diagram import lineage_diagram
+
+    starts: list[ColumnRef] = []
+    for capture in plan.resolve:
+        for column in (*capture.key_columns, *capture.identifiers):
+            ref = ColumnRef(dataset=capture.dataset, column=column)
+            if graph.has_column(ref) and ref not in starts:
+                starts.append(ref)
+    return lineage_diagram(graph, starts or None, datasets=[d.dataset for d in plan.datasets])
 
 
 def demo_audit_key(folder: Path) -> Path:

@@ -126,20 +126,61 @@ def test_a_second_build_reuses_the_lakehouse(demo, warehouse: Path) -> None:
     assert sorted((workspace.location_of("prod.payments") / "metadata").iterdir()) == metadata
 
 
+PERSON_STEPS = {"ml.payment_features": "manual_review", "stream.payments_cdc": "manual", "analytics.daily_revenue": "recompute"}
+
+
 def test_run_demo_erases_the_subject_end_to_end(demo, warehouse: Path) -> None:
+    from click.testing import CliRunner
+
+    from piitracer.api import demo_audit_key
+    from piitracer.cli.main import cli
+
     workspace, _ = demo
     spark = spark_for(warehouse)
     payments_before = spark.table("lake.prod.payments").count()
-    result = run_demo(workspace.root, warehouse=warehouse)
+    result = run_demo(workspace.root, warehouse=warehouse, attest=False)
     assert result.build.reused and result.subjects == 1 and result.subject_rows > 0
-    assert result.plan_path.stat().st_mode & 0o777 == 0o600
-    assert result.diagram_path.read_bytes().lstrip().startswith(b"<")
-    assert result.run.status == "complete"
+    assert result.plan_path.stat().st_mode & 0o777 == 0o600 and result.plan.seal is not None
     assert result.totals()["rows_deleted"] >= result.subject_rows
-    # The source lost exactly the subject's rows, and the proof holds: verified erased, audit intact.
+    # The source lost exactly the subject's rows.
     assert spark.table("lake.prod.payments").count() == payments_before - result.subject_rows
     assert spark.table("lake.prod.payments").where(f"user_id = {SUBJECT_USER_ID}").count() == 0
-    assert result.verification.all_erased, [(d.dataset, d.state.value, d.findings) for d in result.verification.datasets]
+    # Every step piitracer performs committed; the person steps are open, so the run is incomplete...
+    assert result.run.status == "incomplete"
+    assert {r.step.dataset: r.step.action.value for r in result.run.awaiting()} == PERSON_STEPS
+    assert {r.state for r in result.run.results if r.step.action.value not in PERSON_STEPS.values()} <= {"committed"}
+    # ...and so is the proof: every dataset erased or needing no action but those three.
+    report = result.verification
+    assert {d.dataset: d.state.value for d in report.open_items()} == dict.fromkeys(PERSON_STEPS, "awaiting_attestation"), \
+        [(d.dataset, d.state.value, d.findings[:2]) for d in report.open_items()]
+
+    # What a person sees next: verify exits 1 while the steps are open; attest them; verify exits 0.
+    runner = CliRunner(env={"PIITRACER_AUDIT_KEY_FILE": str(demo_audit_key(workspace.root))})
+    base = ["--workspace", str(workspace.root)]
+    assert runner.invoke(cli, [*base, "verify", str(result.plan_path)]).exit_code == 1
+    for step in result.run.awaiting():
+        done = runner.invoke(cli, [*base, "attest", str(result.plan_path), "--step", step.step.id, "--by", "test-owner",
+                                   "--evidence", "confirmed in the test"])
+        assert done.exit_code == 0, done.output
+    final = runner.invoke(cli, [*base, "verify", str(result.plan_path)])
+    assert final.exit_code == 0, final.output
+    assert runner.invoke(cli, [*base, "audit", "verify"]).exit_code == 0
     assert result.audit_intact is True
-    report = result.report_path.read_text(encoding="utf-8")
-    assert "<svg" in report and str(SUBJECT_USER_ID) not in report
+    page = result.report_path.read_text(encoding="utf-8")
+    assert "<svg" in page and str(SUBJECT_USER_ID) not in page
+    # The plan's diagram shows every dataset it reaches, the PAN- and phone-only tables included.
+    svg = result.diagram_path.read_text()
+    for dataset in ("risk.card_usage", "support.phone_directory", "risk.contact_points"):
+        assert f">{dataset}<" in svg or dataset in svg
+
+
+def test_the_demo_attests_its_simulated_owners_and_ends_complete(demo, warehouse: Path) -> None:
+    workspace, _ = demo
+    result = run_demo(workspace.root, warehouse=warehouse)  # the subject is already erased: a re-run
+    assert result.subject_rows == 0
+    assert result.first_verification is not None and not result.first_verification.complete
+    assert {(e.body["dataset"], e.body["action"]) for e in result.attestations} == set(PERSON_STEPS.items())
+    assert all(e.body["attested_by"].endswith("(simulated)") and "SIMULATED" in e.body["statement"]
+               for e in result.attestations)
+    assert result.verification.complete, [(d.dataset, d.state.value) for d in result.verification.open_items()]
+    assert {d.state.value for d in result.verification.datasets} <= {"erased", "attested", "no_action"}

@@ -240,3 +240,77 @@ def test_same_inputs_give_byte_identical_plans() -> None:
     second = plan_for(*reversed(edges), req=request("2", "1")).to_json()
     assert first == second
     assert '"plan_id"' in first and '"schema_version": "2.0"' in first
+
+
+# ---- equi-join key equivalence (the SQL lineage marks the edges; see ColumnEdge.join_equality) --
+
+def _join_catalog():
+    accounts = table(columns=("account_id", "iban"), identifiers=("account_id", "iban"), subject_key="account_id",
+                     column_types={"account_id": "bigint", "iban": "string"})
+    transfers = table(columns=("account_ref", "amount"), identifiers=("account_ref",), subject_key="account_ref",
+                      column_types={"account_ref": "bigint"})
+    return {"bank.accounts": accounts, "bank.transfers": transfers}
+
+
+def _holders_edges():
+    """INSERT INTO risk.holders SELECT t.account_ref AS holder, t.amount FROM transfers t JOIN accounts a
+    ON t.account_ref = a.account_id; INSERT INTO risk.by_holder SELECT holder, sum(amount) ... GROUP BY holder."""
+    on = "t.account_ref = a.account_id"
+    return (
+        edge("bank.transfers.account_ref", "risk.holders.holder", I),
+        edge("bank.transfers.amount", "risk.holders.amount", I),
+        edge("bank.accounts.account_id", "risk.holders.holder", I, join_equality=on),
+        edge("bank.accounts.account_id", None, EdgeSubtype.JOIN, dataset="risk.holders"),
+        edge("risk.holders.holder", "risk.by_holder.holder", I),
+        edge("risk.holders.amount", "risk.by_holder.total", A),
+        edge("risk.holders.holder", None, EdgeSubtype.GROUP_BY, dataset="risk.by_holder"),
+    )
+
+
+def test_a_request_from_the_joined_side_reaches_the_column_the_join_equates_with_it() -> None:
+    plan = plan_for(*_holders_edges(), catalog=_join_catalog(), req=request("42", source="bank.accounts.account_id"))
+    for dataset in ("risk.holders", "risk.by_holder"):
+        decision = plan.decision(dataset)
+        assert (decision.status, decision.key_column, decision.rule) == (
+            DatasetStatus.ERASE, "holder", "1: equal to the subject key through an equi-join")
+        assert "equal to bank.accounts.account_id through the join t.account_ref = a.account_id (t.sql:1)" in decision.reason
+        assert [v.name for v in decision.values_from] == ["bank.accounts.account_id"]
+    assert plan.decision("risk.by_holder").lineage_path == (
+        "bank.accounts.account_id -[DIRECT IDENTITY equal through the join t.account_ref = a.account_id]-> risk.holders.holder (t.sql:1)",
+        "risk.holders.holder -[DIRECT IDENTITY]-> risk.by_holder.holder (t.sql:1)",
+    )
+    # Without the equality edge the downstream aggregate holds the subject's row and is not planned.
+    plain = plan_for(*[e for e in _holders_edges() if not e.join_equality], catalog=_join_catalog(),
+                     req=request("42", source="bank.accounts.account_id"))
+    assert "risk.by_holder" not in {d.dataset for d in plain.datasets}
+
+
+def test_a_request_from_the_other_side_of_the_join() -> None:
+    on = "t.account_ref = a.account_id"
+    edges = (edge("bank.accounts.account_id", "risk.accts.acct", I),
+             edge("bank.transfers.account_ref", "risk.accts.acct", I, join_equality=on))
+    plan = plan_for(*edges, catalog=_join_catalog(), req=request("42", source="bank.transfers.account_ref"))
+    decision = plan.decision("risk.accts")
+    assert (decision.key_column, decision.rule) == ("acct", "1: equal to the subject key through an equi-join")
+    assert [v.name for v in decision.values_from] == ["bank.transfers.account_ref"]
+
+
+def test_a_two_hop_chain_of_joins() -> None:
+    edges = _holders_edges() + (
+        edge("risk.holders.holder", "risk.alerts.who", I),
+        edge("risk.cases.case_holder", "risk.alerts.who", I, join_equality="c.case_holder = h.holder"),
+        edge("risk.holders.holder", "risk.case_notes.holder_ref", I, join_equality="n.holder_ref = h.holder"),
+    )
+    plan = plan_for(*edges, catalog=_join_catalog(), req=request("42", source="bank.accounts.account_id"))
+    assert plan.decision("risk.case_notes").key_column == "holder_ref"
+    assert plan.decision("risk.case_notes").rule == "1: equal to the subject key through an equi-join"
+    assert "t.account_ref = a.account_id" in plan.decision("risk.case_notes").reason  # the first join on the path
+
+
+def test_an_identity_column_beats_a_join_equivalent_one() -> None:
+    edges = (edge("bank.accounts.account_id", "risk.both.account_id", I),
+             edge("bank.accounts.account_id", "risk.both.holder", I, join_equality="t.x = a.account_id"))
+    plan = plan_for(*edges, catalog=_join_catalog(), req=request("42", source="bank.accounts.account_id"))
+    decision = plan.decision("risk.both")
+    assert (decision.key_column, decision.rule) == ("account_id", "1: identity of the subject key")
+    assert decision.column_forms == {"account_id": ("bank.accounts.account_id",), "holder": ("bank.accounts.account_id",)}

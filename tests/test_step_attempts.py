@@ -64,3 +64,19 @@ def test_a_parquet_rewrite_resumed_part_way_reports_both_attempts(tmp_path: Path
 
     assert (outcome.rows_deleted, outcome.files_rewritten) == (4, 2)
     assert pq.read_table(tmp_path).column("k").to_pylist() == [3, 4, 3, 4]
+
+
+def test_a_vacuum_resumed_after_it_removed_files_reports_what_the_killed_attempt_removed(tmp_path: Path) -> None:
+    """Regression (the Iceberg expiry and orphan removal share the helper): a file-removing step
+    killed after it removed the files reported 0 files on resume (106,702 bytes uninterrupted)."""
+    location = tmp_path / "t"
+    write_deltalake(str(location), pa.table({"k": list(range(100))}))
+    write_deltalake(str(location), pa.table({"k": list(range(100, 200))}), mode="append")
+    delta_eraser.delete_rows(location, "k", [5, 150])
+    first, saved = recording()
+    uninterrupted_files = delta_eraser.vacuum(location, first)  # the killed attempt: removed, journal not committed
+    resumed = delta_eraser.vacuum(location, Attempt(saved[0]))
+
+    assert uninterrupted_files.files_removed == 2 and uninterrupted_files.bytes_removed > 0
+    assert (resumed.files_removed, resumed.bytes_removed) == (uninterrupted_files.files_removed, uninterrupted_files.bytes_removed)
+    assert set(saved[0]) == {"files_before"}

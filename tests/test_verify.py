@@ -192,7 +192,8 @@ def test_cli_exit_codes_and_no_value_in_output(tmp_path: Path) -> None:
 
     found_text, found_json = run(), run("--output", "json")
     assert found_text.returncode == 1 and found_json.returncode == 1, found_text.stderr
-    assert "crm.people" in found_text.stdout and "found" in found_text.stdout and "_delta_log/" in found_text.stdout
+    rows = [[c.strip() for c in line.strip("│").split("│")] for line in found_text.stdout.splitlines() if line.startswith("│")]
+    assert [row[:2] for row in rows if row[0]] == [["crm.people", "found"]] and "_delta_log/" in found_text.stdout
     document = json.loads(found_json.stdout)
     assert document["datasets"][0]["state"] == "found" and document["datasets"][0]["findings"]
     for output in (found_text.stdout + found_text.stderr, found_json.stdout):
@@ -201,7 +202,10 @@ def test_cli_exit_codes_and_no_value_in_output(tmp_path: Path) -> None:
     erase_delta_files(location)
     erased = run()
     assert erased.returncode == 0, erased.stdout
-    assert "1 of 1 datasets erased" in erased.stdout
+    # What a person reads: one table row per dataset with its state (the table used to print None).
+    rows = [[c.strip() for c in line.strip("│").split("│")] for line in erased.stdout.splitlines() if line.startswith("│")]
+    assert [row[:2] for row in rows] == [["crm.people", "erased"]]
+    assert "1 of 1 datasets done; complete" in erased.stdout
     log = audit_log(ws, key="verify-test-audit-key-0123456789", create=False)
     verdicts = [e.body["datasets"][0]["state"] for e in log.entries(plan_id=plan.plan_id) if e.kind.value == "verification"]
     log.close()

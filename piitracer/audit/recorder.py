@@ -37,6 +37,24 @@ def record_step_entries(log: AuditLog, plan: DeletionPlan, steps: Iterable[StepE
     return added
 
 
+def record_attestation_entry(log: AuditLog, plan: DeletionPlan, *, step_id: str, dataset: str, action: str,
+                             attested_by: str, evidence_sha256: str | None, evidence_kind: str | None,
+                             statement: str | None) -> AuditEntry:
+    """Append an ``attestation`` entry: who confirmed a person's step of the plan, when, and the
+    SHA-256 of the evidence (never the evidence itself: it may hold subject values)."""
+    from piitracer.audit.store import utc_now
+
+    body = {"plan_id": plan.plan_id, "step_id": step_id, "dataset": dataset, "action": action,
+            "attested_by": attested_by, "attested_at": utc_now(), "evidence_sha256": evidence_sha256,
+            "evidence_kind": evidence_kind, "statement": statement}
+    return log.append(EntryKind.ATTESTATION, plan.plan_id, _subjects(plan), body)
+
+
+def attestations(log: AuditLog, plan_id: str) -> list[AuditEntry]:
+    """Every attestation entry of a plan, in sequence order."""
+    return [e for e in log.entries(plan_id=plan_id) if e.kind is EntryKind.ATTESTATION]
+
+
 def record_verification_entry(log: AuditLog, plan: DeletionPlan, report: VerificationReport) -> AuditEntry:
     """Append the ``verification`` entry of one verifier run of the plan."""
     if report.plan_id != plan.plan_id:

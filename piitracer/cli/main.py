@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 import piitracer
+from piitracer.api import Evidence, attest_step
 from piitracer.api import (audit_log, audit_report, check_plan_seal, execute_plan, journal_steps, load_plan, plan_deletion,
                            prepare_execution, record_plan, record_run, record_verification, recorded_attestations, seal_plan,
                            verify_audit, verify_plan, write_private)
@@ -286,6 +287,37 @@ def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bo
                           highlight=False, markup=False)
 
 
+@cli.command("attest")
+@click.argument("plan_file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--step", "step_id", required=True, metavar="ID", help="The manual, manual_review or recompute step done.")
+@click.option("--by", "attested_by", required=True, metavar="NAME", help="Who confirms it (a person or a team).")
+@click.option("--evidence", metavar="FILE|TEXT", help="A file (its SHA-256 is recorded) or a text (its SHA-256 is "
+              "recorded): a ticket, a run log, a statement. Never stored itself: it may hold subject values.")
+@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--audit-key-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="File holding the audit key (default: $PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE).")
+@click.pass_context
+def attest_command(ctx, plan_file: Path, step_id: str, attested_by: str, evidence: str | None, output: str,
+                   audit_key_file: Path | None) -> None:
+    """Record in the audit log that a person did a step piitracer cannot (a Kafka topic erased, a
+    masked table rebuilt, an aggregate recomputed): who, when, and the SHA-256 of the evidence.
+    verify counts the step's dataset as attested once nothing of the subjects is found in it."""
+    plan = load_plan(plan_file)
+    workspace = _workspace(ctx)
+    key = load_audit_key(key_file=audit_key_file, option="--audit-key-file")
+    check_plan_seal(plan, key, unsealed_ok=True)  # an altered plan is refused; an unsealed one is attestable
+    proof = Evidence.of(evidence) if evidence is not None else None
+    with audit_log(workspace, key=key) as log:
+        entry = attest_step(log, plan, step_id, attested_by, proof)
+    body = entry.body
+    if output == "json":
+        click.echo(json.dumps({"seq": entry.seq, "entry_hash": entry.entry_hash, **body}, indent=2))
+        return
+    shown = f"; evidence {body['evidence_kind']} sha256 {body['evidence_sha256']}" if body["evidence_sha256"] else "; no evidence"
+    click.echo(f"attested {body['step_id']} {body['action']} {body['dataset']} by {body['attested_by']} at "
+               f"{body['attested_at']}{shown} (audit entry {entry.seq})")
+
+
 @cli.group()
 @click.option("--key-file", type=click.Path(dir_okay=False, path_type=Path),
               help="File holding the audit key (default: $PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE).")
@@ -408,12 +440,15 @@ def verification_table(report: VerificationReport) -> Table:
 @click.option("--subjects", type=click.IntRange(min=1), help="Erase N random users that have rows, as one batch (default: user 8841302).")
 @click.option("--rows", type=click.IntRange(min=100), help="Payments to generate when building (default 100,000).")
 @click.option("--rebuild", is_flag=True, help="Delete the demo lakehouse and build it again.")
-def demo_command(folder: Path, subjects: int | None, rows: int | None, rebuild: bool) -> None:
-    """Build the demo lakehouse (once), plan and execute the erasure of a user, print what it took."""
-    result = run_demo(folder, subjects=subjects, rows=rows, rebuild=rebuild,
-                      progress=lambda line: err_console.print(line, highlight=False))
+@click.option("--no-attest", is_flag=True, help="Stop after the first verification, leaving the person steps open "
+              "(attest them yourself with piitracer attest, then piitracer verify).")
+def demo_command(folder: Path, subjects: int | None, rows: int | None, rebuild: bool, no_attest: bool) -> None:
+    """Build the demo lakehouse (once), plan and execute the erasure of a user, verify, attest the
+    person steps as their simulated owners, verify again; print what it took."""
+    result = run_demo(folder, subjects=subjects, rows=rows, rebuild=rebuild, attest=not no_attest,
+                      progress=lambda line: err_console.print(line, highlight=False, markup=False))
     console.print(demo_summary(result))
-    sys.exit(EXIT_OK if result.verification is not None and result.verification.all_erased else EXIT_FOUND)
+    sys.exit(EXIT_OK if result.verification is not None and result.verification.complete else EXIT_FOUND)
 
 
 def demo_summary(result: DemoResult) -> Table:
@@ -429,9 +464,18 @@ def demo_summary(result: DemoResult) -> Table:
     table.add_row("rows removed", f"{totals['rows_deleted']:,}")
     table.add_row("files rewritten / removed", f"{totals['files_rewritten']:,} / {totals['files_removed']:,}")
     table.add_row("bytes removed", f"{totals['bytes_removed']:,}")
+    if result.run is not None and result.run.awaiting():
+        table.add_row("after execute", f"{result.run.status}: {len(result.run.awaiting())} step(s) awaiting attestation: "
+                      + ", ".join(f"{r.step.id} {r.step.action.value} {r.step.dataset}" for r in result.run.awaiting()))
+    if result.first_verification is not None and result.first_verification is not result.verification:
+        table.add_row("first verification", "not complete: verify exits 1 while person steps are open")
+    if result.attestations:
+        table.add_row("attested (simulated)", ", ".join(f"{e.body['step_id']} by {e.body['attested_by']}"
+                                                        for e in result.attestations))
     if result.verification is not None:
         states = Counter(d.state.value for d in result.verification.datasets)
-        verdict = "[green]erased: no subject data found[/]" if result.verification.all_erased else "[red]subject data still found or pending[/]"
+        verdict = ("[green]complete: no subject data found, every person step attested[/]" if result.verification.complete
+                   else "[red]not complete: subject data found, pending or awaiting attestation[/]")
         table.add_row("verification", f"{verdict} ({', '.join(f'{n} {state}' for state, n in sorted(states.items()))})")
     if result.audit_intact is not None:
         table.add_row("audit trail", "recorded, chain intact" if result.audit_intact else "[red]chain broken[/]")

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from piitracer.executor.arrow_values import SUBJECT_COLUMN, typed_values
-from piitracer.executor.disk import files_with_sizes, removed_between
+from piitracer.executor.disk import files_with_sizes, relative_listing, removed_between, removed_since_first_attempt
 from piitracer.executor.failpoints import failpoint
 from piitracer.executor.outcome import Attempt, SafetyError, StepOutcome
 
@@ -99,13 +99,14 @@ def purge_deletion_vectors(location: Path) -> StepOutcome:
     return StepOutcome(version_before=version, version_after=version, details={"deletion_vectors": 0})
 
 
-def vacuum(location: Path) -> StepOutcome:
+def vacuum(location: Path, attempt: Attempt | None = None) -> StepOutcome:
     """Remove every file the current version no longer references (retention 0: the plan's
-    override of the table's deleted-file retention), ``_change_data`` files included."""
+    override of the table's deleted-file retention), ``_change_data`` files included. Counts the
+    files removed since the step's first attempt (a resumed vacuum reports the killed one's too)."""
     table = _table(location)
-    before_files = files_with_sizes(location)
+    before_files = removed_since_first_attempt(location, attempt)
     removed = table.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
-    files, size = removed_between(before_files, files_with_sizes(location))
+    files, size = removed_between(before_files, relative_listing(location))
     version = str(table.version())
     return StepOutcome(files_removed=files, bytes_removed=size, version_before=version, version_after=version,
                        details={"vacuumed": len(removed)})

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from piitracer.executor.disk import files_with_sizes, removed_between
+from piitracer.executor.disk import relative_listing, removed_between, removed_since_first_attempt
 from piitracer.executor.failpoints import failpoint
 from piitracer.executor.outcome import Attempt, SafetyError, StepOutcome
 from piitracer.executor.resolve import SUBJECT_COLUMN, subject_frame
@@ -112,7 +112,8 @@ class IcebergEraser:
         row = self._call(f"rewrite_manifests('{self.procedure_table}')")
         return self._physical(row, files_rewritten=row.get("rewritten_manifests_count", 0))
 
-    def expire_snapshots(self, retain_last: int = 1, clean_expired_files: bool = True) -> StepOutcome:
+    def expire_snapshots(self, retain_last: int = 1, clean_expired_files: bool = True,
+                         attempt: Attempt | None = None) -> StepOutcome:
         """Expire every snapshot older than now but the last ``retain_last``.
 
         ``clean_expired_files=False`` (shallow clones) expires the snapshots without deleting the
@@ -124,12 +125,13 @@ class IcebergEraser:
                 (self.java_table().expireSnapshots().expireOlderThan(now_ms).retainLast(int(retain_last))
                  .cleanExpiredFiles(False).commit())
                 return {"clean_expired_files": "false"}
-            return self._with_listing(metadata_only)
+            return self._with_listing(metadata_only, attempt)
         moment = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
         return self._with_listing(lambda: self._call(
-            f"expire_snapshots(table => '{self.procedure_table}', older_than => TIMESTAMP '{moment}', retain_last => {int(retain_last)})"))
+            f"expire_snapshots(table => '{self.procedure_table}', older_than => TIMESTAMP '{moment}', retain_last => {int(retain_last)})"),
+            attempt)
 
-    def remove_orphan_files(self) -> StepOutcome:
+    def remove_orphan_files(self, attempt: Attempt | None = None) -> StepOutcome:
         """Delete files under the table location that no snapshot references, through the action
         API: the SQL procedure refuses an ``older_than`` under 24 hours. Only safe with no
         concurrent writer (its uncommitted files look like orphans)."""
@@ -139,7 +141,7 @@ class IcebergEraser:
             result = (jvm.org.apache.iceberg.spark.actions.SparkActions.get(self.spark._jsparkSession)
                       .deleteOrphanFiles(self.java_table()).olderThan(now_ms).execute())
             return {"orphan_files": len(list(result.orphanFileLocations()))}
-        return self._with_listing(action)
+        return self._with_listing(action, attempt)
 
     def drop_ref(self, name: str, ref_type: str) -> StepOutcome:
         kind = "TAG" if ref_type == "tag" else "BRANCH"
@@ -157,10 +159,12 @@ class IcebergEraser:
         return StepOutcome(files_rewritten=int(files_rewritten or 0), version_after=self.snapshot_id(),
                            details={k: v for k, v in row.items() if isinstance(v, (int, str))})
 
-    def _with_listing(self, action) -> StepOutcome:
-        before_files = files_with_sizes(self.location) if self.location else {}
+    def _with_listing(self, action, attempt: Attempt | None = None) -> StepOutcome:
+        """Run a file-removing action and count what it removed since the step's first attempt."""
+        before_files = removed_since_first_attempt(self.location, attempt) if self.location else {}
         before = self.snapshot_id()
         details = action()
-        files, size = removed_between(before_files, files_with_sizes(self.location) if self.location else {})
+        after = relative_listing(self.location) if self.location else {}
+        files, size = removed_between(before_files, after)
         return StepOutcome(files_removed=files, bytes_removed=size, version_before=before,
                            version_after=self.snapshot_id(), details={k: v for k, v in details.items() if isinstance(v, (int, str))})

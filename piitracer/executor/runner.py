@@ -266,9 +266,9 @@ class PlanExecutor:
         if step.action is Action.REWRITE_MANIFESTS:
             return eraser.rewrite_manifests()
         if step.action is Action.EXPIRE_SNAPSHOTS:
-            return eraser.expire_snapshots(params.retain_last, params.clean_expired_files)
+            return eraser.expire_snapshots(params.retain_last, params.clean_expired_files, attempt)
         if step.action is Action.REMOVE_ORPHAN_FILES:
-            return eraser.remove_orphan_files()
+            return eraser.remove_orphan_files(attempt)
         if step.action is Action.RELEASE_REF:
             return eraser.drop_ref(params.ref, params.ref_type)
         raise SafetyError(f"no way to run {step.action.value} on an Iceberg table")
@@ -281,7 +281,7 @@ class PlanExecutor:
         if step.action is Action.PURGE_DELETION_VECTORS:
             return delta_eraser.purge_deletion_vectors(location)
         if step.action is Action.VACUUM:
-            return delta_eraser.vacuum(location)
+            return delta_eraser.vacuum(location, attempt)
         if step.action is Action.CLEAN_DELTA_LOG:
             return delta_eraser.clean_delta_log(location, attempt)
         raise SafetyError(f"no way to run {step.action.value} on a Delta table")
