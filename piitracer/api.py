@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -18,10 +17,9 @@ from piitracer.audit import (AuditError, AuditKey, AuditLog, StepEvidence, Verif
                              record_attestation_entry, record_plan_entry, record_step_entries, record_verification_entry)
 from piitracer.executor.journal import Journal
 from piitracer.executor.runner import ExecuteOptions, ExecutionContext, PlanExecutor, RunSummary, StepResult
-from piitracer.executor.table_state import read_table_states
 from piitracer.graph.lineage_graph import LineageGraph
 from piitracer.ingest.workspace_ingest import ingest_workspace
-from piitracer.ingest.workspace_loader import Workspace, load_workspace
+from piitracer.ingest.workspace_loader import Workspace, WorkspaceError, load_workspace
 from piitracer.model.audit import AuditEntry, EntryKind, RequestTrail
 from piitracer.model.errors import NotFoundError
 from piitracer.model.lineage import ColumnRef
@@ -29,6 +27,8 @@ from piitracer.model.plan import DeletionPlan, PlanRequest, Subject
 from piitracer.model.table_state import TableState
 from piitracer.model.verification import VerificationReport
 from piitracer.model.workspace import DatasetFormat
+from piitracer.storage.locations import Location, LocationError
+from piitracer.storage.store import StorageError, Store
 from piitracer.planner.build import PlanningError, build_plan
 from piitracer.render.report import report_html, report_markdown
 from piitracer.verify import VerificationError, verify_datasets
@@ -100,14 +100,15 @@ def source_key_types(workspace: Workspace, sources: Sequence[ColumnRef]) -> dict
     from piitracer.formats import FormatError, key_type_name, table_schema
 
     found: dict[str, str] = {}
+    locations, store = dataset_locations(workspace), workspace_store(workspace)
     for ref in sources:
         entry = workspace.config.catalog.get(ref.dataset)
         if entry is None:
             continue
         try:
-            schema = table_schema(entry, workspace.location_of(ref.dataset))
-        except FormatError as error:
-            raise PlanningError(f"source {ref}: {error}") from None
+            schema = table_schema(entry, locations.get(ref.dataset), store)
+        except (FormatError, StorageError) as error:
+            raise PlanningError(f"source {ref}: dataset {ref.dataset}: {error}") from None
         if schema is not None and ref.column in schema.names:
             name = key_type_name(schema.field(ref.column).type)
             if name is None:
@@ -121,10 +122,49 @@ def source_key_types(workspace: Workspace, sources: Sequence[ColumnRef]) -> dict
 
 
 def live_table_states(workspace: Workspace) -> dict[str, TableState]:
-    """Tags and branches of every catalogued Iceberg table that exists on disk."""
-    catalog = workspace.config.catalog
-    locations = {d: path for d in catalog if (path := workspace.location_of(d)) is not None}
-    return read_table_states(catalog, locations)
+    """Tags and branches of every catalogued Iceberg table that exists (local or object store)."""
+    from piitracer.formats import FormatError, iceberg
+
+    states = {}
+    locations, store = dataset_locations(workspace), workspace_store(workspace)
+    for dataset, entry in sorted(workspace.config.catalog.items()):
+        location = locations.get(dataset)
+        if entry.format is not DatasetFormat.ICEBERG or location is None:
+            continue
+        try:
+            if not store.exists(location):
+                continue
+            state = iceberg.table_state(dataset, location, store)
+        except (FormatError, StorageError) as error:
+            raise PlanningError(f"dataset {dataset}: {error}") from None
+        if state is not None:
+            states[dataset] = state
+    return states
+
+
+def workspace_store(workspace: Workspace) -> Store:
+    """The files of a workspace's datasets, through its ``storage:`` settings."""
+    return Store(workspace.config.storage)
+
+
+def dataset_locations(workspace: Workspace) -> dict[str, Location]:
+    """Every catalogued dataset's location as a :class:`Location` (relative paths under the
+    workspace; ``s3://...`` and other URIs as they are). A location that is not a usable place is
+    a workspace error naming the dataset."""
+    found = {}
+    for dataset, entry in workspace.config.catalog.items():
+        if entry.location is None:
+            continue
+        try:
+            found[dataset] = Location.parse(entry.location, workspace.root)
+        except LocationError as error:
+            raise WorkspaceError(f"{workspace.root / 'piitracer.yaml'}: catalog.{dataset}.location: {error}") from None
+    return found
+
+
+def warehouse_roots(workspace: Workspace) -> tuple[Location, ...]:
+    """The ``warehouse_roots`` as locations (empty: no restriction)."""
+    return tuple(Location.parse(root, workspace.root) for root in workspace.config.warehouse_roots)
 
 
 def write_private(path: str | os.PathLike[str], text: str) -> None:
@@ -189,15 +229,15 @@ def check_plan_seal(plan: DeletionPlan, key: AuditKey | None, unsealed_ok: bool)
 def execution_context(workspace: Workspace, attested: Sequence[str] = ()) -> ExecutionContext:
     """Where the executor finds tables, Spark settings and its journal, for one workspace
     (``attested``: ids of person steps their owners attested)."""
-    catalog = workspace.config.catalog
     return ExecutionContext(
-        catalog=catalog,
-        locations={d: path for d in catalog if (path := workspace.location_of(d)) is not None},
+        catalog=workspace.config.catalog,
+        locations=dataset_locations(workspace),
         spark=workspace.config.spark,
         warehouse=workspace.resolve(workspace.config.spark.warehouse),
         journal_path=workspace.root / ".piitracer" / "journal.sqlite",
-        warehouse_roots=workspace.warehouse_roots(),
+        warehouse_roots=warehouse_roots(workspace),
         attested=frozenset(attested),
+        store=workspace_store(workspace),
     )
 
 
@@ -333,30 +373,25 @@ def audit_report(workspace: Workspace, log: AuditLog, request_id: str, fmt: str 
 
 
 def table_metadata_hash(workspace: Workspace, dataset: str) -> tuple[str, str] | None:
-    """(file relative to the location, SHA-256) of a table's newest metadata: Iceberg's newest
-    ``metadata/*.metadata.json``, Delta's last ``_delta_log`` commit; None for other formats or
-    when the table is not on disk."""
+    """(file relative to the location, SHA-256) of a table's newest metadata: Iceberg's current
+    ``metadata.json``, Delta's last ``_delta_log`` commit; None for other formats or when the table
+    is not there."""
+    from piitracer.formats import delta, iceberg
+
     entry = workspace.config.catalog.get(dataset)
-    location = workspace.location_of(dataset)
+    location = dataset_locations(workspace).get(dataset)
     if entry is None or location is None:
         return None
+    store = workspace_store(workspace)
     if entry.format is DatasetFormat.ICEBERG:
-        candidates = list((location / "metadata").glob("*.metadata.json"))
+        newest = iceberg.newest_metadata_file(location, store)
     elif entry.format is DatasetFormat.DELTA:
-        candidates = [p for p in (location / "_delta_log").glob("*.json") if p.stem.isdigit()]
+        newest = delta.newest_commit(location, store)
     else:
         return None
-    if not candidates:
+    if newest is None:
         return None
-    newest = max(candidates, key=_metadata_version)
-    return str(newest.relative_to(location)), hashlib.sha256(newest.read_bytes()).hexdigest()
-
-
-def _metadata_version(path: Path) -> tuple[int, float, str]:
-    # v12.metadata.json (Hadoop catalog), 00012-<uuid>.metadata.json, 00000000000000000012.json (Delta):
-    # the number orders commits; mtime only breaks ties.
-    match = re.match(r"v?(\d+)", path.name)
-    return (int(match.group(1)) if match else -1, path.stat().st_mtime, path.name)
+    return location.relative(newest), hashlib.sha256(store.read_bytes(newest)).hexdigest()
 
 
 def journal_steps(workspace: Workspace, plan_id: str) -> list[dict[str, Any]]:
@@ -407,10 +442,11 @@ def verify_plan(
     if not value_sets:
         raise VerificationError(f"plan {plan.plan_id[:16]} has no resolved values in the journal: "
                                 "run `piitracer execute` first (its resolve step captures them)")
-    report = verify_datasets(plan, workspace.config.catalog, context.locations, value_sets, step_states, attested=attested)
+    local = {d: location.path for d, location in context.locations.items() if location.is_local}
+    report = verify_datasets(plan, workspace.config.catalog, local, value_sets, step_states, attested=attested)
     if sweep is not None:
-        found, swept, files = sweep_beyond(plan, workspace.config.catalog, context.locations, value_sets, sweep,
-                                           context.warehouse_roots)
+        found, swept, files = sweep_beyond(plan, workspace.config.catalog, local, value_sets, sweep,
+                                           tuple(root.path for root in context.warehouse_roots if root.is_local))
         report = report.model_copy(update={"datasets": report.datasets + tuple(found), "sweep": sweep,
                                            "swept": tuple(swept), "swept_files": files})
     return report

@@ -9,6 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
+
+from piitracer.storage.locations import Location
 from click.testing import CliRunner
 
 from piitracer.cli.main import cli
@@ -99,11 +101,12 @@ def test_plan_with_a_source_outside_the_catalog_or_lineage(tmp_path: Path) -> No
 def test_executor_refuses_missing_locations_and_locations_outside_the_roots(tmp_path: Path) -> None:
     step = Step(order=1, id="s001", dataset="a.b", action=Action.REWRITE_FILES)
     (tmp_path / "lake" / "b").mkdir(parents=True)
-    check_location(step, tmp_path / "lake" / "b", (tmp_path / "lake",))  # inside, exists: fine
-    check_location(step, tmp_path / "lake" / "b", ())  # no roots configured: fine
+    at = lambda *parts: Location.parse(tmp_path.joinpath(*parts))  # noqa: E731
+    check_location(step, at("lake", "b"), (at("lake"),))  # inside, exists: fine
+    check_location(step, at("lake", "b"), ())  # no roots configured: fine
     with pytest.raises(SafetyError, match="outside the warehouse roots"):
-        check_location(step, tmp_path / "elsewhere", (tmp_path / "lake",))
+        check_location(step, at("elsewhere"), (at("lake"),))
     with pytest.raises(SafetyError, match="outside the warehouse roots"):
-        check_location(step, tmp_path / "lake" / ".." / "etc", (tmp_path / "lake",))  # no escape by ..
+        check_location(step, Location.parse(f"{tmp_path}/lake/../etc"), (at("lake"),))  # no escape by ..
     with pytest.raises(SafetyError, match="does not exist: fix catalog.a.b.location"):
-        check_location(step, tmp_path / "lake" / "typo", (tmp_path / "lake",))
+        check_location(step, at("lake", "typo"), (at("lake"),))

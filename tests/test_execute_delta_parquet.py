@@ -21,6 +21,10 @@ from piitracer.api import execute_plan, plan_deletion
 from piitracer.executor import parquet_eraser
 from piitracer.executor.runner import ExecuteOptions
 from piitracer.model.plan import Action, Subject
+from piitracer.storage.locations import Location
+from piitracer.storage.store import Store
+
+STORE = Store()
 
 RECEIVED = "2026-11-20T09:00:00Z"
 
@@ -108,8 +112,8 @@ def test_a_parquet_rewrite_killed_between_write_and_rename_loses_and_duplicates_
     stale = folder / (".part-0.parquet" + parquet_eraser.TEMP_SUFFIX)
     pq.write_table(table.filter(pa.compute.invert(pa.compute.is_in(table.column("pan"), pa.array(subjects)))), stale)
 
-    first = parquet_eraser.rewrite_files(folder, "pan", subjects)
-    again = parquet_eraser.rewrite_files(folder, "pan", subjects)  # a resumed run after the rename
+    first = parquet_eraser.rewrite_files(Location.parse(folder), STORE, "pan", subjects)
+    again = parquet_eraser.rewrite_files(Location.parse(folder), STORE, "pan", subjects)  # a resumed run after the rename
 
     assert first.rows_deleted == 2 and first.details["stale_temporaries_removed"] == 1
     assert again.rows_deleted == 0 and again.files_rewritten == 0
@@ -124,7 +128,7 @@ def test_values_that_cannot_match_the_key_type_touch_nothing(tmp_path: Path, val
     folder.mkdir()
     pq.write_table(pa.table({"user_id": pa.array([1, 2, 3], pa.int64())}), folder / "a.parquet")
     before = file_digests(folder)
-    outcome = parquet_eraser.rewrite_files(folder, "user_id", values)
+    outcome = parquet_eraser.rewrite_files(Location.parse(folder), STORE, "user_id", values)
     assert outcome.rows_deleted == 0 and file_digests(folder) == before
 
 

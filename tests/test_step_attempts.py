@@ -12,6 +12,10 @@ from deltalake import DeltaTable, write_deltalake
 
 from piitracer.executor import delta_eraser, parquet_eraser
 from piitracer.executor.outcome import Attempt
+from piitracer.storage.locations import Location
+from piitracer.storage.store import Store
+
+STORE = Store()
 
 RETENTION = "delta.logRetentionDuration"
 
@@ -25,8 +29,8 @@ def test_a_delta_delete_resumed_after_its_commit_reports_the_rows_the_killed_att
     location = tmp_path / "t"
     write_deltalake(str(location), pa.table({"k": list(range(100)), "v": ["x"] * 100}))
     first, saved = recording()
-    killed = delta_eraser.delete_rows(location, "k", [3, 4, 5], first)  # as if killed right after this commit
-    resumed = delta_eraser.delete_rows(location, "k", [3, 4, 5], Attempt(saved[0]))
+    killed = delta_eraser.delete_rows(Location.parse(location), STORE, "k", [3, 4, 5], first)  # as if killed right after this commit
+    resumed = delta_eraser.delete_rows(Location.parse(location), STORE, "k", [3, 4, 5], Attempt(saved[0]))
 
     assert saved == [{"expected": 3, "version_before": "0"}]
     assert killed.rows_deleted == 3
@@ -46,7 +50,7 @@ def test_clean_delta_log_resumed_after_its_override_restores_the_tables_own_rete
     first.start({"log_retention": "interval 7 days", "version_before": "1"})
     DeltaTable(str(location)).alter.set_table_properties({RETENTION: "interval 0 hours"})  # then the kill
 
-    outcome = delta_eraser.clean_delta_log(location, Attempt(saved[0]))
+    outcome = delta_eraser.clean_delta_log(Location.parse(location), STORE, Attempt(saved[0]))
 
     assert DeltaTable(str(location)).metadata().configuration[RETENTION] == "interval 7 days"
     assert outcome.version_before == "1"
@@ -60,7 +64,7 @@ def test_a_parquet_rewrite_resumed_part_way_reports_both_attempts(tmp_path: Path
     first.start({"rows": 4, "files": 2, "bytes": 2 * (tmp_path / "a.parquet").stat().st_size})
     pq.write_table(pa.table({"k": [3, 4]}), tmp_path / "a.parquet")  # the killed attempt rewrote a.parquet
 
-    outcome = parquet_eraser.rewrite_files(tmp_path, "k", [1, 2], Attempt(saved[0]))
+    outcome = parquet_eraser.rewrite_files(Location.parse(tmp_path), STORE, "k", [1, 2], Attempt(saved[0]))
 
     assert (outcome.rows_deleted, outcome.files_rewritten) == (4, 2)
     assert pq.read_table(tmp_path).column("k").to_pylist() == [3, 4, 3, 4]
@@ -72,10 +76,10 @@ def test_a_vacuum_resumed_after_it_removed_files_reports_what_the_killed_attempt
     location = tmp_path / "t"
     write_deltalake(str(location), pa.table({"k": list(range(100))}))
     write_deltalake(str(location), pa.table({"k": list(range(100, 200))}), mode="append")
-    delta_eraser.delete_rows(location, "k", [5, 150])
+    delta_eraser.delete_rows(Location.parse(location), STORE, "k", [5, 150])
     first, saved = recording()
-    uninterrupted_files = delta_eraser.vacuum(location, first)  # the killed attempt: removed, journal not committed
-    resumed = delta_eraser.vacuum(location, Attempt(saved[0]))
+    uninterrupted_files = delta_eraser.vacuum(Location.parse(location), STORE, first)  # the killed attempt: removed, journal not committed
+    resumed = delta_eraser.vacuum(Location.parse(location), STORE, Attempt(saved[0]))
 
     assert uninterrupted_files.files_removed == 2 and uninterrupted_files.bytes_removed > 0
     assert (resumed.files_removed, resumed.bytes_removed) == (uninterrupted_files.files_removed, uninterrupted_files.bytes_removed)

@@ -9,11 +9,15 @@ import pyarrow as pa
 from lineage_builders import A, edge, graph_of, request
 from pyiceberg.catalog.sql import SqlCatalog
 
-from piitracer.executor.table_state import latest_metadata_file, read_iceberg_state, read_table_states
+from piitracer.formats.iceberg import newest_metadata_file, table_state
 from piitracer.model.plan import Action
 from piitracer.model.table_state import RefType
 from piitracer.model.workspace import Policy
 from piitracer.planner.build import build_plan
+from piitracer.storage.locations import Location
+from piitracer.storage.store import Store
+
+STORE = Store()
 
 
 def make_tagged_table(tmp_path: Path) -> tuple[Path, int]:
@@ -24,23 +28,22 @@ def make_tagged_table(tmp_path: Path) -> tuple[Path, int]:
     tagged = table.current_snapshot().snapshot_id
     table.append(pa.table({"user_id": [3], "amount": [3.0]}))
     table.manage_snapshots().create_tag(tagged, "eoy-2025").create_branch(tagged, "audit").commit()
-    return tmp_path / "wh" / "src" / "pay", tagged
+    return Location.parse(tmp_path / "wh" / "src" / "pay"), tagged
 
 
 def test_reads_tags_and_branches_from_the_metadata_files(tmp_path: Path) -> None:
     location, tagged = make_tagged_table(tmp_path)
-    assert latest_metadata_file(location).name.startswith("00003-")
-    state = read_iceberg_state("src.pay", location)
+    assert newest_metadata_file(location, STORE).name.startswith("00003-")
+    state = table_state("src.pay", location, STORE)
     assert [(r.name, r.type, r.snapshot_id) for r in state.refs] == [("audit", RefType.BRANCH, tagged), ("eoy-2025", RefType.TAG, tagged)]
     assert state.current_snapshot_id != tagged
-    assert read_iceberg_state("src.none", tmp_path / "nothing") is None
+    assert table_state("src.none", Location.parse(tmp_path / "nothing"), STORE) is None
 
 
 def test_a_live_tag_blocks_erasure_in_the_plan(tmp_path: Path) -> None:
     location, tagged = make_tagged_table(tmp_path)
     graph, catalog = graph_of(edge("src.pay.amount", "x.y.z", A))
-    states = read_table_states(catalog, {"src.pay": location, "x.y": tmp_path / "missing"})
-    assert set(states) == {"src.pay"}
+    states = {"src.pay": table_state("src.pay", location, STORE)}
     plan = build_plan(graph, catalog, Policy(), request(), states)
     releases = [s for s in plan.steps if s.action is Action.RELEASE_REF]
     assert [(s.params.ref, s.params.snapshot_id, s.blocking) for s in releases] == [("audit", tagged, True), ("eoy-2025", tagged, True)]

@@ -24,6 +24,10 @@ from piitracer.model.verification import ErasureState
 from piitracer.verify import VerificationError
 from piitracer.verify.decoders import scan_location
 from piitracer.verify.values import ValueIndex
+from piitracer.storage.locations import Location
+from piitracer.storage.store import Store
+
+STORE = Store()
 
 SUBJECT = 7_000_000_001
 PAN = "0000-0000-0000-0001"
@@ -218,8 +222,8 @@ def test_cli_exit_codes_and_no_value_in_output(tmp_path: Path) -> None:
 
 def erase_delta_files(location: Path) -> None:
     """The executor's physical Delta steps: vacuum, then the log and checkpoint cleanup."""
-    delta_eraser.vacuum(location)
-    delta_eraser.clean_delta_log(location)
+    delta_eraser.vacuum(Location.parse(location), STORE)
+    delta_eraser.clean_delta_log(Location.parse(location), STORE)
 
 
 # ---- Iceberg (Spark local mode, the real runtime jar) ------------------------------------------------

@@ -7,13 +7,14 @@ from __future__ import annotations
 import itertools
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from piitracer.executor.disk import relative_listing, removed_between, removed_since_first_attempt
+from piitracer.executor.disk import removed_between, removed_since_first_attempt
 from piitracer.executor.failpoints import failpoint
 from piitracer.executor.outcome import Attempt, SafetyError, StepOutcome
 from piitracer.executor.resolve import SUBJECT_COLUMN, subject_frame
+from piitracer.storage.locations import Location
+from piitracer.storage.store import Store
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -28,7 +29,7 @@ def _quote(name: str) -> str:
 class IcebergEraser:
     """The Iceberg steps of one table, identified as ``catalog.db.table``."""
 
-    def __init__(self, spark: "SparkSession", table: str, location: Path | None) -> None:
+    def __init__(self, spark: "SparkSession", table: str, location: Location | None, store: Store | None = None) -> None:
         parts = table.split(".")
         if len(parts) != 3:
             raise SafetyError(f"Iceberg table {table!r}: expected catalog.db.table (set 'table:' in the catalog)")
@@ -38,6 +39,7 @@ class IcebergEraser:
         self.quoted = ".".join(_quote(p) for p in parts)
         self.procedure_table = ".".join(parts[1:])  # procedures take the name without the catalog
         self.location = location
+        self.store = store or Store()
 
     # ---- state ----------------------------------------------------------------------------
 
@@ -56,7 +58,7 @@ class IcebergEraser:
         from piitracer.storage.guard import canonical
 
         loaded = str(self.java_table().location())
-        if canonical(loaded) != canonical(self.location):
+        if canonical(Location.parse(loaded)) != canonical(self.location):
             raise SafetyError(f"{self.table}: Spark's table lives at {loaded}, not at its catalogued location "
                               f"{self.location}: refusing to touch it")
 
@@ -161,10 +163,10 @@ class IcebergEraser:
 
     def _with_listing(self, action, attempt: Attempt | None = None) -> StepOutcome:
         """Run a file-removing action and count what it removed since the step's first attempt."""
-        before_files = removed_since_first_attempt(self.location, attempt) if self.location else {}
+        before_files = removed_since_first_attempt(self.location, self.store, attempt) if self.location else {}
         before = self.snapshot_id()
         details = action()
-        after = relative_listing(self.location) if self.location else {}
+        after = self.store.sizes(self.location) if self.location else {}
         files, size = removed_between(before_files, after)
         return StepOutcome(files_removed=files, bytes_removed=size, version_before=before,
                            version_after=self.snapshot_id(), details={k: v for k, v in details.items() if isinstance(v, (int, str))})

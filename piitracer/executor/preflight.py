@@ -33,7 +33,9 @@ from piitracer.formats import FormatError, key_type_name, table_schema
 from piitracer.model.key_values import KeyValueError, parse_key_type, parse_key_value
 from piitracer.model.plan import Action, DatasetDecision, DatasetStatus, DeletionPlan, Step, ValueKind
 from piitracer.model.workspace import CatalogDataset, CloneMode, DatasetFormat, SparkSettings
-from piitracer.storage.guard import Territory, symlinks_leaving
+from piitracer.storage.guard import Territory, canonical, symlinks_leaving
+from piitracer.storage.locations import Location
+from piitracer.storage.store import StorageError, Store
 
 log = logging.getLogger(__name__)
 
@@ -63,9 +65,10 @@ class Preflight:
     key_types: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
-def preflight(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locations: Mapping[str, Path],
-              spark: SparkSettings, warehouse: Path, roots: tuple[Path, ...] = ()) -> Preflight:
+def preflight(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locations: Mapping[str, Location],
+              spark: SparkSettings, warehouse: Path, roots: tuple[Location, ...] = (), store: Store | None = None) -> Preflight:
     """Run every check of the module docstring; raise :class:`PlanRefused` at the first failure."""
+    store = store or Store()
     result = Preflight()
     decisions = {d.dataset: d for d in plan.datasets}
     value_sets = _value_set_names(plan)
@@ -76,24 +79,34 @@ def preflight(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locatio
         _check_computed(plan, capture)
     schemas = {}
     for dataset in touched:
-        entry = catalog[dataset]
-        location = locations.get(dataset)
-        if entry.format in STORED_FORMATS:
-            if location is None:
-                raise PlanRefused(f"dataset {dataset}: no location in the catalog: piitracer needs it to find and check its files")
-            guard_location(dataset, entry, location, catalog, locations, roots)
-            if entry.format is DatasetFormat.ICEBERG:
-                _check_spark_path(dataset, entry, location, spark, warehouse)
-            try:
-                schemas[dataset] = table_schema(entry, location)
-            except FormatError as error:
-                raise PlanRefused(f"dataset {dataset}: {error}") from None
+        try:
+            schemas[dataset] = _check_dataset(dataset, catalog, locations, spark, warehouse, roots, store)
+        except StorageError as error:
+            raise PlanRefused(f"dataset {dataset}: {error}") from None
     for step in plan.steps:
         if step.action in KEYED_ACTIONS:
             _check_key_column(step, schemas.get(step.dataset), result)
     _check_subjects(plan, schemas, result)
     log.info("preflight: %d steps over %d datasets checked", len(plan.steps), len(touched))
     return result
+
+
+def _check_dataset(dataset: str, catalog: Mapping[str, CatalogDataset], locations: Mapping[str, Location],
+                   spark: SparkSettings, warehouse: Path, roots: tuple[Location, ...], store: Store):
+    """The location guard and the live schema of one dataset a step touches."""
+    entry = catalog[dataset]
+    location = locations.get(dataset)
+    if entry.format not in STORED_FORMATS:
+        return None
+    if location is None:
+        raise PlanRefused(f"dataset {dataset}: no location in the catalog: piitracer needs it to find and check its files")
+    guard_location(dataset, entry, location, catalog, locations, roots, store)
+    if entry.format is DatasetFormat.ICEBERG:
+        _check_spark_path(dataset, entry, location, spark, warehouse)
+    try:
+        return table_schema(entry, location, store)
+    except FormatError as error:
+        raise PlanRefused(f"dataset {dataset}: {error}") from None
 
 
 # ---- the plan against the catalog -----------------------------------------------------------
@@ -201,10 +214,10 @@ def _check_subjects(plan: DeletionPlan, schemas: dict, result: Preflight) -> Non
 
 # ---- the location guard -----------------------------------------------------------------------
 
-def territory_of(dataset: str, entry: CatalogDataset, location: Path, catalog: Mapping[str, CatalogDataset],
-                 locations: Mapping[str, Path], roots: tuple[Path, ...]) -> Territory:
+def territory_of(dataset: str, entry: CatalogDataset, location: Location, catalog: Mapping[str, CatalogDataset],
+                 locations: Mapping[str, Location], roots: tuple[Location, ...]) -> Territory:
     """Where a dataset's steps may act: its location; a shallow clone also reads its source's files."""
-    also: tuple[Path, ...] = ()
+    also: tuple[Location, ...] = ()
     if entry.clone_of is not None and entry.clone_of.mode is CloneMode.SHALLOW:
         source = locations.get(entry.clone_of.dataset)
         if source is not None:
@@ -212,25 +225,26 @@ def territory_of(dataset: str, entry: CatalogDataset, location: Path, catalog: M
     return Territory.of(dataset, location, also, roots)
 
 
-def guard_location(dataset: str, entry: CatalogDataset, location: Path, catalog: Mapping[str, CatalogDataset],
-                   locations: Mapping[str, Path], roots: tuple[Path, ...]) -> None:
+def guard_location(dataset: str, entry: CatalogDataset, location: Location, catalog: Mapping[str, CatalogDataset],
+                   locations: Mapping[str, Location], roots: tuple[Location, ...], store: Store | None = None) -> None:
     """Refuse unless every path the dataset's metadata names lies inside its territory."""
+    store = store or Store()
     territory = territory_of(dataset, entry, location, catalog, locations, roots)
     outside = territory.outside_roots()
     if outside is not None:
         raise PlanRefused(f"dataset {dataset}: {outside} is outside the warehouse roots "
-                          f"({', '.join(territory.roots)}): refusing to touch it")
-    if not location.exists():
+                          f"({', '.join(map(str, territory.roots))}): refusing to touch it")
+    if not store.exists(location):
         raise PlanRefused(f"dataset {dataset}: location {location} does not exist: fix catalog.{dataset}.location")
     leaving = symlinks_leaving(location, territory)
     if leaving:
         raise PlanRefused(f"dataset {dataset}: {len(leaving)} symlink(s) under {location} lead outside it "
                           f"(first: {leaving[0]}): refusing to act through them")
     try:
-        named = list(_named_paths(entry, location))
+        named = list(_named_paths(entry, location, store))
     except FormatError as error:
         raise PlanRefused(f"dataset {dataset}: {error}") from None
-    strays = [(what, path) for what, path in named if not territory.admits(path, relative_to=str(location))]
+    strays = [(what, path) for what, path in named if not territory.admits(path, base=location)]
     if strays:
         shown = "; ".join(f"{what} {path}" for what, path in strays[:MAX_NAMED_PATHS])
         more = f" (and {len(strays) - MAX_NAMED_PATHS} more)" if len(strays) > MAX_NAMED_PATHS else ""
@@ -241,18 +255,18 @@ def guard_location(dataset: str, entry: CatalogDataset, location: Path, catalog:
             "paths, or a deep clone) and catalogue that")
 
 
-def _named_paths(entry: CatalogDataset, location: Path):
+def _named_paths(entry: CatalogDataset, location: Location, store: Store):
     if entry.format is DatasetFormat.ICEBERG:
         from piitracer.formats import iceberg
 
-        yield from iceberg.referenced_paths(location)
+        yield from iceberg.referenced_paths(location, store)
     elif entry.format is DatasetFormat.DELTA:
         from piitracer.formats import delta
 
-        yield from delta.referenced_paths(location)
+        yield from delta.referenced_paths(location, store)
 
 
-def _check_spark_path(dataset: str, entry: CatalogDataset, location: Path, spark: SparkSettings, warehouse: Path) -> None:
+def _check_spark_path(dataset: str, entry: CatalogDataset, location: Location, spark: SparkSettings, warehouse: Path) -> None:
     """In the Hadoop catalog, Spark finds ``cat.db.t`` at ``<warehouse>/db/t``: that must be the
     catalogued location, or Spark's steps would act on another folder than the one checked."""
     if not entry.table:
@@ -264,8 +278,7 @@ def _check_spark_path(dataset: str, entry: CatalogDataset, location: Path, spark
     catalog_type = spark.conf.get(f"spark.sql.catalog.{spark.catalog}.type", "hadoop")
     if catalog_type != "hadoop":
         return  # another catalog finds tables its own way: the steps check the loaded table's location
-    spark_path = Path(os.path.normpath(Path(warehouse) / parts[1] / parts[2]))
-    territory = Territory.of(dataset, location)
-    if territory.location != Territory.of(dataset, spark_path).location:
+    spark_path = Location.parse(os.path.join(str(warehouse), parts[1], parts[2]))
+    if canonical(location) != canonical(spark_path):
         raise PlanRefused(f"dataset {dataset}: Spark's catalog {spark.catalog} reads {entry.table} from {spark_path}, "
                           f"but the catalog's location is {location}: fix spark.warehouse or catalog.{dataset}.location")

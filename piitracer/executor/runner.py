@@ -6,7 +6,6 @@ simply run again (a delete with nothing left to match commits nothing)."""
 from __future__ import annotations
 
 import logging
-import os
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -22,6 +21,8 @@ from piitracer.executor.resolve import resolve_values, values_for
 from piitracer.executor.spark_session import spark_session
 from piitracer.model.plan import Action, DeletionPlan, Step
 from piitracer.model.workspace import CatalogDataset, DatasetFormat, SparkSettings
+from piitracer.storage.locations import Location
+from piitracer.storage.store import Store
 from piitracer.model.errors import PiitracerError
 
 # Logs name steps, datasets and counts; never a subject value (tests/test_no_leaks.py).
@@ -88,12 +89,13 @@ class ExecutionContext:
     """Where things are: built by the API from the workspace (the executor imports no ingest code)."""
 
     catalog: Mapping[str, CatalogDataset]
-    locations: Mapping[str, Path]
+    locations: Mapping[str, Location]
     spark: SparkSettings
     warehouse: Path
     journal_path: Path
-    warehouse_roots: tuple[Path, ...] = ()  # when set, every location touched must be under one
+    warehouse_roots: tuple[Location, ...] = ()  # when set, every location touched must be under one
     attested: frozenset[str] = frozenset()  # ids of person steps their owners attested (from the audit log)
+    store: Store = field(default_factory=Store)  # files at the locations (local, s3://, gs://...)
 
 
 class PlanExecutor:
@@ -117,7 +119,7 @@ class PlanExecutor:
         if self._checked is None:
             context = self.context
             self._checked = preflight(self.plan, context.catalog, context.locations, context.spark, context.warehouse,
-                                      context.warehouse_roots)
+                                      context.warehouse_roots, context.store)
         return self._checked
 
     def run(self) -> RunSummary:
@@ -237,54 +239,23 @@ class PlanExecutor:
         if entry is None:
             raise SafetyError(f"{step.dataset} is not in the catalog")
         location = self.context.locations.get(step.dataset)
-        if location is not None:
-            check_location(step, location, self.context.warehouse_roots)
-        values = values_for(step.values_from, self._values(journal)) if step.values_from else []
-        if entry.format is DatasetFormat.ICEBERG and step.action in ICEBERG_ACTIONS:
-            return self._iceberg(step, entry, location, values, attempt)
         if location is None:
             raise SafetyError(f"{step.dataset}: no location in the catalog")
-        if entry.format is DatasetFormat.DELTA:
-            return self._delta(step, location, values, attempt)
-        if step.action in (Action.REWRITE_FILES, Action.REWRITE_ARCHIVE):
-            from piitracer.executor import parquet_eraser
+        check_location(step, location, self.context.warehouse_roots, self.context.store)
+        values = values_for(step.values_from, self._values(journal)) if step.values_from else []
+        perform = PERFORMERS.get((entry.format, step.action))
+        if perform is None:
+            raise SafetyError(f"no way to run {step.action.value} on a {entry.format.value} dataset")
+        return perform(self, StepWork(step, entry, location, values, attempt))
 
-            return parquet_eraser.rewrite_files(location, step.key_column, values, attempt)
-        raise SafetyError(f"no way to run {step.action.value} on a {entry.format.value} dataset")
-
-    def _iceberg(self, step: Step, entry: CatalogDataset, location: Path | None, values: list[Any],
-                 attempt: Attempt) -> StepOutcome:
-        if not entry.table:
-            raise SafetyError(f"{step.dataset}: an Iceberg dataset needs 'table:' (catalog.db.table) in the catalog")
-        eraser = IcebergEraser(self.spark(), entry.table, location)
-        eraser.check_location()  # the table Spark loaded is the one the preflight checked
-        params = step.params
-        if step.action is Action.DELETE_ROWS:
-            return eraser.delete_rows(step.key_column, values, attempt)
-        if step.action is Action.REWRITE_DATA_FILES:
-            return eraser.rewrite_data_files(params.options)
-        if step.action is Action.REWRITE_MANIFESTS:
-            return eraser.rewrite_manifests()
-        if step.action is Action.EXPIRE_SNAPSHOTS:
-            return eraser.expire_snapshots(params.retain_last, params.clean_expired_files, attempt)
-        if step.action is Action.REMOVE_ORPHAN_FILES:
-            return eraser.remove_orphan_files(attempt)
-        if step.action is Action.RELEASE_REF:
-            return eraser.drop_ref(params.ref, params.ref_type)
-        raise SafetyError(f"no way to run {step.action.value} on an Iceberg table")
-
-    def _delta(self, step: Step, location: Path, values: list[Any], attempt: Attempt) -> StepOutcome:
-        from piitracer.executor import delta_eraser
-
-        if step.action is Action.DELETE_ROWS:
-            return delta_eraser.delete_rows(location, step.key_column, values, attempt)
-        if step.action is Action.PURGE_DELETION_VECTORS:
-            return delta_eraser.purge_deletion_vectors(location)
-        if step.action is Action.VACUUM:
-            return delta_eraser.vacuum(location, attempt)
-        if step.action is Action.CLEAN_DELTA_LOG:
-            return delta_eraser.clean_delta_log(location, attempt)
-        raise SafetyError(f"no way to run {step.action.value} on a Delta table")
+    def iceberg_eraser(self, work: "StepWork") -> IcebergEraser:
+        """The Iceberg eraser of a step's table, after checking Spark loaded the table the
+        preflight checked (its location)."""
+        if not work.entry.table:
+            raise SafetyError(f"{work.step.dataset}: an Iceberg dataset needs 'table:' (catalog.db.table) in the catalog")
+        eraser = IcebergEraser(self.spark(), work.entry.table, work.location, self.context.store)
+        eraser.check_location()
+        return eraser
 
     # ---- resolve and values ---------------------------------------------------------------
 
@@ -315,21 +286,126 @@ class PlanExecutor:
         entry = self.context.catalog[dataset]
         spark = self.spark()
         location = self.context.locations.get(dataset)
+        store = self.context.store
         if entry.format is DatasetFormat.ICEBERG and entry.table:
-            IcebergEraser(spark, entry.table, location).check_location()  # read-only steps obey the guard too
+            IcebergEraser(spark, entry.table, location, store).check_location()  # read-only steps obey the guard too
             return spark.table(entry.table)
-        if entry.format is DatasetFormat.DELTA and location is not None:
-            from deltalake import DeltaTable
+        if location is None:
+            raise SafetyError(f"cannot read source {dataset}: no table or location in the catalog")
+        if entry.format is DatasetFormat.DELTA:
+            from piitracer.formats import delta
 
-            return spark.createDataFrame(DeltaTable(str(location)).to_pyarrow_table().to_pandas())
-        if location is not None:
-            return spark.read.parquet(str(location))
-        raise SafetyError(f"cannot read source {dataset}: no table or location in the catalog")
+            return _arrow_frame(spark, delta.open_table(location, store).to_pyarrow_table())
+        if location.is_local:
+            return spark.read.parquet(location.uri)
+        # Spark here has no S3A connector (shared/lakehouse-notes.md): read the folder with pyarrow.
+        from piitracer.formats import parquet
+
+        found = parquet.dataset(location, store)
+        if found is None:
+            raise SafetyError(f"cannot read source {dataset}: no Parquet file under {location}")
+        return _arrow_frame(spark, found.to_table())
 
     def spark(self):
         if self._spark is None:
             self._spark = spark_session(self.context.spark, self.context.warehouse)
         return self._spark
+
+
+def _arrow_frame(spark, table):
+    """A Spark DataFrame of an Arrow table (its types kept: no pandas inference)."""
+    return spark.createDataFrame(table.to_pandas(types_mapper=None), schema=_spark_schema(table.schema))
+
+
+def _spark_schema(schema):
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(schema)
+
+
+@dataclass(frozen=True)
+class StepWork:
+    """What one step acts on: the step, its catalog entry, its location, the values it matches
+    (typed by its key column later) and the attempt record that survives a kill."""
+
+    step: Step
+    entry: CatalogDataset
+    location: Location
+    values: list[Any]
+    attempt: Attempt
+
+
+def _iceberg_delete(executor: "PlanExecutor", work: StepWork) -> StepOutcome:
+    return executor.iceberg_eraser(work).delete_rows(work.step.key_column, work.values, work.attempt)
+
+
+def _iceberg_rewrite_data_files(executor: "PlanExecutor", work: StepWork) -> StepOutcome:
+    return executor.iceberg_eraser(work).rewrite_data_files(work.step.params.options)
+
+
+def _iceberg_rewrite_manifests(executor: "PlanExecutor", work: StepWork) -> StepOutcome:
+    return executor.iceberg_eraser(work).rewrite_manifests()
+
+
+def _iceberg_expire(executor: "PlanExecutor", work: StepWork) -> StepOutcome:
+    params = work.step.params
+    return executor.iceberg_eraser(work).expire_snapshots(params.retain_last, params.clean_expired_files, work.attempt)
+
+
+def _iceberg_orphans(executor: "PlanExecutor", work: StepWork) -> StepOutcome:
+    return executor.iceberg_eraser(work).remove_orphan_files(work.attempt)
+
+
+def _iceberg_release_ref(executor: "PlanExecutor", work: StepWork) -> StepOutcome:
+    return executor.iceberg_eraser(work).drop_ref(work.step.params.ref, work.step.params.ref_type)
+
+
+def _delta_delete(executor: "PlanExecutor", work: StepWork) -> StepOutcome:
+    from piitracer.executor import delta_eraser
+
+    return delta_eraser.delete_rows(work.location, executor.context.store, work.step.key_column, work.values, work.attempt)
+
+
+def _delta_purge(executor: "PlanExecutor", work: StepWork) -> StepOutcome:
+    from piitracer.executor import delta_eraser
+
+    return delta_eraser.purge_deletion_vectors(work.location, executor.context.store)
+
+
+def _delta_vacuum(executor: "PlanExecutor", work: StepWork) -> StepOutcome:
+    from piitracer.executor import delta_eraser
+
+    return delta_eraser.vacuum(work.location, executor.context.store, work.attempt)
+
+
+def _delta_clean_log(executor: "PlanExecutor", work: StepWork) -> StepOutcome:
+    from piitracer.executor import delta_eraser
+
+    return delta_eraser.clean_delta_log(work.location, executor.context.store, work.attempt)
+
+
+def _rewrite(executor: "PlanExecutor", work: StepWork) -> StepOutcome:
+    from piitracer.executor import parquet_eraser
+
+    return parquet_eraser.rewrite_files(work.location, executor.context.store, work.step.key_column, work.values, work.attempt)
+
+
+# What runs each (format, action): a lookup, so a new format is a few entries here (and its eraser
+# module), not another branch in the runner.
+PERFORMERS = {
+    (DatasetFormat.ICEBERG, Action.DELETE_ROWS): _iceberg_delete,
+    (DatasetFormat.ICEBERG, Action.REWRITE_DATA_FILES): _iceberg_rewrite_data_files,
+    (DatasetFormat.ICEBERG, Action.REWRITE_MANIFESTS): _iceberg_rewrite_manifests,
+    (DatasetFormat.ICEBERG, Action.EXPIRE_SNAPSHOTS): _iceberg_expire,
+    (DatasetFormat.ICEBERG, Action.REMOVE_ORPHAN_FILES): _iceberg_orphans,
+    (DatasetFormat.ICEBERG, Action.RELEASE_REF): _iceberg_release_ref,
+    (DatasetFormat.DELTA, Action.DELETE_ROWS): _delta_delete,
+    (DatasetFormat.DELTA, Action.PURGE_DELETION_VECTORS): _delta_purge,
+    (DatasetFormat.DELTA, Action.VACUUM): _delta_vacuum,
+    (DatasetFormat.DELTA, Action.CLEAN_DELTA_LOG): _delta_clean_log,
+    (DatasetFormat.PARQUET, Action.REWRITE_FILES): _rewrite,
+    (DatasetFormat.ARCHIVE, Action.REWRITE_ARCHIVE): _rewrite,
+}
 
 
 def describe(step: Step, catalog: Mapping[str, CatalogDataset]) -> str:
@@ -365,15 +441,16 @@ def describe(step: Step, catalog: Mapping[str, CatalogDataset]) -> str:
     return f"delta-rs {step.action.value} on {table}"
 
 
-def check_location(step: Step, location: Path, roots: tuple[Path, ...]) -> None:
+def check_location(step: Step, location: Location, roots: tuple[Location, ...], store: Store | None = None) -> None:
     """Refuse to act on a location that is not there or not under the warehouse roots: a
     mistyped catalog location would otherwise erase nothing (or rewrite files elsewhere) and the
     verifier would find nothing to look at."""
-    resolved = Path(os.path.normpath(location))
-    if roots and not any(resolved == root or root in resolved.parents for root in roots):
+    from piitracer.storage.guard import is_under
+
+    if roots and not any(is_under(location, root) for root in roots):
         raise SafetyError(f"{step.dataset}: location {location} is outside the warehouse roots "
                           f"({', '.join(map(str, roots))}): refusing to touch it")
-    if not resolved.exists():
+    if not (store or Store()).exists(location):
         raise SafetyError(f"{step.dataset}: location {location} does not exist: fix catalog.{step.dataset}.location")
 
 

@@ -5,9 +5,9 @@ files really are. Modules here may read files; they import only ``model`` (and, 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from piitracer.model.workspace import CatalogDataset, DatasetFormat
+from piitracer.storage.locations import Location
+from piitracer.storage.store import Store
 from piitracer.model.errors import PiitracerError
 
 
@@ -34,21 +34,21 @@ def key_type_name(arrow_type) -> str | None:
     return None
 
 
-def table_schema(entry: CatalogDataset, location: Path | None):
+def table_schema(entry: CatalogDataset, location: Location | None, store: Store):
     """The Arrow schema of a catalogued table as its own metadata says, or None when the table is
     not there (or the format stores no rows). Raises :class:`FormatError` for unreadable metadata."""
-    if location is None or not location.exists():
+    if location is None or not store.exists(location):
         return None
     if entry.format is DatasetFormat.ICEBERG:
         from piitracer.formats import iceberg
 
-        return iceberg.arrow_schema(location)
+        return iceberg.arrow_schema(location, store)
     if entry.format is DatasetFormat.DELTA:
         from piitracer.formats import delta
 
-        return delta.arrow_schema(location)
+        return delta.arrow_schema(location, store)
     if entry.format in (DatasetFormat.PARQUET, DatasetFormat.ARCHIVE):
         from piitracer.formats import parquet
 
-        return parquet.arrow_schema(location)
+        return parquet.arrow_schema(location, store)
     return None

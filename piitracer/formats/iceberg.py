@@ -1,72 +1,87 @@
 """Iceberg tables read without Spark (pyiceberg ``StaticTable`` reads a metadata file directly in
 ~0.1 s, whichever engine wrote it). The one place that decides which ``metadata.json`` is a
-table's newest."""
+table's newest, on a local folder or an object store."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from datetime import datetime, timezone
 from typing import Iterator
-from urllib.parse import unquote, urlparse
 
 from piitracer.formats import FormatError
+from piitracer.model.table_state import RefType, TableRef, TableState
+from piitracer.storage.locations import Location
+from piitracer.storage.store import Store
 
 _METADATA_VERSION = re.compile(r"^v?(\d+)[.-]")
 
 
-def newest_metadata_file(location: Path) -> Path | None:
-    """The current ``metadata.json`` of the table folder: the one ``version-hint.text`` names
-    (Hadoop catalog) when present, else the highest-numbered file (``v3.metadata.json``,
+def newest_metadata_file(location: Location, store: Store) -> Location | None:
+    """The current ``metadata.json`` of the table: the one ``version-hint.text`` names (Hadoop
+    catalog) when present, else the highest-numbered file (``v3.metadata.json``,
     ``00003-<uuid>.metadata.json``, gzip-compressed ones too); mtime is never used."""
-    folder = Path(location) / "metadata"
-    hint = folder / "version-hint.text"
-    if hint.is_file():
-        text = hint.read_text().strip()
-        for name in (f"v{text}.metadata.json", f"v{text}.gz.metadata.json", f"v{text}.metadata.json.gz"):
-            if (folder / name).is_file():
-                return folder / name
+    folder = location.child("metadata")
+    names = {entry.relative for entry in store.list_files(folder) if "/" not in entry.relative}
+    if "version-hint.text" in names:
+        hint = store.read_bytes(folder.child("version-hint.text")).decode("utf-8", "replace").strip()
+        for name in (f"v{hint}.metadata.json", f"v{hint}.gz.metadata.json", f"v{hint}.metadata.json.gz"):
+            if name in names:
+                return folder.child(name)
     numbered = []
-    for path in folder.glob("*.metadata.json*"):
-        match = _METADATA_VERSION.match(path.name)
-        if match:
-            numbered.append((int(match.group(1)), path.name, path))
-    return max(numbered)[2] if numbered else None
+    for name in names:
+        match = _METADATA_VERSION.match(name)
+        if match and ".metadata.json" in name:
+            numbered.append((int(match.group(1)), name))
+    return folder.child(max(numbered)[1]) if numbered else None
 
 
-def static_table(location: Path):
+def static_table(location: Location, store: Store):
     """pyiceberg's ``StaticTable`` of the newest metadata, or None when there is no table yet."""
     from pyiceberg.table import StaticTable
 
-    metadata_file = newest_metadata_file(location)
+    metadata_file = newest_metadata_file(location, store)
     if metadata_file is None:
         return None
     try:
-        return StaticTable.from_metadata(str(metadata_file))
+        return StaticTable.from_metadata(metadata_file.uri, properties=store.iceberg_properties(location))
     except Exception as error:  # pyiceberg raises many types for a corrupt or foreign file
         raise FormatError(f"{metadata_file}: cannot read Iceberg metadata: {type(error).__name__}: {error}") from error
 
 
-def arrow_schema(location: Path):
+def arrow_schema(location: Location, store: Store):
     """The current schema as Arrow, or None when there is no table."""
-    table = static_table(location)
+    table = static_table(location, store)
     return None if table is None else table.schema().as_arrow()
 
 
-def local_path(uri: str) -> str:
-    """A ``file:`` URI or plain path as a local path; other schemes are returned as they are."""
-    parsed = urlparse(uri)
-    if parsed.scheme in ("", "file"):
-        return unquote(parsed.path) if parsed.scheme else uri
-    return uri
+def table_state(dataset: str, location: Location, store: Store) -> TableState | None:
+    """The table's current snapshot, tags and branches (the planner's input), or None."""
+    from pyiceberg.table.refs import SnapshotRefType
+
+    table = static_table(location, store)
+    if table is None:
+        return None
+    metadata = table.metadata
+    refs = []
+    for name, ref in sorted(metadata.refs.items()):
+        if name == "main":
+            continue
+        snapshot = metadata.snapshot_by_id(ref.snapshot_id)
+        refs.append(TableRef(
+            name=name, type=RefType.TAG if ref.snapshot_ref_type is SnapshotRefType.TAG else RefType.BRANCH,
+            snapshot_id=ref.snapshot_id,
+            snapshot_timestamp=datetime.fromtimestamp(snapshot.timestamp_ms / 1000, timezone.utc) if snapshot else None,
+        ))
+    return TableState(dataset=dataset, current_snapshot_id=metadata.current_snapshot_id, refs=tuple(refs))
 
 
-def referenced_paths(location: Path) -> Iterator[tuple[str, str]]:
+def referenced_paths(location: Location, store: Store) -> Iterator[tuple[str, str]]:
     """(what, path) for every place the table's metadata points at: its ``location``, the
     write paths its properties set, every previous metadata file, statistics files, and for every
     retained snapshot its manifest list, manifests and data/delete files. A copied table folder
     keeps the original's absolute paths here: they are what Iceberg reads, writes, expires and
     deletes, whatever folder the metadata file itself sits in."""
-    table = static_table(location)
+    table = static_table(location, store)
     if table is None:
         return
     try:

@@ -1,14 +1,32 @@
-"""Plain Parquet folders (Hive-style partitions) and archive exports."""
+"""Plain Parquet folders (Hive-style partitions) and archive exports, local or on an object store."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from piitracer.storage.locations import Location
+from piitracer.storage.store import Store
+
+HIDDEN = (".", "_")  # readers skip these names: temporaries, markers, metadata
 
 
-def arrow_schema(location: Path):
-    """The schema readers see (hidden and underscore files skipped, Hive partition columns
-    included), or None when the folder holds no Parquet file."""
+def data_files(location: Location, store: Store) -> list[str]:
+    """The Parquet files readers see (relative paths): hidden and underscore files and folders are
+    not data."""
+    return [entry.relative for entry in store.list_files(location)
+            if entry.relative.endswith(".parquet") and not any(part.startswith(HIDDEN) for part in entry.relative.split("/"))]
+
+
+def dataset(location: Location, store: Store):
+    """A pyarrow dataset of the folder as readers see it (Hive partitions)."""
     import pyarrow.dataset as ds
 
-    dataset = ds.dataset(str(location), format="parquet", partitioning="hive")
-    return dataset.schema if dataset.files else None
+    fs, path = store.filesystem(location)
+    files = [f"{path.rstrip('/')}/{relative}" for relative in data_files(location, store)]
+    return ds.dataset(files, filesystem=fs, format="parquet", partitioning=ds.partitioning(flavor="hive"),
+                      partition_base_dir=path) if files else None
+
+
+def arrow_schema(location: Location, store: Store):
+    """The schema readers see (Hive partition columns included), or None when the folder holds
+    no Parquet file."""
+    found = dataset(location, store)
+    return None if found is None else found.schema

@@ -36,11 +36,13 @@ class Workspace:
         return Path(path) if os.path.isabs(path) else self.root / path
 
     def location_of(self, dataset_id: str) -> Path | None:
-        """Absolute storage location of a catalog dataset, if it has one on the local filesystem."""
+        """Absolute local folder of a catalog dataset; None when it has no location or lives on an
+        object store (``s3://...``: the API's ``dataset_locations`` gives every location)."""
         entry = self.config.catalog.get(dataset_id)
-        if entry is None or entry.location is None:
+        if entry is None or entry.location is None or "://" in entry.location and not entry.location.startswith("file:"):
             return None
-        return Path(_absolute_location(self.root, entry.location))
+        location = entry.location.removeprefix("file://").removeprefix("file:")
+        return Path(_absolute_location(self.root, location))
 
     def warehouse_roots(self) -> tuple[Path, ...]:
         """The configured ``warehouse_roots`` as absolute paths (empty: no restriction)."""

@@ -228,6 +228,36 @@ class LineageSources(Frozen):
         return value
 
 
+class StorageOptions(Frozen):
+    """How piitracer reaches an object store. Never secrets: credentials come from the
+    ecosystem's own places (AWS_* variables and profiles, GOOGLE_APPLICATION_CREDENTIALS, ...)."""
+
+    endpoint: str | None = Field(None, description="An S3-compatible endpoint URL (http://127.0.0.1:9000).")
+    region: str | None = None
+    path_style: bool | None = Field(None, description="Path-style requests (bucket in the path), as most S3-compatible stores need.")
+    allow_http: bool | None = Field(None, description="Allow a plain-http endpoint.")
+    unsafe_rename: bool | None = Field(
+        None, description="delta-rs commits on S3 without a lock (AWS_S3_ALLOW_UNSAFE_RENAME): only with one writer per table.")
+    extra: dict[str, str] = Field(default_factory=dict, description="Further delta-rs storage_options, passed as given.")
+
+    @field_validator("extra")
+    @classmethod
+    def _no_secrets(cls, value: dict[str, str]) -> dict[str, str]:
+        secret = [k for k in value if any(w in k.upper() for w in ("SECRET", "PASSWORD", "TOKEN", "ACCESS_KEY"))]
+        if secret:
+            raise ValueError(f"{secret}: keep credentials in the environment or a profile, not in piitracer.yaml")
+        return value
+
+    def __hash__(self) -> int:  # filesystems are cached per options
+        return hash(self.model_dump_json())
+
+
+class StorageSettings(StorageOptions):
+    """The ``storage:`` block: defaults, and overrides per location prefix (``s3://eu-lake/``)."""
+
+    prefixes: dict[str, StorageOptions] = Field(default_factory=dict)
+
+
 class Policy(Frozen):
     deadline: Duration = Field(timedelta(days=30), description="Legal deadline for erasure.")
 
@@ -250,6 +280,7 @@ class WorkspaceConfig(Frozen):
     catalog: dict[str, CatalogDataset] = Field(default_factory=dict)
     policy: Policy = Policy()
     spark: SparkSettings = SparkSettings()
+    storage: StorageSettings = StorageSettings()
     warehouse_roots: tuple[str, ...] = Field(
         (),
         description="Folders (relative to the workspace unless absolute) every catalog location must be "

@@ -1,0 +1,285 @@
+"""What piitracer does to files, on any filesystem ``pyarrow.fs`` knows: list (recursively, hidden
+and underscore folders included), stat, read, write a new object, replace one object by another,
+delete. Local folders, S3 and S3-compatible stores, GCS, ADLS (abfs) and HDFS all go through here;
+nothing else in piitracer walks ``pathlib`` paths of a dataset.
+
+Credentials come from where the ecosystem keeps them — ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``
+/``AWS_PROFILE``/``AWS_ENDPOINT_URL``/``AWS_REGION``, ``GOOGLE_APPLICATION_CREDENTIALS``, Azure's
+``AZURE_STORAGE_*`` — plus the workspace's optional ``storage:`` block (endpoint, region,
+path-style, per-prefix overrides; never secrets), which is also handed to delta-rs as its
+``storage_options`` and to pyiceberg as its FileIO properties. Nothing here logs an option's value.
+
+Replacing without rename: a local folder replaces a file with ``os.replace`` (atomic on one
+filesystem). An object store has no atomic rename, but writing an object is atomic per key: the
+replacement is written under a hidden temporary key first, then copied over the original's key on
+the server (a reader sees the old object or the new one, never a mix and never neither), then the
+temporary is deleted. A crash before the copy leaves the original and a stray temporary (removed on
+resume); after it, the replacement and maybe the temporary.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Iterator
+
+from piitracer.model.errors import PiitracerError
+from piitracer.model.workspace import StorageOptions, StorageSettings
+from piitracer.storage.locations import Location
+
+
+class StorageError(PiitracerError):
+    """A location cannot be read or written (no such bucket, wrong credentials, unreachable
+    endpoint, unknown scheme): the message names the location and the store's reason."""
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One file under a location: its path relative to the location (posix) and its size."""
+
+    relative: str
+    size: int
+
+
+class Store:
+    """Files at locations, through the filesystem each location's scheme needs."""
+
+    def __init__(self, settings: StorageSettings | None = None) -> None:
+        self.settings = settings or StorageSettings()
+        self._filesystems: dict[tuple, object] = {}
+
+    # ---- configuration ------------------------------------------------------------------------
+
+    def options_for(self, location: Location) -> StorageOptions:
+        """The workspace's storage options for a location: the longest matching ``prefixes`` entry
+        over the block's own defaults."""
+        merged = self.settings.model_dump(exclude={"prefixes"}, exclude_none=True)
+        for prefix in sorted(self.settings.prefixes, key=len):
+            if location.contains(Location.parse(prefix)) or location.uri.startswith(prefix.rstrip("/")):
+                merged.update(self.settings.prefixes[prefix].model_dump(exclude_none=True))
+        return StorageOptions(**merged)
+
+    def delta_options(self, location: Location) -> dict[str, str]:
+        """delta-rs ``storage_options`` for a location (empty for local folders: the ecosystem's
+        environment variables still apply)."""
+        if location.is_local:
+            return {}
+        options = self.options_for(location)
+        found: dict[str, str] = {}
+        if location.scheme == "s3":
+            if options.endpoint:
+                found["AWS_ENDPOINT_URL"] = options.endpoint
+                if options.endpoint.startswith("http://"):
+                    found["AWS_ALLOW_HTTP"] = "true"
+            if options.region:
+                found["AWS_REGION"] = options.region
+            if options.path_style is not None:
+                found["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"] = "false" if options.path_style else "true"
+            if options.allow_http is not None:
+                found["AWS_ALLOW_HTTP"] = "true" if options.allow_http else "false"
+            if options.unsafe_rename:
+                found["AWS_S3_ALLOW_UNSAFE_RENAME"] = "true"
+        found.update(options.extra)
+        return found
+
+    def iceberg_properties(self, location: Location) -> dict[str, str]:
+        """pyiceberg FileIO properties for a location."""
+        if location.is_local:
+            return {}
+        options = self.options_for(location)
+        found: dict[str, str] = {}
+        if location.scheme == "s3":
+            endpoint = options.endpoint or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+            if endpoint:
+                found["s3.endpoint"] = endpoint
+            region = options.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+            if region:
+                found["s3.region"] = region
+            if options.path_style is not None:
+                found["s3.force-virtual-addressing"] = "false" if options.path_style else "true"
+            for env, prop in (("AWS_ACCESS_KEY_ID", "s3.access-key-id"), ("AWS_SECRET_ACCESS_KEY", "s3.secret-access-key"),
+                              ("AWS_SESSION_TOKEN", "s3.session-token")):
+                if os.environ.get(env):
+                    found[prop] = os.environ[env]
+        return found
+
+    def filesystem(self, location: Location):
+        """(pyarrow filesystem, the location's path inside it)."""
+        import pyarrow.fs as pafs
+
+        if location.is_local:
+            return pafs.LocalFileSystem(), location.uri
+        scheme, rest = location.uri.split("://", 1)
+        authority, _, key = rest.partition("/")
+        options = self.options_for(location)
+        cache_key = (scheme, authority if scheme != "s3" else "", options)
+        if cache_key not in self._filesystems:
+            try:
+                if scheme == "s3":
+                    self._filesystems[cache_key] = (self._s3(options), None)
+                else:  # gs, abfs(s), hdfs: pyarrow knows where their credentials live
+                    self._filesystems[cache_key] = pafs.FileSystem.from_uri(f"{scheme}://{authority}")
+            except (OSError, ValueError) as error:
+                raise StorageError(f"{location}: cannot open its filesystem: {_reason(error)}") from None
+        fs, root = self._filesystems[cache_key]
+        if root is None:  # S3: paths are bucket/key
+            return fs, rest
+        return fs, (root.rstrip("/") + "/" + key) if key else root
+
+    def _s3(self, options: StorageOptions):
+        import pyarrow.fs as pafs
+
+        kwargs: dict[str, object] = {}
+        endpoint = options.endpoint or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+        if endpoint:
+            scheme, _, host = endpoint.partition("://")
+            kwargs["endpoint_override"] = host or scheme
+            kwargs["scheme"] = scheme if host else "https"
+        region = options.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        if region:
+            kwargs["region"] = region
+        if options.path_style is not None:
+            kwargs["force_virtual_addressing"] = not options.path_style
+        # Fail fast on an unreachable endpoint instead of the SDK's long retry loop.
+        kwargs["connect_timeout"] = 5
+        kwargs["request_timeout"] = 30
+        kwargs["retry_strategy"] = pafs.AwsStandardS3RetryStrategy(max_attempts=3)
+        return pafs.S3FileSystem(**kwargs)
+
+    # ---- reading ------------------------------------------------------------------------------
+
+    def info(self, location: Location):
+        fs, path = self.filesystem(location)
+        try:
+            return fs.get_file_info(path)
+        except OSError as error:
+            raise StorageError(f"{location}: {_reason(error)}") from None
+
+    def exists(self, location: Location) -> bool:
+        """A file, a folder, or (on an object store) a prefix with at least one object below it."""
+        import pyarrow.fs as pafs
+
+        found = self.info(location)
+        if found.type is not pafs.FileType.NotFound:
+            return True
+        if location.is_local:
+            return False
+        return next(self._walk(location, limit=1), None) is not None
+
+    def is_file(self, location: Location) -> bool:
+        import pyarrow.fs as pafs
+
+        return self.info(location).type is pafs.FileType.File
+
+    def list_files(self, location: Location) -> list[FileEntry]:
+        """Every file below ``location`` (hidden and underscore folders included; symlinks are not
+        followed), sorted by relative path. A location that does not exist lists nothing."""
+        return sorted(self._walk(location), key=lambda entry: entry.relative)
+
+    def _walk(self, location: Location, limit: int | None = None) -> Iterator[FileEntry]:
+        import pyarrow.fs as pafs
+
+        if location.is_local:
+            root = location.uri
+            for folder, dirs, files in os.walk(root, followlinks=False):
+                dirs.sort()
+                for name in sorted(files):
+                    path = os.path.join(folder, name)
+                    if os.path.islink(path) or not os.path.isfile(path):
+                        continue
+                    yield FileEntry(os.path.relpath(path, root).replace(os.sep, "/"), os.path.getsize(path))
+            return
+        fs, path = self.filesystem(location)
+        selector = pafs.FileSelector(path, recursive=True, allow_not_found=True)
+        try:
+            infos = fs.get_file_info(selector)
+        except OSError as error:
+            raise StorageError(f"{location}: cannot list: {_reason(error)}") from None
+        count = 0
+        for item in infos:
+            if item.type is pafs.FileType.File:
+                yield FileEntry(item.path[len(path.rstrip("/")) + 1:], int(item.size or 0))
+                count += 1
+                if limit is not None and count >= limit:
+                    return
+
+    def sizes(self, location: Location) -> dict[str, int]:
+        """Relative path -> size of every file below ``location``."""
+        return {entry.relative: entry.size for entry in self.list_files(location)}
+
+    def read_bytes(self, location: Location) -> bytes:
+        fs, path = self.filesystem(location)
+        try:
+            with fs.open_input_stream(path) as stream:
+                return stream.read()
+        except OSError as error:
+            raise StorageError(f"{location}: cannot read: {_reason(error)}") from None
+
+    def open_input(self, location: Location):
+        """A random-access file (Parquet footers are read from the end)."""
+        fs, path = self.filesystem(location)
+        try:
+            return fs.open_input_file(path)
+        except OSError as error:
+            raise StorageError(f"{location}: cannot read: {_reason(error)}") from None
+
+    # ---- writing ------------------------------------------------------------------------------
+
+    def open_output(self, location: Location):
+        fs, path = self.filesystem(location)
+        try:
+            if location.is_local:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+            return fs.open_output_stream(path)
+        except OSError as error:
+            raise StorageError(f"{location}: cannot write: {_reason(error)}") from None
+
+    def write_bytes(self, location: Location, data: bytes) -> None:
+        with self.open_output(location) as sink:
+            sink.write(data)
+
+    def replace(self, temporary: Location, target: Location) -> None:
+        """Put ``temporary``'s content at ``target`` atomically for readers (see the module
+        docstring), then remove ``temporary``."""
+        if temporary.is_local and target.is_local:
+            os.replace(temporary.uri, target.uri)
+            _fsync_folder(os.path.dirname(target.uri))
+            return
+        fs, source = self.filesystem(temporary)
+        _, destination = self.filesystem(target)
+        try:
+            fs.copy_file(source, destination)  # a server-side copy: one atomic PUT of the target key
+            fs.delete_file(source)
+        except OSError as error:
+            raise StorageError(f"{target}: cannot replace it: {_reason(error)}") from None
+
+    def delete(self, location: Location) -> None:
+        fs, path = self.filesystem(location)
+        try:
+            fs.delete_file(path)
+        except FileNotFoundError:
+            return
+        except OSError as error:
+            raise StorageError(f"{location}: cannot delete: {_reason(error)}") from None
+
+
+def _fsync_folder(folder: str) -> None:
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _reason(error: BaseException) -> str:
+    """The store's reason on one line, without request ids or credentials."""
+    text = " ".join(str(error).split())
+    return text[:300]
+
+
+def store_for(settings: StorageSettings | None) -> Store:
+    """A store for a workspace's ``storage:`` settings (one per process is enough)."""
+    return Store(settings)
+
+
+__all__ = ["FileEntry", "Location", "Store", "StorageError", "store_for"]
