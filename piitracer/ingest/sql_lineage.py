@@ -1,7 +1,8 @@
 """Column lineage from SQL files (Spark SQL by default): INSERT, CTAS, CREATE VIEW, MERGE.
 
-Each file is tokenized with sqlglot, split on semicolon tokens and parsed one statement at a
-time, so a statement sqlglot cannot parse is reported (with its line) and the file goes on.
+Each file is split into statements (:mod:`piitracer.ingest.sql_statements`: on semicolon tokens,
+with procedure and script blocks opened up) and parsed one statement at a time, so a statement
+sqlglot cannot parse is reported (with its line) and the file goes on.
 Statements that write a dataset give typed column edges (see :mod:`piitracer.ingest.sql_scope`
 for how queries are resolved), one FLOW dataset edge per table read and the target's columns.
 ``USE db`` and temporary views hold for the rest of their file; the columns learnt from a
@@ -13,12 +14,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
-from sqlglot.errors import SqlglotError, TokenError
-from sqlglot.tokens import Token, TokenType
+from sqlglot.errors import SqlglotError
 
 from piitracer.ingest.sql_scope import (
     ColumnLineage,
@@ -31,6 +31,7 @@ from piitracer.ingest.sql_scope import (
     with_ctes,
 )
 from piitracer.ingest.source_files import display_path, files_under
+from piitracer.ingest.sql_statements import split_statements
 from piitracer.model.lineage import (
     DIRECT_SUBTYPES,
     ColumnEdge,
@@ -103,66 +104,6 @@ def _copy(schemas: Mapping[str, Sequence[str]] | None) -> dict[str, list[str]]:
     return {dataset: [c.lower() for c in columns] for dataset, columns in (schemas or {}).items()}
 
 
-@dataclass
-class _Statement:
-    """The tokens of one statement (indexing into ``sql``), or why it could not be tokenized."""
-
-    line: int
-    sql: str
-    tokens: list[Token]
-    error: str | None = None
-
-
-def _statements(text: str, dialect: Dialect) -> list[_Statement]:
-    """Split on semicolon tokens; if the whole text does not tokenize, on lines ending in ``;``."""
-    try:
-        return _split(dialect.tokenize(text), text)
-    except TokenError:
-        pass
-    statements = []
-    for first_line, chunk in _line_chunks(text):
-        # Padding with the lines before the chunk keeps token lines (and messages) file-relative.
-        padded = "\n" * (first_line - 1) + chunk
-        try:
-            statements += _split(dialect.tokenize(padded), padded)
-        except TokenError as error:
-            line = first_line + _first_content_line(chunk)
-            statements.append(_Statement(line, padded, [], f"cannot tokenize: {error}"))
-    return statements
-
-
-def _split(tokens: list[Token], sql: str) -> list[_Statement]:
-    statements, current = [], []
-    for token in tokens + [None]:
-        if token is None or token.token_type == TokenType.SEMICOLON:
-            if current:
-                statements.append(_Statement(current[0].line, sql, current))
-            current = []
-        else:
-            current.append(token)
-    return statements
-
-
-def _line_chunks(text: str) -> Iterator[tuple[int, str]]:
-    """(first line number, text) of runs of lines, each ending with a line that ends in ``;``."""
-    lines = text.splitlines(keepends=True)
-    start = 0
-    for index, line in enumerate(lines):
-        if line.rstrip().endswith(";") or index == len(lines) - 1:
-            chunk = "".join(lines[start:index + 1])
-            if chunk.strip():
-                yield start + 1, chunk
-            start = index + 1
-
-
-def _first_content_line(chunk: str) -> int:
-    """Offset of the chunk's first line that is neither blank nor a ``--`` comment."""
-    for offset, line in enumerate(chunk.splitlines()):
-        if line.strip() and not line.strip().startswith("--"):
-            return offset
-    return 0
-
-
 def _one_line(message: str) -> str:
     # sqlglot puts token reprs and the highlighted SQL into its messages: keep the gist.
     message = re.sub(r"<Token token_type: TokenType\.SENTINEL[^>]*>", "end of statement", message)
@@ -197,11 +138,12 @@ class _FileIngest:
         self.units = 0
 
     def run(self, text: str) -> LineageBatch:
-        for statement in _statements(text, self.dialect):
+        for statement in split_statements(text, self.dialect):
             self.units += 1
             origin = Origin(kind=OriginKind.SQL, file=self.file, line=statement.line)
-            if statement.error:
-                self._problem(origin, _one_line(statement.error))
+            if statement.problem:
+                severity, reason = statement.problem
+                self._problem(origin, _one_line(reason), severity)
                 continue
             try:
                 nodes = self.dialect.parser().parse(statement.tokens, statement.sql)
