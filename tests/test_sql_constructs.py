@@ -283,3 +283,336 @@ $$;
         ("prod.users.email", "a.emails", "email", D, ID, False, None),
     }
     assert lines(batch) == {("a.phones", 4), ("a.emails", 8)}
+
+
+# ---- UPDATE and DELETE ---------------------------------------------------------------------------
+
+
+def test_update_from_another_table():
+    batch = ingest(
+        """
+        UPDATE crm.customers AS c
+        SET email = u.email, phone = lower(u.phone)
+        FROM prod.users u
+        WHERE u.user_id = c.customer_id AND u.country = 'IN'
+        """,
+        dialect="postgres",
+    )
+    no_problems(batch)
+    t = "crm.customers"
+    assert edges(batch) == {
+        ("prod.users.email", t, "email", D, ID, False, None),
+        ("prod.users.phone", t, "phone", D, TR, False, "LOWER(phone)"),
+        # The target's own columns bring nothing: only the other table decides which rows change.
+        ("prod.users.user_id", t, None, I, "FILTER", False, None),
+        ("prod.users.country", t, None, I, "FILTER", False, None),
+    }
+    assert [(e.source, e.target) for e in batch.dataset_edges] == [("prod.users", t)]
+
+
+def test_update_tsql_alias_target_and_mysql_join():
+    tsql = ingest(
+        "UPDATE x SET x.email = u.email FROM crm.customers AS x INNER JOIN prod.users AS u "
+        "ON x.customer_id = u.user_id WHERE u.country = 'IN'",
+        dialect="tsql",
+    )
+    no_problems(tsql)
+    t = "crm.customers"
+    assert edges(tsql) == {
+        ("prod.users.email", t, "email", D, ID, False, None),
+        ("prod.users.user_id", t, None, I, "JOIN", False, None),
+        ("prod.users.country", t, None, I, "FILTER", False, None),
+    }
+    mysql = ingest("UPDATE crm.customers c JOIN prod.users u ON c.customer_id = u.user_id SET c.phone = u.phone",
+                   dialect="mysql")
+    no_problems(mysql)
+    assert edges(mysql) == {
+        ("prod.users.phone", t, "phone", D, ID, False, None),
+        ("prod.users.user_id", t, None, I, "JOIN", False, None),
+    }
+
+
+def test_update_set_from_subqueries():
+    scalar = ingest(
+        "UPDATE crm.customers SET segment = (SELECT max(u.country) FROM prod.users u "
+        "WHERE u.user_id = customers.customer_id)"
+    )
+    no_problems(scalar)
+    t = "crm.customers"
+    assert edges(scalar) == {
+        ("prod.users.country", t, "segment", D, AGG, False, None),
+        ("prod.users.user_id", t, None, I, "FILTER", False, None),
+    }
+    row = ingest(
+        "UPDATE crm.customers c SET (email, phone) = (SELECT u.email, upper(u.phone) FROM prod.users u "
+        "WHERE u.user_id = c.customer_id)",
+        dialect="postgres",
+    )
+    no_problems(row)
+    assert edges(row) == {
+        ("prod.users.email", t, "email", D, ID, False, None),
+        # A value of another query's row: a transformation, but no per-row expression of it.
+        ("prod.users.phone", t, "phone", D, TR, False, "UPPER(phone)"),
+        ("prod.users.user_id", t, None, I, "FILTER", False, None),
+    }
+
+
+def test_delete_using_is_a_filter_on_the_target():
+    t = "crm.customers"
+    using = ingest(
+        "DELETE FROM crm.customers c USING prod.users u WHERE c.customer_id = u.user_id AND u.country = 'XX'",
+        dialect="postgres",
+    )
+    no_problems(using)
+    assert edges(using) == {
+        ("prod.users.user_id", t, None, I, "FILTER", False, None),
+        ("prod.users.country", t, None, I, "FILTER", False, None),
+    }
+    assert [(e.source, e.target) for e in using.dataset_edges] == [("prod.users", t)]
+    tsql = ingest(
+        "DELETE c FROM crm.customers AS c JOIN prod.users AS u ON c.customer_id = u.user_id WHERE u.country = 'XX'",
+        dialect="tsql",
+    )
+    no_problems(tsql)
+    assert edges(tsql) == {
+        ("prod.users.user_id", t, None, I, "JOIN", False, None),
+        ("prod.users.country", t, None, I, "FILTER", False, None),
+    }
+    subquery = ingest("DELETE FROM crm.customers WHERE customer_id IN (SELECT user_id FROM prod.users WHERE country = 'XX')")
+    no_problems(subquery)
+    assert edges(subquery) == edges(using)
+
+
+# ---- multi-table inserts -------------------------------------------------------------------------
+
+
+def test_hive_multi_insert_with_a_with_clause_every_insert_sees():
+    batch = ingest(
+        """
+        WITH recent AS (SELECT user_id, email, amount FROM prod.payments WHERE dt >= '2024-01-01')
+        FROM recent r
+        INSERT OVERWRITE TABLE a.big PARTITION (tier = 'big') SELECT r.user_id, r.email WHERE r.amount > 100
+        INSERT INTO TABLE a.all_emails SELECT sha2(email, 256) AS h
+        """,
+        dialect="hive",
+    )
+    no_problems(batch)
+    assert edges(batch) == {
+        ("prod.payments.user_id", "a.big", "user_id", D, ID, False, None),
+        ("prod.payments.email", "a.big", "email", D, ID, False, None),
+        ("prod.payments.amount", "a.big", None, I, "FILTER", False, None),
+        ("prod.payments.dt", "a.big", None, I, "FILTER", False, None),
+        ("prod.payments.email", "a.all_emails", "h", D, TR, True, "SHA2(email, 256)"),
+        ("prod.payments.dt", "a.all_emails", None, I, "FILTER", False, None),
+    }
+    assert {(e.source, e.target) for e in batch.dataset_edges} == {("prod.payments", "a.big"),
+                                                                  ("prod.payments", "a.all_emails")}
+
+
+def test_conditional_multi_table_insert():
+    batch = ingest(
+        """
+        INSERT FIRST
+          WHEN amount > 10 THEN INTO a.big VALUES (user_id, sha2(pan, 256))
+          ELSE INTO a.small (u) VALUES (user_id)
+        SELECT user_id, pan, amount FROM prod.payments
+        """,
+        dialect="oracle",
+    )
+    no_problems(batch)
+    assert edges(batch) == {
+        ("prod.payments.user_id", "a.big", "user_id", D, ID, False, None),
+        ("prod.payments.pan", "a.big", "sha2(pan, 256)", D, TR, True, "SHA2(pan, 256)"),
+        ("prod.payments.amount", "a.big", None, I, "FILTER", False, None),
+        ("prod.payments.user_id", "a.small", "u", D, ID, False, None),
+        ("prod.payments.amount", "a.small", None, I, "FILTER", False, None),  # FIRST: it failed the WHEN before
+    }
+
+
+# ---- FROM clauses --------------------------------------------------------------------------------
+
+
+def test_derived_tables_without_alias_do_not_collide():
+    batch = ingest(
+        """
+        INSERT INTO a.t
+        SELECT user_id, city
+        FROM (SELECT user_id, merchant_id FROM prod.payments)
+        JOIN (SELECT merchant_id AS mid, city FROM prod.merchants) ON merchant_id = mid
+        """
+    )
+    no_problems(batch)
+    assert edges(batch) == {
+        ("prod.payments.user_id", "a.t", "user_id", D, ID, False, None),
+        ("prod.merchants.city", "a.t", "city", D, ID, False, None),
+        ("prod.payments.merchant_id", "a.t", None, I, "JOIN", False, None),
+        ("prod.merchants.merchant_id", "a.t", None, I, "JOIN", False, None),
+    }
+
+
+def test_join_using_column_comes_from_both_sides():
+    batch = ingest(
+        "INSERT INTO a.t SELECT merchant_id, city, amount FROM prod.payments p JOIN prod.merchants m USING (merchant_id)"
+    )
+    no_problems(batch)
+    assert edges(batch) == {
+        ("prod.payments.merchant_id", "a.t", "merchant_id", D, ID, False, None),
+        ("prod.merchants.merchant_id", "a.t", "merchant_id", D, ID, False, None),
+        ("prod.merchants.city", "a.t", "city", D, ID, False, None),
+        ("prod.payments.amount", "a.t", "amount", D, ID, False, None),
+        ("prod.payments.merchant_id", "a.t", None, I, "JOIN", False, None),
+        ("prod.merchants.merchant_id", "a.t", None, I, "JOIN", False, None),
+    }
+    star = ingest("CREATE TABLE a.s AS SELECT * FROM prod.merchants m JOIN prod.users u USING (city)",
+                  schemas={**SCHEMAS, "prod.users": ["user_id", "city"]})
+    no_problems(star)
+    # As in Spark: the USING column once, first, then each side's other columns.
+    assert star.datasets[0].columns == ("city", "merchant_id", "merchant_name", "user_id")
+    assert {(str(e.source), e.target_column) for e in star.column_edges if e.kind.value == D} == {
+        ("prod.merchants.city", "city"), ("prod.users.city", "city"), ("prod.merchants.merchant_id", "merchant_id"),
+        ("prod.merchants.merchant_name", "merchant_name"), ("prod.users.user_id", "user_id"),
+    }
+
+
+def test_joins_in_parentheses():
+    batch = ingest(
+        """
+        INSERT INTO a.t
+        SELECT p.user_id, m.city
+        FROM ((prod.payments AS p JOIN prod.merchants AS m ON p.merchant_id = m.merchant_id))
+        WHERE m.city = 'Pune'
+        """
+    )
+    no_problems(batch)
+    assert edges(batch) == {
+        ("prod.payments.user_id", "a.t", "user_id", D, ID, False, None),
+        ("prod.merchants.city", "a.t", "city", D, ID, False, None),
+        ("prod.payments.merchant_id", "a.t", None, I, "JOIN", False, None),
+        ("prod.merchants.merchant_id", "a.t", None, I, "JOIN", False, None),
+        ("prod.merchants.city", "a.t", None, I, "FILTER", False, None),
+    }
+
+
+# ---- column names --------------------------------------------------------------------------------
+
+
+def test_lateral_column_alias():
+    batch = ingest(
+        "INSERT INTO a.t SELECT amount AS x, x + 1 AS y, lower(email) AS email, email AS raw FROM prod.payments",
+        dialect="databricks",
+    )
+    no_problems(batch)
+    assert edges(batch) == {
+        ("prod.payments.amount", "a.t", "x", D, ID, False, None),
+        ("prod.payments.amount", "a.t", "y", D, TR, False, "amount + 1"),
+        ("prod.payments.email", "a.t", "email", D, TR, False, "LOWER(email)"),
+        # A source column of that name wins over the earlier alias (Spark's order).
+        ("prod.payments.email", "a.t", "raw", D, ID, False, None),
+    }
+    unknown = ingest("INSERT INTO a.u SELECT v AS w, sha2(w, 256) AS h FROM lake.unknown", dialect="snowflake")
+    no_problems(unknown)
+    assert edges(unknown) == {
+        ("lake.unknown.v", "a.u", "w", D, ID, False, None),
+        ("lake.unknown.v", "a.u", "h", D, TR, True, "SHA2(v, 256)"),
+    }
+
+
+def test_database_qualified_column_names():
+    batch = ingest(
+        """
+        INSERT INTO a.t
+        SELECT prod.users.email, dev.users.email AS dev_email, spark_catalog.prod.users.phone
+        FROM prod.users JOIN dev.users ON prod.users.user_id = dev.users.user_id
+        """,
+        schemas={**SCHEMAS, "dev.users": ["user_id", "email"]},
+    )
+    no_problems(batch)
+    assert edges(batch) == {
+        ("prod.users.email", "a.t", "email", D, ID, False, None),
+        ("dev.users.email", "a.t", "dev_email", D, ID, False, None),
+        ("prod.users.phone", "a.t", "phone", D, ID, False, None),
+        ("prod.users.user_id", "a.t", None, I, "JOIN", False, None),
+        ("dev.users.user_id", "a.t", None, I, "JOIN", False, None),
+    }
+
+
+def test_struct_field_access():
+    batch = ingest("INSERT INTO a.t SELECT s.address.city, s.info.geo.lat AS lat, address.zip FROM lake.src s",
+                   schemas={"lake.src": ["id", "address", "info"]})
+    no_problems(batch)
+    assert edges(batch) == {
+        ("lake.src.address", "a.t", "city", D, TR, False, "address.city"),
+        ("lake.src.info", "a.t", "lat", D, TR, False, "info.geo.lat"),
+        ("lake.src.address", "a.t", "zip", D, TR, False, "address.zip"),
+    }
+
+
+# ---- what is reported ----------------------------------------------------------------------------
+
+
+def test_select_star_without_a_schema_is_one_dataset_flow_and_a_warning():
+    for sql in ("INSERT INTO a.copy SELECT * FROM lake.unknown", "CREATE TABLE a.copy AS SELECT * FROM lake.unknown"):
+        batch = ingest(sql)
+        assert edges(batch) == set()
+        assert [(e.source, e.target, e.relation.value) for e in batch.dataset_edges] == [("lake.unknown", "a.copy", "flow")]
+        assert problems(batch) == [(1, "warning", "cannot expand * of lake.unknown: no known schema")]
+
+
+def test_writes_without_column_lineage_are_reported():
+    batch = ingest(
+        """INSERT INTO a.t SELECT 1 AS one, current_date() AS d FROM prod.users;
+INSERT INTO a.t VALUES (1, 2);
+CREATE TABLE a.c SHALLOW CLONE prod.users;
+LOAD DATA INPATH '/landing/x' INTO TABLE a.t;
+"""
+    )
+    assert edges(batch) == set()
+    assert problems(batch) == [
+        (1, "info", "INSERT into a.t: no column lineage (no column of prod.users reaches it)"),
+        (2, "info", "INSERT of constant VALUES into a.t: no column lineage (it reads no other table)"),
+        (3, "warning", "CREATE TABLE a.c ... CLONE: clones are read from the catalog (clone_of), not from SQL: no lineage"),
+        (4, "info", "LOAD DATA into a.t loads files: no lineage from tables"),
+    ]
+
+
+def test_opaque_commands_are_reported_unless_harmless():
+    batch = ingest(
+        """ADD JAR /opt/udfs.jar;
+REFRESH TABLE a.b;
+MSCK REPAIR TABLE a.b;
+ANALYZE TABLE a.b COMPUTE STATISTICS;
+OPTIMIZE a.b;
+VACUUM a.b;
+DESCRIBE a.b;
+SHOW TABLES;
+EXPLAIN SELECT 1;
+GRANT SELECT ON a.b TO analysts;
+COMMENT ON TABLE a.b IS 'x';
+CACHE TABLE a.b;
+UNCACHE TABLE a.b;
+SET x = 1;
+USE a;
+""")
+    assert problems(batch) == [] and batch.units_read == 15
+    snowflake = ingest("CREATE STREAM s ON TABLE a.b", dialect="snowflake")
+    assert problems(snowflake) == [(1, "warning", "CREATE statement kept by sqlglot as an opaque command: not analysed, no lineage")]
+
+
+def test_misspelt_statements_are_errors_and_a_bare_select_is_an_info_line():
+    batch = ingest(
+        """INSRT INTO a.x SELECT email FROM prod.users;
+INSERT INTO a.x SELEC email FROM prod.users;
+SELET email;
+SELECT email FROM prod.users;
+INSERT INTO a.ok SELECT email FROM prod.users;
+"""
+    )
+    assert edges(batch) == {("prod.users.email", "a.ok", "email", D, ID, False, None)}
+    assert [(line, severity) for line, severity, _ in problems(batch)] == [
+        (1, "error"), (2, "error"), (3, "error"), (4, "info"),
+    ]
+    assert all(reason.startswith("cannot parse statement") for _, _, reason in problems(batch)[:2])
+    assert problems(batch)[2:] == [
+        (3, "error", "not a SQL statement: 'SELET AS email' (a misspelt keyword?)"),
+        (4, "info", "SELECT without a target table: no lineage"),
+    ]

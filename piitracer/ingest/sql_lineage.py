@@ -12,6 +12,7 @@ statement's target hold for every later statement and file of the same ingest.
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -23,7 +24,7 @@ from sqlglot.errors import SqlglotError
 from piitracer.ingest.sql_scope import QueryContext
 from piitracer.ingest.source_files import display_path, files_under
 from piitracer.ingest.sql_statements import split_statements
-from piitracer.ingest.sql_writes import Write, writes_of
+from piitracer.ingest.sql_writes import NotAStatement, Write, writes_of
 from piitracer.model.lineage import (
     DIRECT_SUBTYPES,
     ColumnEdge,
@@ -41,6 +42,17 @@ from piitracer.model.lineage import (
 from piitracer.model.naming import DatasetNamer
 
 _MAX_REASON = 200
+
+
+class _CommandFallbackFilter(logging.Filter):
+    """Drops sqlglot's "falling back to parsing as a 'Command'" log lines: the ingest reports such
+    a statement itself, with its file and line, so the log line would only repeat it without them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Falling back to parsing as a 'Command'" not in record.getMessage()
+
+
+logging.getLogger("sqlglot").addFilter(_CommandFallbackFilter())
 
 
 def ingest_sql_text(
@@ -159,19 +171,30 @@ class _FileIngest:
         self.problems.append(IngestProblem(severity=severity, origin=origin, reason=reason))
 
     def _ingest(self, node: exp.Expression, origin: Origin) -> None:
-        self.ctx.warnings = []
+        self.ctx.warnings, self.ctx.infos = [], []
         try:
             writes = writes_of(node, self.ctx)
+        except NotAStatement as error:
+            self._problem(origin, _one_line(str(error)))
+            return
         except (SqlglotError, ValueError, KeyError, AttributeError, TypeError, IndexError, RecursionError) as error:
             # An AST shape this module does not expect must not stop the rest of the ingest.
             self._problem(origin, _one_line(f"cannot derive lineage: {type(error).__name__}: {error}"))
             return
         for warning in self.ctx.warnings:
-            self._problem(origin, warning, ProblemSeverity.WARNING)
+            self._problem(origin, _one_line(warning), ProblemSeverity.WARNING)
+        for info in self.ctx.infos:
+            self._problem(origin, _one_line(info), ProblemSeverity.INFO)
         for write in writes:
-            self._emit(write, origin)
+            if not self._emit(write, origin) and not self.ctx.warnings:
+                # A write without column lineage is always said; when no warning explains it, the
+                # statement carries no column value (constants, VALUES, a DELETE on its own columns).
+                self._problem(origin, _one_line(f"{write.describe()}: no column lineage ({_why(write)})"),
+                              ProblemSeverity.INFO)
 
-    def _emit(self, write: Write, origin: Origin) -> None:
+    def _emit(self, write: Write, origin: Origin) -> bool:
+        """Add the edges of one write; whether it had any column lineage."""
+        before = len(self.edges)
         for column, lineage in write.columns:
             for flow in lineage.flows:
                 direct = flow.subtype in DIRECT_SUBTYPES
@@ -202,6 +225,14 @@ class _FileIngest:
             flow = DatasetEdge(source=dataset, target=write.dataset, relation=DatasetRelation.FLOW, origin=origin)
             self.dataset_edges.add(flow)
         self.facts.add(DatasetFacts(dataset=write.dataset, columns=tuple(write.schema), origin=origin))
+        return bool(write.indirect) or any(lineage.flows for _, lineage in write.columns) or len(self.edges) > before
+
+
+def _why(write: Write) -> str:
+    others = sorted(write.inputs - {write.dataset})
+    if not others:
+        return "it reads no other table"
+    return f"no column of {', '.join(others)} reaches it"
 
 
 def _ingest_text(

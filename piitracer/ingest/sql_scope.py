@@ -147,17 +147,23 @@ class DerivedRelation(Relation):
 
 @dataclass
 class QueryContext:
-    """What resolving names needs: the namer, known schemas, temp views; collects warnings."""
+    """What resolving names needs: the namer, known schemas, temp views; collects warnings and
+    info lines."""
 
     namer: DatasetNamer
     schemas: dict[str, list[str]]  # learnt target schemas are added to it
     default_database: str | None = None
     temp_views: dict[str, DerivedRelation] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    infos: list[str] = field(default_factory=list)  # nothing lost, but worth a line (a bare SELECT)
 
     def warn(self, message: str) -> None:
         if message not in self.warnings:
             self.warnings.append(message)
+
+    def info(self, message: str) -> None:
+        if message not in self.infos:
+            self.infos.append(message)
 
     def dataset_id(self, table: exp.Table) -> str:
         """Canonical id of a table node."""
@@ -172,17 +178,33 @@ class Scope:
         self.ctx = ctx
         self.ctes = dict(ctes)
         self.parent = parent
-        self.sources: dict[str, Relation] = {}
+        self.sources: dict[str, Relation] = {}  # by alias (or a made-up key, see add_source)
+        self.paths: dict[str, str] = {}  # a table's name as written ("db.t", "cat.db.t") -> its key
+        self.using: dict[str, list[str]] = {}  # JOIN ... USING (c): c -> keys of the sources it merges
+        self.lateral: dict[str, ColumnLineage] = {}  # aliases of earlier select items (lateral aliases)
+        # UPDATE/DELETE: (dataset, its names, an opaque stand-in): the target read under one of
+        # its names is the row being changed, whose columns bring nothing new.
+        self.target: tuple[str, set[str], Relation] | None = None
         self.inputs: set[str] = set()
         self.indirect: set[Influence] = set()
 
     # ---- sources ------------------------------------------------------------------------------
 
-    def add_source(self, alias: str, relation: Relation) -> None:
-        """Make a relation visible under an alias; what it read becomes what this scope read."""
-        self.sources[alias.lower()] = relation
+    def add_source(self, alias: str, relation: Relation, paths: Iterable[str] = ()) -> str:
+        """Make a relation visible under an alias; what it read becomes what this scope read.
+
+        Returns the key it is stored under: the alias, or, when the alias is taken (``prod.users
+        JOIN dev.users``) or there is none (a derived table without alias), a made-up key no
+        query can write; its written names (``paths``) still find it."""
+        key = alias.lower()
+        if not key or key in self.sources:
+            key = f"({key or 'derived table'} {len(self.sources) + 1})"
+        self.sources[key] = relation
+        for path in paths:
+            self.paths.setdefault(path, key)
         self.inputs |= relation.inputs
         self.indirect |= relation.indirect
+        return key
 
     def table_relation(self, table: exp.Table) -> Relation:
         """A CTE, then a temp view, then a base table (the order Spark resolves names in)."""
@@ -194,11 +216,44 @@ class Scope:
         dataset = self.ctx.dataset_id(table)
         return TableRelation(dataset, self.ctx.schemas.get(dataset))
 
-    def add_from_item(self, item: exp.Expression) -> None:
-        """A FROM or JOIN item: a table, a subquery, VALUES, or something opaque."""
+    def add_from_clause(self, from_: exp.From | None, joins: Iterable[exp.Join] | None) -> None:
+        """A FROM item and the JOINs after it."""
+        if from_ is not None:
+            self.add_joined(from_.this)
+        for join in joins or []:
+            self.add_join(join)
+
+    def add_joined(self, item: exp.Expression) -> str:
+        """A FROM item that may carry joins of its own: ``(a JOIN b ON ...)`` in parentheses, or a
+        table with ``joins`` (sqlglot's shape for those and for T-SQL's ``UPDATE ... FROM a JOIN b``).
+        The aliases inside parentheses stay visible outside. Returns the first item's key."""
+        while isinstance(item, exp.Subquery) and not item.alias and isinstance(item.this, (exp.Subquery, exp.Table)):
+            item = item.this
+        key = self.add_from_item(item)
+        if isinstance(item, exp.Table):
+            for join in item.args.get("joins") or []:
+                self.add_join(join)
+        return key
+
+    def add_join(self, join: exp.Join) -> None:
+        """A JOIN: its item, its ON condition (a JOIN influence) and its USING columns."""
+        key = self.add_joined(join.this)
+        if join.args.get("on"):
+            self.influence(join.args["on"], EdgeSubtype.JOIN)
+        for identifier in join.args.get("using") or []:
+            self.join_using(identifier.name.lower(), key)
+
+    def add_from_item(self, item: exp.Expression) -> str:
+        """A FROM or JOIN item: a table, a subquery, VALUES, or something opaque. Returns its key."""
         alias = item.alias_or_name
+        paths: list[str] = []
         if isinstance(item, exp.Table) and isinstance(item.this, exp.Identifier):
             relation: Relation = self.table_relation(item)
+            if (self.target and isinstance(relation, TableRelation) and relation.dataset == self.target[0]
+                    and alias.lower() in self.target[1]):
+                relation = self.target[2]
+            parts = [p.lower() for p in (item.catalog, item.db, item.name) if p]
+            paths = [".".join(parts[i:]) for i in range(len(parts))]
         elif isinstance(item, exp.Subquery):
             relation = query_relation(item.this, self.ctx, self.ctes, self.parent)
         else:
@@ -207,10 +262,10 @@ class Scope:
                 self.ctx.warn(f"unsupported FROM item {item.sql(dialect=DIALECT)!r}: no lineage through it")
         names = [c.name.lower() for c in item.args["alias"].columns] if item.args.get("alias") else []
         if isinstance(relation, DerivedRelation):
-            relation = relation.renamed(names, alias)
+            relation = relation.renamed(names, alias or relation.label)
         elif isinstance(relation, OpaqueRelation) and names:
             relation.names = names
-        self.add_source(alias or relation.label, relation)
+        return self.add_source(alias, relation, paths)
 
     def add_lateral(self, lateral: exp.Lateral) -> None:
         """``LATERAL VIEW explode(x) t AS c``: each generated column is a transform of ``x``."""
@@ -232,31 +287,79 @@ class Scope:
     # ---- columns ------------------------------------------------------------------------------
 
     def resolve(self, column: exp.Column) -> ColumnLineage | None:
-        """The lineage of a column reference, looking outwards for correlated references."""
-        name, qualifier = column.name.lower(), column.table.lower()
+        """The lineage of a column reference, looking outwards for correlated references.
+
+        ``a.b.c`` is, in Spark's order: column ``c`` of table ``a.b``; field ``c`` of column ``b``
+        of source ``a``; field ``b.c`` of column ``a`` (a struct). A field of a column is a
+        TRANSFORMATION of it (the field's value, not the column's)."""
+        parts = [p.lower() for p in (column.catalog, column.db, column.table, column.name) if p]
         scope: Scope | None = self
         while scope is not None:
-            if qualifier and qualifier in scope.sources:
-                found = scope.sources[qualifier].column(name)
-                if found is None:
-                    self.ctx.warn(f"column {qualifier}.{name} not found in {scope.sources[qualifier].label}")
-                return found
-            if not qualifier:
-                candidates = scope._candidates(name)
-                if len(candidates) == 1:
-                    return candidates[0].column(name)
-                if len(candidates) > 1:
-                    labels = ", ".join(sorted(r.label for r in candidates))
-                    self.ctx.warn(f"ambiguous column {name!r}: could come from {labels}")
-                    return None
+            for split in range(len(parts) - 1, 0, -1):
+                found = scope._qualified(parts[:split], parts[split], parts[split + 1:])
+                if found is not None:
+                    return found
+            scope = scope.parent
+        if len(parts) > 1 and not self._known_qualifier(parts[0]):
+            found = self._unqualified(parts[0], column, quiet=True)
+            if found is not None:
+                return _field_access(found, parts[1:])
+        if len(parts) > 1:
+            self.ctx.warn(f"cannot resolve column {column.sql(dialect=DIALECT)!r}")
+            return None
+        return self._unqualified(parts[0], column)
+
+    def _qualified(self, qualifier: list[str], name: str, fields: list[str]) -> ColumnLineage | None:
+        """``qualifier.name[.fields]`` against this scope's sources, or None if none is named so."""
+        key = self.paths.get(".".join(qualifier)) or (qualifier[0] if len(qualifier) == 1 else None)
+        if (key is None or key not in self.sources) and len(qualifier) > 1:
+            # ``spark_catalog.db.t.c`` over ``FROM db.t``: the same table by its canonical id.
+            dataset = self.ctx.namer.from_table_name(".".join(qualifier), self.ctx.default_database)
+            keys = [k for k, r in self.sources.items() if isinstance(r, TableRelation) and r.dataset == dataset]
+            key = keys[0] if len(keys) == 1 else None
+        if key is None or key not in self.sources:
+            return None
+        relation = self.sources[key]
+        if fields and relation.column_names() is not None and not relation.has_column(name):
+            return None  # not a struct column of this source: maybe a table's column after all
+        found = relation.column(name)
+        if found is None:
+            self.ctx.warn(f"column {'.'.join(qualifier)}.{name} not found in {relation.label}")
+            return None
+        return _field_access(found, fields)
+
+    def _known_qualifier(self, name: str) -> bool:
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.sources or name in scope.paths:
+                return True
+            scope = scope.parent
+        return False
+
+    def _unqualified(self, name: str, column: exp.Column, quiet: bool = False) -> ColumnLineage | None:
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.using:
+                return _merged(*(scope.sources[key].column(name) or ColumnLineage() for key in scope.using[name]))
+            if name in scope.lateral and not scope.has_known_column(name):
+                # Spark 3.4+/Databricks/Snowflake: an earlier select item's alias, unless a source has it.
+                return scope.lateral[name]
+            candidates = scope._candidates(name)
+            if len(candidates) == 1:
+                return candidates[0].column(name)
+            if len(candidates) > 1:
+                labels = ", ".join(sorted(r.label for r in candidates))
+                self.ctx.warn(f"ambiguous column {name!r}: could come from {labels}")
+                return None
             scope = scope.parent
         tables = [r for r in self.sources.values() if isinstance(r, TableRelation)]
-        if not qualifier and len(tables) == 1:
+        if len(tables) == 1 and not quiet:
             # One base table in scope (the other sources' columns are exact): the SQL is trusted
             # over a possibly stale schema, but it is worth saying.
             self.ctx.warn(f"column {name!r} is not in the known schema of {tables[0].label}")
             return tables[0].column(name)
-        self.ctx.warn(f"cannot resolve column {column.sql(dialect=DIALECT)!r}")
+        if not quiet:  # the caller warns about the whole name
+            self.ctx.warn(f"cannot resolve column {column.sql(dialect=DIALECT)!r}")
         return None
 
     def _candidates(self, name: str) -> list[Relation]:
@@ -267,26 +370,36 @@ class Scope:
         return [r for r in self.sources.values() if r.column_names() is None]
 
     def join_using(self, name: str, right: str) -> None:
-        """``JOIN r USING (c)``: ``r.c`` and the earlier sources' ``c`` are JOIN influences."""
-        earlier = [r for alias, r in self.sources.items() if alias != right]
-        left = [r for r in earlier if r.has_column(name)]
-        unknown = [r for r in earlier if r.column_names() is None]
+        """``JOIN r USING (c)``: ``r.c`` and the earlier sources' ``c`` are JOIN influences, and
+        the output column ``c`` carries both sides' values."""
+        earlier = [key for key in self.sources if key != right]
+        left = [key for key in earlier if self.sources[key].has_column(name)]
+        unknown = [key for key in earlier if self.sources[key].column_names() is None]
         if not left and len(unknown) == 1:
             left = unknown
-        for relation in left + [self.sources[right]]:
-            lineage = relation.column(name)
+        keys = list(dict.fromkeys(self.using.get(name, []) + left + [right]))
+        self.using[name] = keys
+        for key in left + [right]:
+            lineage = self.sources[key].column(name)
             self._influenced_by(lineage.flows if lineage else frozenset(), EdgeSubtype.JOIN)
 
     def has_known_column(self, name: str) -> bool:
         return any(r.has_column(name) for r in self.sources.values())
 
     def expand_star(self, qualifier: str, excluded: set[str]) -> list[tuple[str, ColumnLineage]]:
-        """``*`` or ``q.*``: every column of the named source(s), from their known schemas."""
-        if qualifier and qualifier not in self.sources:
+        """``*`` or ``q.*``: every column of the named source(s), from their known schemas.
+
+        As in Spark, ``*`` over ``JOIN ... USING (c)`` gives ``c`` once, first, from both sides."""
+        key = self.paths.get(qualifier, qualifier)
+        if qualifier and key not in self.sources:
             self.ctx.warn(f"cannot expand {qualifier}.*: no such table in scope")
             return []
-        relations = [self.sources[qualifier]] if qualifier else list(self.sources.values())
+        relations = [self.sources[key]] if qualifier else list(self.sources.values())
         expanded = []
+        if not qualifier:
+            merged = [name for name in self.using if name not in excluded]
+            expanded += [(name, self._unqualified(name, exp.column(name)) or ColumnLineage()) for name in merged]
+            excluded = excluded | set(self.using)
         for relation in relations:
             names = relation.column_names()
             if names is None:
@@ -405,15 +518,7 @@ def _select_relation(
     select: exp.Select, ctx: QueryContext, ctes: Mapping[str, Relation], parent: Scope | None
 ) -> DerivedRelation:
     scope = Scope(ctx, ctes, parent)
-    from_ = select.args.get("from_")
-    if from_:
-        scope.add_from_item(from_.this)
-    for join in select.args.get("joins") or []:
-        scope.add_from_item(join.this)
-        if join.args.get("on"):
-            scope.influence(join.args["on"], EdgeSubtype.JOIN)
-        for identifier in join.args.get("using") or []:
-            scope.join_using(identifier.name.lower(), join.this.alias_or_name.lower())
+    scope.add_from_clause(select.args.get("from_"), select.args.get("joins"))
     for lateral in select.args.get("laterals") or []:
         scope.add_lateral(lateral)
 
@@ -439,11 +544,22 @@ def _projections(select: exp.Select, scope: Scope) -> list[tuple[str, ColumnLine
             star = projection.this
         if star is not None:
             excluded = {c.name.lower() for c in star.args.get("except_") or []}
-            qualifier = projection.table.lower() if isinstance(projection, exp.Column) else ""
+            qualifier = ".".join(p.lower() for p in (projection.db, projection.table) if p) \
+                if isinstance(projection, exp.Column) else ""
             columns += scope.expand_star(qualifier, excluded)
-        else:
-            columns.append((_output_name(projection), scope.lineage_of(projection)))
+            continue
+        name, lineage = _output_name(projection), scope.lineage_of(projection)
+        columns.append((name, lineage))
+        if isinstance(projection, exp.Alias) and not _reads_column(projection.this, name):
+            # Later items may name it (lateral column alias); ``lower(email) AS email`` proves the
+            # source has ``email``, so there the name stays the source's column.
+            scope.lateral.setdefault(name, lineage)
+    scope.lateral = {}  # WHERE, GROUP BY... see the select list through ``outputs`` instead
     return columns
+
+
+def _reads_column(expression: exp.Expression, name: str) -> bool:
+    return any(isinstance(c, exp.Column) and c.name.lower() == name for c in expression.walk())
 
 
 def _output_name(projection: exp.Expression) -> str:
@@ -485,6 +601,36 @@ def _merge(a: ColumnLineage, b: ColumnLineage) -> ColumnLineage:
     """One column fed by two branches: all flows; a value tree only if both agree."""
     same = a.tree is not None and b.tree is not None and a.tree == b.tree
     return ColumnLineage(a.flows | b.flows, a.tree if same else None)
+
+
+def _merged(*lineages: ColumnLineage) -> ColumnLineage:
+    """The column of ``JOIN ... USING (c)``: equal on both sides, so every side's flows and the
+    first side's value."""
+    flows: frozenset[Flow] = frozenset().union(*(lineage.flows for lineage in lineages))
+    return ColumnLineage(flows, lineages[0].tree if lineages else None)
+
+
+def _field_access(lineage: ColumnLineage, fields: list[str]) -> ColumnLineage:
+    """``column.field[.field]``: a TRANSFORMATION of the column (its value is part of it)."""
+    if not fields:
+        return lineage
+
+    def access(tree: exp.Expression | None) -> exp.Expression | None:
+        if tree is None:
+            return None
+        for field_name in fields:
+            tree = exp.Dot(this=tree.copy(), expression=exp.to_identifier(field_name))
+        return tree
+
+    flows = set()
+    for flow in lineage.flows:
+        if not flow.direct or flow.subtype is EdgeSubtype.AGGREGATION:
+            flows.add(flow)
+            continue
+        tree = access(flow.tree)
+        expression = tree.sql(dialect=DIALECT) if tree is not None else None
+        flows.add(Flow(flow.source, EdgeSubtype.TRANSFORMATION, flow.masking, expression, tree))
+    return ColumnLineage(frozenset(flows), access(lineage.tree))
 
 
 # ---- expression helpers -------------------------------------------------------------------------
