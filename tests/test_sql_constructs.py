@@ -616,3 +616,158 @@ INSERT INTO a.ok SELECT email FROM prod.users;
         (3, "error", "not a SQL statement: 'SELET AS email' (a misspelt keyword?)"),
         (4, "info", "SELECT without a target table: no lineage"),
     ]
+
+
+# ---- equi-join key equivalence (ColumnEdge.join_equality) ----------------------------------------
+
+ACCOUNTS = {
+    "bank.transfers": ["transfer_id", "account_ref", "amount", "booked_on"],
+    "bank.accounts": ["account_id", "iban", "holder_name", "opened_on"],
+    "bank.cards": ["card_no", "account_id", "issued_on"],
+}
+
+
+def typed(batch: LineageBatch) -> set[tuple]:
+    """The DIRECT edges as (source, target column, subtype, masking, expression, join_equality)."""
+    return {(str(e.source), e.target_column, e.subtype.value, e.masking, e.expression, e.join_equality)
+            for e in batch.column_edges if e.kind.value == D}
+
+
+def join_ingest(sql: str, dialect: str = "spark") -> LineageBatch:
+    batch = ingest(sql, dialect, schemas=ACCOUNTS)
+    no_problems(batch)
+    return batch
+
+
+def test_inner_join_equality_gives_the_other_side_from_either_side():
+    batch = join_ingest(
+        """
+        INSERT INTO risk.holders
+        SELECT t.account_ref AS holder, a.iban, a.account_id AS acct, sha2(t.account_ref, 256) AS holder_hash
+        FROM bank.transfers t JOIN bank.accounts a ON t.account_ref = a.account_id
+        """
+    )
+    eq = "t.account_ref = a.account_id"
+    assert typed(batch) == {
+        ("bank.transfers.account_ref", "holder", ID, False, None, None),
+        ("bank.accounts.account_id", "holder", ID, False, None, eq),
+        ("bank.accounts.iban", "iban", ID, False, None, None),
+        ("bank.accounts.account_id", "acct", ID, False, None, None),
+        ("bank.transfers.account_ref", "acct", ID, False, None, eq),
+        ("bank.transfers.account_ref", "holder_hash", TR, True, "SHA2(account_ref, 256)", None),
+        ("bank.accounts.account_id", "holder_hash", TR, True, "SHA2(account_id, 256)", eq),
+    }
+    # The equality adds no influence: the JOIN edges are the ones the ON condition always gave.
+    assert {(str(e.source), e.subtype.value) for e in batch.column_edges if e.kind.value == I} == {
+        ("bank.transfers.account_ref", "JOIN"), ("bank.accounts.account_id", "JOIN"),
+    }
+    # Edges stay in ColumnEdge.sort_key order (source first; the equality only breaks ties).
+    assert list(batch.column_edges) == sorted(batch.column_edges, key=lambda e: e.sort_key())
+
+
+def test_two_hops_across_two_statements_each_give_their_edges():
+    batch = join_ingest(
+        """
+        INSERT INTO risk.holders SELECT t.account_ref AS holder, t.amount
+        FROM bank.transfers t JOIN bank.accounts a ON t.account_ref = a.account_id;
+        INSERT INTO risk.card_holders SELECT h.holder, c.card_no
+        FROM risk.holders h JOIN bank.cards c ON h.holder = c.account_id;
+        """
+    )
+    assert {(e.target_dataset, *rest) for e in batch.column_edges if e.kind.value == D
+            for rest in [(str(e.source), e.target_column, e.join_equality)]} == {
+        ("risk.holders", "bank.transfers.account_ref", "holder", None),
+        ("risk.holders", "bank.accounts.account_id", "holder", "t.account_ref = a.account_id"),
+        ("risk.holders", "bank.transfers.amount", "amount", None),
+        ("risk.card_holders", "risk.holders.holder", "holder", None),
+        ("risk.card_holders", "bank.cards.account_id", "holder", "h.holder = c.account_id"),
+        ("risk.card_holders", "bank.cards.card_no", "card_no", None),
+    }
+
+
+def test_equality_inside_a_cte_makes_its_column_carry_both_sources():
+    batch = join_ingest(
+        """
+        INSERT INTO risk.holders
+        WITH joined AS (
+            SELECT t.account_ref, a.iban FROM bank.transfers t JOIN bank.accounts a ON t.account_ref = a.account_id
+        )
+        SELECT lower(account_ref) AS holder, iban, count(account_ref) AS n FROM joined GROUP BY account_ref, iban
+        """
+    )
+    eq = "t.account_ref = a.account_id"
+    assert typed(batch) == {
+        ("bank.transfers.account_ref", "holder", TR, False, "LOWER(account_ref)", None),
+        ("bank.accounts.account_id", "holder", TR, False, "LOWER(account_id)", eq),
+        ("bank.accounts.iban", "iban", ID, False, None, None),
+        # An aggregate of the key is not the key: the equality is not carried into it.
+        ("bank.transfers.account_ref", "n", AGG, False, None, None),
+    }
+
+
+def test_non_equi_and_outer_joins_and_functions_equate_nothing():
+    for sql in (
+        "SELECT t.account_ref FROM bank.transfers t JOIN bank.accounts a ON t.account_ref > a.account_id",
+        "SELECT t.account_ref FROM bank.transfers t JOIN bank.accounts a ON t.account_ref LIKE a.account_id",
+        "SELECT t.account_ref FROM bank.transfers t JOIN bank.accounts a ON t.account_ref <> a.account_id",
+        "SELECT t.account_ref FROM bank.transfers t JOIN bank.accounts a ON lower(t.account_ref) = a.account_id",
+        "SELECT t.account_ref FROM bank.transfers t JOIN bank.accounts a "
+        "ON t.account_ref = a.account_id OR t.amount = 0",
+        "SELECT t.account_ref FROM bank.transfers t LEFT JOIN bank.accounts a ON t.account_ref = a.account_id",
+        "SELECT t.account_ref FROM bank.transfers t RIGHT JOIN bank.accounts a ON t.account_ref = a.account_id",
+        "SELECT t.account_ref FROM bank.transfers t FULL JOIN bank.accounts a ON t.account_ref = a.account_id",
+    ):
+        batch = join_ingest(f"INSERT INTO risk.holders {sql}")
+        assert typed(batch) == {("bank.transfers.account_ref", "account_ref", ID, False, None, None)}, sql
+
+
+def test_where_equality_of_a_comma_join_and_its_transitive_closure():
+    batch = join_ingest(
+        """
+        INSERT INTO risk.holders
+        SELECT t.account_ref AS holder, c.card_no
+        FROM bank.transfers t, bank.accounts a, bank.cards c
+        WHERE t.account_ref = a.account_id AND a.account_id = c.account_id AND t.amount > 100
+        """
+    )
+    assert typed(batch) == {
+        ("bank.transfers.account_ref", "holder", ID, False, None, None),
+        ("bank.accounts.account_id", "holder", ID, False, None, "t.account_ref = a.account_id"),
+        ("bank.cards.account_id", "holder", ID, False, None,
+         "t.account_ref = a.account_id AND a.account_id = c.account_id"),
+        ("bank.cards.card_no", "card_no", ID, False, None, None),
+    }
+    # A WHERE equality rejects NULLs, so it counts after a LEFT JOIN too.
+    left = join_ingest(
+        "INSERT INTO risk.holders SELECT t.account_ref FROM bank.transfers t "
+        "LEFT JOIN bank.accounts a ON t.account_ref = a.account_id WHERE t.account_ref = a.account_id"
+    )
+    assert ("bank.accounts.account_id", "account_ref", ID, False, None, "t.account_ref = a.account_id") in typed(left)
+
+
+def test_join_using_equates_both_sides():
+    batch = join_ingest(
+        "INSERT INTO risk.cards SELECT c.account_id AS acct, account_id, a.iban "
+        "FROM bank.cards c JOIN bank.accounts a USING (account_id)"
+    )
+    assert typed(batch) == {
+        ("bank.cards.account_id", "acct", ID, False, None, None),
+        ("bank.accounts.account_id", "acct", ID, False, None, "c.account_id = a.account_id"),
+        # The merged USING column has both sides plainly: no equality edge repeats them.
+        ("bank.cards.account_id", "account_id", ID, False, None, None),
+        ("bank.accounts.account_id", "account_id", ID, False, None, None),
+        ("bank.accounts.iban", "iban", ID, False, None, None),
+    }
+    left = join_ingest("INSERT INTO risk.cards SELECT c.account_id FROM bank.cards c LEFT JOIN bank.accounts a USING (account_id)")
+    assert typed(left) == {("bank.cards.account_id", "account_id", ID, False, None, None)}
+
+
+def test_self_join_equality_repeats_nothing():
+    batch = join_ingest(
+        "INSERT INTO risk.pairs SELECT x.account_ref, y.amount FROM bank.transfers x "
+        "JOIN bank.transfers y ON x.account_ref = y.account_ref"
+    )
+    assert typed(batch) == {
+        ("bank.transfers.account_ref", "account_ref", ID, False, None, None),
+        ("bank.transfers.amount", "amount", ID, False, None, None),
+    }

@@ -195,21 +195,26 @@ class _FileIngest:
     def _emit(self, write: Write, origin: Origin) -> bool:
         """Add the edges of one write; whether it had any column lineage."""
         before = len(self.edges)
-        for column, lineage in write.columns:
-            for flow in lineage.flows:
-                direct = flow.subtype in DIRECT_SUBTYPES
-                self.edges.add(
-                    ColumnEdge(
-                        source=flow.source,
-                        target_dataset=write.dataset,
-                        target_column=column,
-                        kind=EdgeKind.DIRECT if direct else EdgeKind.INDIRECT,
-                        subtype=flow.subtype,
-                        masking=flow.masking,
-                        expression=flow.expression if flow.subtype is EdgeSubtype.TRANSFORMATION else None,
-                        origin=origin,
-                    )
-                )
+        column_edges = {
+            ColumnEdge(
+                source=flow.source,
+                target_dataset=write.dataset,
+                target_column=column,
+                kind=EdgeKind.DIRECT if flow.subtype in DIRECT_SUBTYPES else EdgeKind.INDIRECT,
+                subtype=flow.subtype,
+                masking=flow.masking,
+                expression=flow.expression if flow.subtype is EdgeSubtype.TRANSFORMATION else None,
+                join_equality=flow.join_equality,
+                origin=origin,
+            )
+            for column, lineage in write.columns
+            for flow in lineage.flows
+        }
+        # A join-equality edge is only worth having where the plain lineage lacks it (two UNION
+        # branches, or two assignments of one MERGE column, may give the same edge both ways).
+        plain = {edge.model_copy(update={"join_equality": None}) for edge in column_edges if edge.join_equality is None}
+        self.edges |= {edge for edge in column_edges
+                       if edge.join_equality is None or edge.model_copy(update={"join_equality": None}) not in plain}
         for source, subtype in write.indirect:
             self.edges.add(
                 ColumnEdge(

@@ -8,11 +8,17 @@ are relations of the same kind, so reading one composes its flows into the reade
 Typing follows OpenLineage: a bare column is IDENTITY, a column inside an aggregate is
 AGGREGATION, any other expression is TRANSFORMATION; a CASE/IF condition is a column-level
 CONDITIONAL influence and a window's PARTITION BY/ORDER BY a column-level WINDOW influence.
+
+Inner equi-joins add flows of their own: in ``FROM t JOIN a ON t.x = a.y`` every row has
+``t.x = a.y``, so a column that is (a deterministic transform of) ``t.x`` is also one of ``a.y``.
+Such a flow carries the equality text (``Flow.join_equality``) and lives only while it stays an
+IDENTITY or TRANSFORMATION: it is what the planner uses to find a subject's key on the other
+side of a join.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Mapping
 
 from sqlglot import exp
@@ -40,6 +46,7 @@ _WINDOW_VALUE_FUNCTIONS = (exp.Lag, exp.Lead, exp.FirstValue, exp.LastValue, exp
 # Generators: one input row gives several output rows, so no per-row expression exists.
 _GENERATORS = (exp.Explode, exp.Inline, exp.Unnest)
 _COLUMN_INFLUENCES = frozenset({EdgeSubtype.CONDITIONAL, EdgeSubtype.WINDOW})
+_VALUE_ROLES = frozenset({EdgeSubtype.IDENTITY, EdgeSubtype.TRANSFORMATION})  # what a join equality carries
 
 Influence = tuple[ColumnRef, EdgeSubtype]  # a dataset-level INDIRECT edge: (source column, subtype)
 
@@ -55,6 +62,9 @@ class Flow:
     # The value along this path over unqualified base columns, kept to compose further hops;
     # None when not row-deterministic. Equal expressions give equal trees, so it is not compared.
     tree: exp.Expression | None = field(default=None, compare=False, hash=False)
+    # Set when the flow exists only because an inner equi-join equates the column the query reads
+    # with this source's column: the equalities as written (``t.account_ref = a.account_id``).
+    join_equality: str | None = None
 
     @property
     def direct(self) -> bool:
@@ -182,6 +192,9 @@ class Scope:
         self.paths: dict[str, str] = {}  # a table's name as written ("db.t", "cat.db.t") -> its key
         self.using: dict[str, list[str]] = {}  # JOIN ... USING (c): c -> keys of the sources it merges
         self.lateral: dict[str, ColumnLineage] = {}  # aliases of earlier select items (lateral aliases)
+        # Inner equi-join equalities between two sources' columns: (key, column) pairs, each with
+        # the equality's text; see ``equate``.
+        self.equal: dict[tuple[str, str], dict[tuple[str, str], str]] = {}
         # UPDATE/DELETE: (dataset, its names, an opaque stand-in): the target read under one of
         # its names is the row being changed, whose columns bring nothing new.
         self.target: tuple[str, set[str], Relation] | None = None
@@ -236,12 +249,16 @@ class Scope:
         return key
 
     def add_join(self, join: exp.Join) -> None:
-        """A JOIN: its item, its ON condition (a JOIN influence) and its USING columns."""
+        """A JOIN: its item, its ON condition (a JOIN influence) and its USING columns; an inner
+        join's equalities are remembered (see ``equate``)."""
         key = self.add_joined(join.this)
+        inner = not join.side and (join.kind or "").upper() in ("", "INNER", "CROSS")
         if join.args.get("on"):
             self.influence(join.args["on"], EdgeSubtype.JOIN)
+            if inner:
+                self.equate(join.args["on"])
         for identifier in join.args.get("using") or []:
-            self.join_using(identifier.name.lower(), key)
+            self.join_using(identifier.name.lower(), key, inner)
 
     def add_from_item(self, item: exp.Expression) -> str:
         """A FROM or JOIN item: a table, a subquery, VALUES, or something opaque. Returns its key."""
@@ -369,9 +386,9 @@ class Scope:
             return known
         return [r for r in self.sources.values() if r.column_names() is None]
 
-    def join_using(self, name: str, right: str) -> None:
+    def join_using(self, name: str, right: str, inner: bool = False) -> None:
         """``JOIN r USING (c)``: ``r.c`` and the earlier sources' ``c`` are JOIN influences, and
-        the output column ``c`` carries both sides' values."""
+        the output column ``c`` carries both sides' values; an inner join equates them."""
         earlier = [key for key in self.sources if key != right]
         left = [key for key in earlier if self.sources[key].has_column(name)]
         unknown = [key for key in earlier if self.sources[key].column_names() is None]
@@ -382,6 +399,100 @@ class Scope:
         for key in left + [right]:
             lineage = self.sources[key].column(name)
             self._influenced_by(lineage.flows if lineage else frozenset(), EdgeSubtype.JOIN)
+            if inner and key != right:
+                self._equal((key, name), (right, name), f"{_written(key)}.{name} = {_written(right)}.{name}")
+
+    # ---- equi-join equalities -----------------------------------------------------------------
+
+    def equate(self, condition: exp.Expression) -> None:
+        """Remember the equalities of a condition that holds for every row the scope gives: an
+        inner join's ON or the WHERE. Only top-level AND-conjuncts count, and only ``x = y`` with
+        ``x`` and ``y`` bare columns of two different sources of this scope: OR, other
+        comparisons and functions (``lower(a.x) = b.y``) equate no values."""
+        for conjunct in _conjuncts(condition):
+            if not isinstance(conjunct, exp.EQ):
+                continue
+            left, right = _unwrap(conjunct.this), _unwrap(conjunct.expression)
+            if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
+                continue
+            a, b = self._locate(left), self._locate(right)
+            if a is not None and b is not None and a[0] != b[0]:
+                self._equal(a, b, conjunct.sql(dialect=DIALECT))
+
+    def _equal(self, a: tuple[str, str], b: tuple[str, str], text: str) -> None:
+        self.equal.setdefault(a, {}).setdefault(b, text)
+        self.equal.setdefault(b, {}).setdefault(a, text)
+
+    def _locate(self, column: exp.Column) -> tuple[str, str] | None:
+        """(source key, column) a reference names in this scope, when it is a plain column of one
+        source (not a field, not a lateral alias, not a correlated reference, not ambiguous)."""
+        parts = [p.lower() for p in (column.catalog, column.db, column.table, column.name) if p]
+        name = parts[-1]
+        if len(parts) == 1:
+            if name in self.using or (name in self.lateral and not self.has_known_column(name)):
+                return None
+            keys = [k for k, r in self.sources.items() if r.has_column(name)]
+            if not keys:
+                keys = [k for k, r in self.sources.items() if r.column_names() is None]
+            return (keys[0], name) if len(keys) == 1 else None
+        key = self.paths.get(".".join(parts[:-1])) or (parts[0] if len(parts) == 2 else None)
+        if key in self.sources and (self.sources[key].column_names() is None or self.sources[key].has_column(name)):
+            return key, name
+        return None
+
+    def _equivalents(self, start: tuple[str, str]) -> list[tuple[tuple[str, str], str]]:
+        """Every column equal to ``start`` through a chain of equalities (a.x = b.y AND b.y = c.z),
+        with the chain's text, nearest first; deterministic."""
+        found: list[tuple[tuple[str, str], str]] = []
+        seen = {start}
+        frontier = [(start, "")]
+        while frontier:
+            following = []
+            for here, path in frontier:
+                for there, text in sorted(self.equal.get(here, {}).items()):
+                    if there in seen:
+                        continue
+                    seen.add(there)
+                    chain = f"{path} AND {text}" if path else text
+                    found.append((there, chain))
+                    following.append((there, chain))
+            frontier = following
+        return found
+
+    def _equality_flows(
+        self, root: exp.Expression, leaves: list[exp.Expression], resolved: list[ColumnLineage], repeatable: bool
+    ) -> set[Flow]:
+        """The flows an expression gets from the columns its columns are equated with: the same
+        IDENTITY or TRANSFORMATION, over the other side's column, marked with the equalities."""
+        if not self.equal:
+            return set()
+        places = [self._locate(leaf) if isinstance(leaf, exp.Column) else None for leaf in leaves]
+        flows: set[Flow] = set()
+        for leaf, place in zip(leaves, places):
+            if place is None or place not in self.equal:
+                continue
+            role, masked = _role(leaf, root), _masked(leaf, root)
+            if role not in _VALUE_ROLES:
+                continue
+            for (key, name), text in self._equivalents(place):
+                other = self.sources[key].column(name)
+                for flow in other.flows if other is not None else ():
+                    if flow.subtype not in _VALUE_ROLES:
+                        continue
+
+                    def path_tree(flow: Flow = flow, place: tuple[str, str] = place) -> exp.Expression | None:
+                        # Every reference to the equated column takes the other side's value.
+                        if not repeatable or flow.tree is None or any(r.tree is None for r in resolved):
+                            return None
+                        trees = [flow.tree if p == place else r.tree for p, r in zip(places, resolved)]
+                        return _substitute(root, leaves, trees)
+
+                    composed = _compose(flow, role, masked, path_tree)
+                    if composed is not None and composed.subtype in _VALUE_ROLES:
+                        chain = f"{flow.join_equality} AND {text}" if flow.join_equality else text
+                        flows.add(replace(composed, join_equality=chain))
+        return flows
+
 
     def has_known_column(self, name: str) -> bool:
         return any(r.has_column(name) for r in self.sources.values())
@@ -432,8 +543,11 @@ class Scope:
                     trees = [flow.tree if r is lineage else r.tree for r in resolved]
                     return _substitute(root, leaves, trees)
 
-                flows.add(_compose(flow, role, masked, path_tree))
-        return ColumnLineage(frozenset(flows), value)
+                composed = _compose(flow, role, masked, path_tree)
+                if composed is not None:
+                    flows.add(composed)
+        flows |= self._equality_flows(root, leaves, resolved, repeatable)
+        return ColumnLineage(_without_repeats(flows), value)
 
     def _leaf_lineage(self, leaf: exp.Expression) -> ColumnLineage:
         if isinstance(leaf, exp.Column):
@@ -470,8 +584,9 @@ class Scope:
 
     def _influenced_by(self, flows: Iterable[Flow], subtype: EdgeSubtype) -> None:
         # Whatever a column depends on (its values and its own CONDITIONAL/WINDOW influences,
-        # e.g. a row_number() filtered on) influences the rows through it.
-        self.indirect |= {(f.source, subtype) for f in flows}
+        # e.g. a row_number() filtered on) influences the rows through it. A join-equality flow
+        # only restates a value: the column it was equated with already influences.
+        self.indirect |= {(f.source, subtype) for f in flows if f.join_equality is None}
 
     def _clause_column(self, column: exp.Column, aliases: Mapping[str, ColumnLineage]) -> ColumnLineage | None:
         name = column.name.lower()
@@ -519,6 +634,8 @@ def _select_relation(
 ) -> DerivedRelation:
     scope = Scope(ctx, ctes, parent)
     scope.add_from_clause(select.args.get("from_"), select.args.get("joins"))
+    if select.args.get("where"):
+        scope.equate(select.args["where"].this)  # a WHERE equality rejects NULLs: any join kind
     for lateral in select.args.get("laterals") or []:
         scope.add_lateral(lateral)
 
@@ -583,7 +700,7 @@ def _set_operation_relation(
     for index, (name, lineage) in enumerate(left.columns):
         other = right.columns[index][1] if index < len(right.columns) else ColumnLineage()
         if isinstance(node, exp.Except):
-            indirect |= {(f.source, EdgeSubtype.FILTER) for f in other.flows}
+            indirect |= {(f.source, EdgeSubtype.FILTER) for f in other.flows if f.join_equality is None}
             columns.append((name, lineage))
         else:
             columns.append((name, _merge(lineage, other)))
@@ -629,7 +746,7 @@ def _field_access(lineage: ColumnLineage, fields: list[str]) -> ColumnLineage:
             continue
         tree = access(flow.tree)
         expression = tree.sql(dialect=DIALECT) if tree is not None else None
-        flows.add(Flow(flow.source, EdgeSubtype.TRANSFORMATION, flow.masking, expression, tree))
+        flows.add(Flow(flow.source, EdgeSubtype.TRANSFORMATION, flow.masking, expression, tree, flow.join_equality))
     return ColumnLineage(frozenset(flows), access(lineage.tree))
 
 
@@ -723,8 +840,14 @@ def _unrepeatable(root: exp.Expression) -> bool:
     )
 
 
-def _compose(flow: Flow, role: EdgeSubtype, masked: bool, path_tree: Callable[[], exp.Expression | None]) -> Flow:
-    """One more hop: ``flow`` reaches a leaf that feeds the new column as ``role``."""
+def _compose(
+    flow: Flow, role: EdgeSubtype, masked: bool, path_tree: Callable[[], exp.Expression | None]
+) -> Flow | None:
+    """One more hop: ``flow`` reaches a leaf that feeds the new column as ``role``. A join-equality
+    flow that would stop being an IDENTITY or TRANSFORMATION is dropped (None): the column it was
+    equated with gives the aggregate or the influence already."""
+    if flow.join_equality and (role in _COLUMN_INFLUENCES or EdgeSubtype.AGGREGATION in (role, flow.subtype)):
+        return None
     if role in _COLUMN_INFLUENCES:
         # Everything the leaf depends on influences the new column the way the leaf does.
         return Flow(flow.source, role)
@@ -734,4 +857,25 @@ def _compose(flow: Flow, role: EdgeSubtype, masked: bool, path_tree: Callable[[]
         return Flow(flow.source, EdgeSubtype.AGGREGATION, masked or flow.masking)
     tree = path_tree()
     expression = tree.sql(dialect=DIALECT) if tree is not None else None
-    return Flow(flow.source, EdgeSubtype.TRANSFORMATION, masked or flow.masking, expression, tree)
+    return Flow(flow.source, EdgeSubtype.TRANSFORMATION, masked or flow.masking, expression, tree, flow.join_equality)
+
+
+def _without_repeats(flows: set[Flow]) -> frozenset[Flow]:
+    """Drop a join-equality flow that a plain flow already gives (``a JOIN a2 ON a.id = a2.id``)."""
+    plain = {(f.source, f.subtype, f.masking, f.expression) for f in flows if f.join_equality is None}
+    return frozenset(f for f in flows
+                     if f.join_equality is None or (f.source, f.subtype, f.masking, f.expression) not in plain)
+
+
+def _conjuncts(condition: exp.Expression) -> Iterable[exp.Expression]:
+    condition = _unwrap(condition)
+    if isinstance(condition, exp.And):
+        yield from _conjuncts(condition.this)
+        yield from _conjuncts(condition.expression)
+    else:
+        yield condition
+
+
+def _written(key: str) -> str:
+    """A source key as the query can write it (an unaliased derived table has none)."""
+    return key if not key.startswith("(") else "?"
