@@ -493,6 +493,46 @@ def test_joins_in_parentheses():
     }
 
 
+def test_generators_in_from_unnest_flatten_lateral_subquery():
+    flatten = ingest("INSERT INTO a.t SELECT f.value AS v, f.index AS i FROM prod.users u, "
+                     "LATERAL FLATTEN(INPUT => u.email, OUTER => TRUE) f", dialect="snowflake")
+    no_problems(flatten)
+    assert edges(flatten) == {("prod.users.email", "a.t", "v", D, TR, False, None)}  # INDEX is a position
+    unnest = ingest("INSERT INTO a.t SELECT x, o FROM prod.users t CROSS JOIN UNNEST(t.email) AS x WITH OFFSET AS o",
+                    dialect="bigquery")
+    no_problems(unnest)
+    assert edges(unnest) == {("prod.users.email", "a.t", "x", D, TR, False, None)}
+    lateral = ingest("INSERT INTO a.t SELECT l.x FROM prod.users t, LATERAL (SELECT lower(t.email) AS x) l",
+                     dialect="postgres")
+    no_problems(lateral)
+    assert edges(lateral) == {("prod.users.email", "a.t", "x", D, TR, False, "LOWER(email)")}
+
+
+def test_pivot_and_unpivot():
+    pivot = ingest(
+        "INSERT INTO a.t SELECT * FROM (SELECT user_id, amount, merchant_id FROM prod.payments) "
+        "PIVOT (sum(amount) AS s FOR merchant_id IN (1 AS m1, 2 AS m2))"
+    )
+    no_problems(pivot)
+    assert edges(pivot) == {
+        ("prod.payments.user_id", "a.t", "user_id", D, ID, False, None),
+        ("prod.payments.user_id", "a.t", None, I, "GROUP_BY", False, None),  # the implicit group key
+        ("prod.payments.amount", "a.t", "m1", D, AGG, False, None),
+        ("prod.payments.amount", "a.t", "m2", D, AGG, False, None),
+        ("prod.payments.merchant_id", "a.t", "m1", I, "CONDITIONAL", False, None),
+        ("prod.payments.merchant_id", "a.t", "m2", I, "CONDITIONAL", False, None),
+    }
+    assert pivot.datasets[0].columns == ("user_id", "m1", "m2")
+    unpivot = ingest("INSERT INTO a.u SELECT user_id, kind, contact FROM prod.users "
+                     "UNPIVOT (contact FOR kind IN (email, phone))", dialect="snowflake")
+    no_problems(unpivot)
+    assert edges(unpivot) == {
+        ("prod.users.user_id", "a.u", "user_id", D, ID, False, None),
+        ("prod.users.email", "a.u", "contact", D, ID, False, None),
+        ("prod.users.phone", "a.u", "contact", D, ID, False, None),
+    }
+
+
 # ---- column names --------------------------------------------------------------------------------
 
 

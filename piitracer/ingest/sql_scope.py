@@ -132,6 +132,46 @@ class OpaqueRelation(Relation):
         return ColumnLineage(frozenset(), exp.column(name))
 
 
+class GeneratedRelation(Relation):
+    """A generator whose output columns are not named (BigQuery's ``UNNEST(arr)`` of structs):
+    every column it is asked for is the generated value."""
+
+    def __init__(self, label: str, lineage: ColumnLineage):
+        self.label = label
+        self.lineage = lineage
+
+    def column_names(self) -> list[str] | None:
+        return None
+
+    def column(self, name: str) -> ColumnLineage:
+        return self.lineage
+
+
+class PivotRelation(Relation):
+    """The output of PIVOT / UNPIVOT: its own columns, then the source's columns it keeps."""
+
+    def __init__(
+        self, own: list[tuple[str, ColumnLineage]], base: Relation, used: set[str],
+        inputs: frozenset[str], indirect: frozenset[Influence],
+    ):
+        self.own, self.base, self.used = own, base, used
+        self.label = f"pivot of {base.label}"
+        self.inputs, self.indirect = inputs, indirect
+
+    def column_names(self) -> list[str] | None:
+        names = self.base.column_names()
+        if names is None:
+            return None
+        own = [n for n, _ in self.own]
+        return [n for n in names if n not in self.used and n not in own] + own
+
+    def column(self, name: str) -> ColumnLineage | None:
+        for own, lineage in self.own:
+            if own == name:
+                return lineage
+        return None if name in self.used else self.base.column(name)
+
+
 @dataclass
 class DerivedRelation(Relation):
     """The output of a query: ordered (name, lineage) pairs plus what it read."""
@@ -261,7 +301,8 @@ class Scope:
             self.join_using(identifier.name.lower(), key, inner)
 
     def add_from_item(self, item: exp.Expression) -> str:
-        """A FROM or JOIN item: a table, a subquery, VALUES, or something opaque. Returns its key."""
+        """A FROM or JOIN item: a table, a subquery, VALUES, UNNEST / LATERAL FLATTEN / LATERAL
+        (subquery), any of them PIVOTed or UNPIVOTed, or something opaque. Returns its key."""
         alias = item.alias_or_name
         paths: list[str] = []
         if isinstance(item, exp.Table) and isinstance(item.this, exp.Identifier):
@@ -273,16 +314,95 @@ class Scope:
             paths = [".".join(parts[i:]) for i in range(len(parts))]
         elif isinstance(item, exp.Subquery):
             relation = query_relation(item.this, self.ctx, self.ctes, self.parent)
+        elif isinstance(item, exp.Lateral) and isinstance(item.this, exp.Subquery):
+            # LATERAL (subquery): it sees the sources before it, as a correlated subquery does.
+            relation = query_relation(item.this.this, self.ctx, self.ctes, self)
+        elif isinstance(item, (exp.Unnest, exp.Lateral)):
+            relation = self._generated(item)
         else:
             relation = OpaqueRelation(alias or "values", None)
             if not isinstance(item, exp.Values):
                 self.ctx.warn(f"unsupported FROM item {item.sql(dialect=DIALECT)!r}: no lineage through it")
         names = [c.name.lower() for c in item.args["alias"].columns] if item.args.get("alias") else []
+        if isinstance(item, exp.Unnest):
+            names = []  # named by _generated already (an offset column follows the alias's)
         if isinstance(relation, DerivedRelation):
             relation = relation.renamed(names, alias or relation.label)
         elif isinstance(relation, OpaqueRelation) and names:
             relation.names = names
+        for pivot in item.args.get("pivots") or []:
+            relation = self._pivoted(relation, pivot)
+            alias = pivot.alias or alias
         return self.add_source(alias, relation, paths)
+
+    def _generated(self, item: exp.Unnest | exp.Lateral) -> Relation:
+        """``UNNEST(arr) AS u(e)``, BigQuery's ``UNNEST(arr) AS e``, Snowflake's ``LATERAL
+        FLATTEN(INPUT => x) f``: each generated column is a TRANSFORMATION of the input (no
+        per-row expression: one input row gives many). Positions (WITH OFFSET, FLATTEN's SEQ,
+        INDEX, PATH) carry no value."""
+        alias = item.args.get("alias")
+        names = [c.name.lower() for c in alias.columns] if alias and alias.columns else []
+        lineage = self.lineage_of(item if isinstance(item, exp.Unnest) else item.this)
+        positions = {"seq", "index", "path"} if isinstance(item, exp.Lateral) else set()
+        label = alias.name if alias and alias.name else "unnest"
+        if isinstance(item, exp.Unnest) and item.args.get("offset") and isinstance(item.args["offset"], exp.Expression):
+            positions.add(item.args["offset"].name.lower())
+            names.append(item.args["offset"].name.lower())
+        if not names:
+            # BigQuery's UNNEST(arr) of structs: its fields, whatever they are called.
+            return GeneratedRelation(label, lineage)
+        return DerivedRelation([(n, ColumnLineage() if n in positions else lineage) for n in names], label=label)
+
+    def _pivoted(self, base: Relation, pivot: exp.Pivot) -> Relation:
+        """``PIVOT (agg(v) [AS a], ... FOR c IN (x [AS y], ...))``: a column per value and
+        aggregate (its AGGREGATION, CONDITIONAL on ``c``); the other columns are the implicit
+        GROUP BY keys. ``UNPIVOT (v FOR n IN (c1, c2))``: ``v`` is each of ``c1``, ``c2`` as they
+        are; ``n`` holds column names, no value."""
+        scope = Scope(self.ctx, self.ctes, self.parent)
+        scope.add_source("", base)
+        field_ = next(iter(pivot.args.get("fields") or []), None)
+        if field_ is None:
+            return base
+        if pivot.args.get("unpivot"):
+            return self._unpivoted(base, pivot, field_, scope)
+        aggregates = [_unwrap(e) for e in pivot.expressions]
+        if not aggregates:
+            return base
+        names = [c.name.lower() for c in pivot.args.get("columns") or []]
+        if not names:
+            names = [v.alias_or_name.lower() or v.sql(dialect=DIALECT).strip("'").lower() for v in field_.expressions]
+        on = scope.lineage_of(field_.this)
+        conditional = frozenset(Flow(f.source, EdgeSubtype.CONDITIONAL) for f in on.flows if f.join_equality is None)
+        columns = []
+        for index, name in enumerate(names):
+            value = scope.lineage_of(aggregates[index % len(aggregates)])
+            columns.append((name, ColumnLineage(value.flows | conditional, None)))
+        used = {c.name.lower() for e in aggregates + [field_.this] for c in e.find_all(exp.Column)}
+        kept = [n for n in base.column_names() or [] if n not in used]
+        for name in kept:  # implicit GROUP BY keys
+            lineage = base.column(name)
+            scope._influenced_by(lineage.flows if lineage else frozenset(), EdgeSubtype.GROUP_BY)
+        return PivotRelation(columns, base, used, frozenset(scope.inputs), frozenset(scope.indirect))
+
+    def _unpivoted(self, base: Relation, pivot: exp.Pivot, field_: exp.Expression, scope: Scope) -> Relation:
+        values = [_unwrap(e) for e in pivot.expressions]
+        value_names = [i.name.lower() for v in values for i in (v.expressions if isinstance(v, exp.Tuple) else [v])]
+        name_column = field_.this.name.lower()
+        merged: list[ColumnLineage] = [ColumnLineage() for _ in value_names]
+        used: set[str] = set()
+        for entry in field_.expressions:
+            entry = entry.this if isinstance(entry, (exp.PivotAlias, exp.Alias)) else entry
+            entry = _unwrap(entry)
+            sources = entry.expressions if isinstance(entry, exp.Tuple) else [entry]
+            for index, source in enumerate(sources[: len(value_names)]):
+                lineage = scope.lineage_of(source)
+                merged[index] = ColumnLineage(merged[index].flows | lineage.flows, None)
+                used |= {c.name.lower() for c in source.find_all(exp.Column)} | (
+                    {source.name.lower()} if isinstance(source, exp.Identifier) else set())
+        own = [(name_column, ColumnLineage())] + list(zip(value_names, merged))
+        if pivot.args.get("value_columns_first"):
+            own = own[1:] + own[:1]
+        return PivotRelation(own, base, used, frozenset(scope.inputs), frozenset(scope.indirect))
 
     def add_lateral(self, lateral: exp.Lateral) -> None:
         """``LATERAL VIEW explode(x) t AS c``: each generated column is a transform of ``x``."""
@@ -611,8 +731,12 @@ def query_relation(
         return _select_relation(query, ctx, ctes, parent)
     if isinstance(query, exp.SetOperation):
         return _set_operation_relation(query, ctx, ctes, parent)
-    if not isinstance(query, exp.Values):
-        ctx.warn(f"unsupported query {type(query).__name__}: no lineage through it")
+    if isinstance(query, exp.Values):
+        # Constants: Spark names the columns col1, col2... (an alias list renames them).
+        first = query.expressions[0] if query.expressions else None
+        width = len(first.expressions) if isinstance(first, exp.Tuple) else (1 if first is not None else 0)
+        return DerivedRelation([(f"col{i + 1}", ColumnLineage()) for i in range(width)], label="values")
+    ctx.warn(f"unsupported query {type(query).__name__}: no lineage through it")
     return DerivedRelation([])
 
 
