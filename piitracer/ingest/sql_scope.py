@@ -410,7 +410,10 @@ class Scope:
         names = [c.name.lower() for c in alias.columns] if alias else []
         lineage = self.lineage_of(lateral.this)
         label = alias.name if alias and alias.name else "lateral"
-        self.add_source(label, DerivedRelation([(n, lineage) for n in names], label=label))
+        # posexplode's first column is the position, which carries no value.
+        positions = names[:1] if isinstance(lateral.this, exp.Posexplode) else []
+        columns = [(n, ColumnLineage() if n in positions else lineage) for n in names]
+        self.add_source(label, DerivedRelation(columns, label=label))
 
     def subquery(self, query: exp.Expression) -> DerivedRelation:
         """A nested query (in an expression or a condition): it may see this scope's columns."""
@@ -747,10 +750,22 @@ def with_ctes(
     visible = dict(ctes)
     with_ = node.args.get("with_")
     for cte in with_.expressions if with_ else []:
-        alias = cte.args["alias"]
+        name, names = cte.alias.lower(), [c.name.lower() for c in cte.args["alias"].columns]
+        if with_.args.get("recursive") and isinstance(cte.this, exp.SetOperation) and _reads(cte.this, name):
+            # WITH RECURSIVE c AS (<anchor> UNION ALL <step reading c>): the step reads what the
+            # anchor gives, then what the whole gives; one more round adds nothing new.
+            anchor = cte.this
+            while isinstance(anchor, exp.SetOperation):
+                anchor = anchor.left
+            visible[name] = query_relation(anchor, ctx, visible, parent).renamed(names, name)
+            visible[name] = query_relation(cte.this, ctx, visible, parent).renamed(names, name)
         relation = query_relation(cte.this, ctx, visible, parent)
-        visible[cte.alias.lower()] = relation.renamed([c.name.lower() for c in alias.columns], cte.alias.lower())
+        visible[name] = relation.renamed(names, name)
     return visible
+
+
+def _reads(query: exp.Expression, name: str) -> bool:
+    return any(not t.db and t.name.lower() == name for t in query.find_all(exp.Table))
 
 
 def _select_relation(
