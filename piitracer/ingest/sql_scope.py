@@ -46,6 +46,7 @@ _WINDOW_VALUE_FUNCTIONS = (exp.Lag, exp.Lead, exp.FirstValue, exp.LastValue, exp
 # Generators: one input row gives several output rows, so no per-row expression exists.
 _GENERATORS = (exp.Explode, exp.Inline, exp.Unnest)
 _COLUMN_INFLUENCES = frozenset({EdgeSubtype.CONDITIONAL, EdgeSubtype.WINDOW})
+_FLATTEN_COLUMNS = ("seq", "key", "path", "index", "value", "this")
 _VALUE_ROLES = frozenset({EdgeSubtype.IDENTITY, EdgeSubtype.TRANSFORMATION})  # what a join equality carries
 
 Influence = tuple[ColumnRef, EdgeSubtype]  # a dataset-level INDIRECT edge: (source column, subtype)
@@ -317,7 +318,8 @@ class Scope:
         elif isinstance(item, exp.Lateral) and isinstance(item.this, exp.Subquery):
             # LATERAL (subquery): it sees the sources before it, as a correlated subquery does.
             relation = query_relation(item.this.this, self.ctx, self.ctes, self)
-        elif isinstance(item, (exp.Unnest, exp.Lateral)):
+        elif isinstance(item, (exp.Unnest, exp.Lateral)) or (
+                hasattr(exp, "TableFromRows") and isinstance(item, exp.TableFromRows)):
             relation = self._generated(item)
         else:
             relation = OpaqueRelation(alias or "values", None)
@@ -333,6 +335,12 @@ class Scope:
         for pivot in item.args.get("pivots") or []:
             relation = self._pivoted(relation, pivot)
             alias = pivot.alias or alias
+            renamed = [c.name.lower() for c in pivot.args["alias"].columns] if pivot.args.get("alias") else []
+            if renamed and relation.column_names() is not None:
+                # ``UNPIVOT (...) AS u (a, b, c)``: the output columns renamed in order.
+                columns = [(new, relation.column(old) or ColumnLineage())
+                           for new, old in zip(renamed, relation.column_names())]
+                relation = DerivedRelation(columns, relation.inputs, relation.indirect, alias or relation.label)
         return self.add_source(alias, relation, paths)
 
     def _generated(self, item: exp.Unnest | exp.Lateral) -> Relation:
@@ -343,7 +351,11 @@ class Scope:
         alias = item.args.get("alias")
         names = [c.name.lower() for c in alias.columns] if alias and alias.columns else []
         lineage = self.lineage_of(item if isinstance(item, exp.Unnest) else item.this)
-        positions = {"seq", "index", "path"} if isinstance(item, exp.Lateral) else set()
+        positions = set()
+        if isinstance(item.this, exp.Explode) and any(isinstance(a, exp.Kwarg) for a in item.this.iter_expressions()):
+            # Snowflake's FLATTEN(INPUT => x): its columns, whether or not the query names them.
+            names = names or list(_FLATTEN_COLUMNS)
+            positions = {"seq", "index", "path"}
         label = alias.name if alias and alias.name else "unnest"
         if isinstance(item, exp.Unnest) and item.args.get("offset") and isinstance(item.args["offset"], exp.Expression):
             positions.add(item.args["offset"].name.lower())
