@@ -212,9 +212,8 @@ class _FileIngest:
         }
         # A join-equality edge is only worth having where the plain lineage lacks it (two UNION
         # branches, or two assignments of one MERGE column, may give the same edge both ways).
-        plain = {edge.model_copy(update={"join_equality": None}) for edge in column_edges if edge.join_equality is None}
-        self.edges |= {edge for edge in column_edges
-                       if edge.join_equality is None or edge.model_copy(update={"join_equality": None}) not in plain}
+        plain = {_plain_key(edge) for edge in column_edges if edge.join_equality is None}
+        self.edges |= {edge for edge in column_edges if edge.join_equality is None or _plain_key(edge) not in plain}
         for source, subtype in write.indirect:
             self.edges.add(
                 ColumnEdge(
@@ -231,6 +230,10 @@ class _FileIngest:
             self.dataset_edges.add(flow)
         self.facts.add(DatasetFacts(dataset=write.dataset, columns=tuple(write.schema), origin=origin))
         return bool(write.indirect) or any(lineage.flows for _, lineage in write.columns) or len(self.edges) > before
+
+
+def _plain_key(edge: ColumnEdge) -> tuple:
+    return edge.source, edge.target_column, edge.subtype, edge.masking, edge.expression
 
 
 def _why(write: Write) -> str:
