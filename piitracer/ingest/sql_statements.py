@@ -156,7 +156,12 @@ class _Splitter:
                     return
                 tokens, sql, end = retokenized
                 continue
-            step = self._head(tokens, sql, end)
+            try:
+                step = self._head(tokens, sql, end)
+            except (IndexError, ValueError, AttributeError, TypeError, RecursionError):
+                # Block syntax this module does not expect: the parser gets the piece as it is
+                # (and reports it if it cannot read it), rather than the file being lost.
+                step = None
             if step is None:  # nothing to strip: a statement
                 yield Statement(tokens[0].line, sql, tokens)
                 return
@@ -311,7 +316,11 @@ class _Splitter:
         self.nested += 1
         self.depth, self.declaring = self.depth + 1, False  # a routine's body: declarations are no statements
         try:
-            return list(self.text(body.text, _body_line(body, sql)))
+            statements = list(self.text(body.text, _body_line(body, sql)))
+            for statement in statements:
+                # An escaped newline in a quoted body is no line of the file: stay inside the body.
+                statement.line = min(statement.line, body.line)
+            return statements
         finally:
             self.nested -= 1
             self.depth, self.declaring = saved
@@ -393,7 +402,7 @@ def _routine_name(tokens: list[Token], kind: int) -> str:
 
 def _body_line(body: Token, sql: str) -> int:
     """The file line a string token's text starts on (a token's own line is where it ends)."""
-    return body.line - body.text.count("\n")
+    return max(1, body.line - body.text.count("\n"))
 
 
 def _line_chunks(text: str) -> Iterator[tuple[int, str]]:
