@@ -448,21 +448,30 @@ class Scope:
         scope: Scope | None = self
         while scope is not None:
             for split in range(len(parts) - 1, 0, -1):
-                found = scope._qualified(parts[:split], parts[split], parts[split + 1:])
-                if found is not None:
-                    return found
+                relation = scope._qualifier(parts[:split], parts[split], bool(parts[split + 1:]))
+                if relation is not None:
+                    found = relation.column(parts[split])
+                    if found is None:
+                        self.ctx.warn(f"column {'.'.join(parts[:split + 1])} not found in {relation.label}")
+                        return None
+                    return _field_access(found, parts[split + 1:])
             scope = scope.parent
         if len(parts) > 1 and not self._known_qualifier(parts[0]):
             found = self._unqualified(parts[0], column, quiet=True)
             if found is not None:
+                if not self.has_known_column(parts[0]):
+                    self.ctx.warn(f"column {column.sql(dialect=DIALECT)!r} read as field {'.'.join(parts[1:])} of "
+                                  f"column {parts[0]!r}: no source is named {parts[0]!r} and no schema says so")
                 return _field_access(found, parts[1:])
         if len(parts) > 1:
             self.ctx.warn(f"cannot resolve column {column.sql(dialect=DIALECT)!r}")
             return None
         return self._unqualified(parts[0], column)
 
-    def _qualified(self, qualifier: list[str], name: str, fields: list[str]) -> ColumnLineage | None:
-        """``qualifier.name[.fields]`` against this scope's sources, or None if none is named so."""
+    def _qualifier(self, qualifier: list[str], name: str, has_fields: bool) -> Relation | None:
+        """The source of this scope that ``qualifier`` names (an alias, ``db.t``, ``cat.db.t``),
+        or None. With fields after the name, the source must have (or may have) that column: else
+        ``a.b.c`` is more likely table ``a.b``'s column than column ``b``'s field."""
         key = self.paths.get(".".join(qualifier)) or (qualifier[0] if len(qualifier) == 1 else None)
         if (key is None or key not in self.sources) and len(qualifier) > 1:
             # ``spark_catalog.db.t.c`` over ``FROM db.t``: the same table by its canonical id.
@@ -472,13 +481,9 @@ class Scope:
         if key is None or key not in self.sources:
             return None
         relation = self.sources[key]
-        if fields and relation.column_names() is not None and not relation.has_column(name):
-            return None  # not a struct column of this source: maybe a table's column after all
-        found = relation.column(name)
-        if found is None:
-            self.ctx.warn(f"column {'.'.join(qualifier)}.{name} not found in {relation.label}")
+        if has_fields and relation.column_names() is not None and not relation.has_column(name):
             return None
-        return _field_access(found, fields)
+        return relation
 
     def _known_qualifier(self, name: str) -> bool:
         scope: Scope | None = self
@@ -535,7 +540,7 @@ class Scope:
             lineage = self.sources[key].column(name)
             self._influenced_by(lineage.flows if lineage else frozenset(), EdgeSubtype.JOIN)
             if inner and key != right:
-                self._equal((key, name), (right, name), f"{_written(key)}.{name} = {_written(right)}.{name}")
+                self._equal((key, name), (right, name), f"{self._written(key)}.{name} = {self._written(right)}.{name}")
 
     # ---- equi-join equalities -----------------------------------------------------------------
 
@@ -553,6 +558,12 @@ class Scope:
             a, b = self._locate(left), self._locate(right)
             if a is not None and b is not None and a[0] != b[0]:
                 self._equal(a, b, conjunct.sql(dialect=DIALECT))
+
+    def _written(self, key: str) -> str:
+        """A source key as the query writes it: the alias, else the table's name."""
+        if not key.startswith("("):
+            return key
+        return next((path for path, k in sorted(self.paths.items(), key=lambda p: -len(p[0])) if k == key), "?")
 
     def _equal(self, a: tuple[str, str], b: tuple[str, str], text: str) -> None:
         self.equal.setdefault(a, {}).setdefault(b, text)
@@ -1026,7 +1037,3 @@ def _conjuncts(condition: exp.Expression) -> Iterable[exp.Expression]:
     else:
         yield condition
 
-
-def _written(key: str) -> str:
-    """A source key as the query can write it (an unaliased derived table has none)."""
-    return key if not key.startswith("(") else "?"
