@@ -615,6 +615,15 @@ LOAD DATA INPATH '/landing/x' INTO TABLE a.t;
     ]
 
 
+def test_file_exports_and_select_into_are_reported():
+    spark = ingest("INSERT OVERWRITE DIRECTORY '/exports/x' SELECT email FROM prod.users")
+    assert edges(spark) == set()
+    assert problems(spark) == [(1, "warning", "INSERT OVERWRITE DIRECTORY writes files that are no catalogued table: no lineage")]
+    tsql = ingest("SELECT email INTO #tmp FROM prod.users", dialect="tsql")
+    assert edges(tsql) == set()
+    assert problems(tsql) == [(1, "info", "SELECT ... INTO tmp: variables or a new table, not analysed: no lineage")]
+
+
 def test_opaque_commands_are_reported_unless_harmless():
     batch = ingest(
         """ADD JAR /opt/udfs.jar;

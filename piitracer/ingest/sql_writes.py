@@ -74,6 +74,11 @@ def _writes(node: exp.Expression, ctx: QueryContext) -> list[Write | None]:
     elif isinstance(node, exp.Cache) and isinstance(node.expression, exp.Query):
         # CACHE TABLE t AS <query> defines a temporary view named t.
         ctx.temp_views[node.this.name.lower()] = query_relation(node.expression, ctx)
+    elif isinstance(node, exp.Select) and node.args.get("into"):
+        # T-SQL/Postgres create a table this way, PL/SQL and procedures set variables: not analysed.
+        into = node.args["into"].this
+        ctx.info(f"SELECT ... INTO {into.sql(dialect='spark') if into else '?'}: variables or a new table, "
+                 "not analysed: no lineage")
     elif isinstance(node, exp.Query):
         ctx.info("SELECT without a target table: no lineage")
     elif isinstance(node, exp.Command):
@@ -126,8 +131,11 @@ def _insert(node: exp.Insert, ctx: QueryContext, ctes: dict[str, Relation] | Non
     table, explicit = node.this, None
     if isinstance(table, exp.Schema):
         table, explicit = table.this, [i.name.lower() for i in table.expressions]
+    if isinstance(table, exp.Directory):
+        ctx.warn("INSERT OVERWRITE DIRECTORY writes files that are no catalogued table: no lineage")
+        return None
     if not isinstance(table, exp.Table):
-        return None  # INSERT OVERWRITE DIRECTORY: no dataset
+        return None
     dataset = ctx.dataset_id(table)
     if not isinstance(node.expression, exp.Query):
         schema = explicit or ctx.schemas.get(dataset) or []
