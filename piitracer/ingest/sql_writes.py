@@ -11,16 +11,8 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from piitracer.ingest.sql_scope import (
-    ColumnLineage,
-    Influence,
-    OpaqueRelation,
-    QueryContext,
-    Relation,
-    Scope,
-    query_relation,
-    with_ctes,
-)
+from piitracer.ingest.sql_relations import ColumnLineage, Influence, OpaqueRelation, Relation
+from piitracer.ingest.sql_scope import QueryContext, Scope, query_relation, with_ctes
 from piitracer.model.lineage import EdgeSubtype
 
 # Statements sqlglot keeps as opaque commands that write nothing (or nothing with lineage): they
