@@ -5,6 +5,7 @@ exist or lies outside the configured warehouse roots."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -88,6 +89,17 @@ def test_lineage_problems_are_reported_not_fatal(tmp_path: Path) -> None:
     assert "datasets in lineage but not in the catalog: a.c" in out  # the derived table is known, its format not
     code, out = run(root, "plan", "--source", "a.b.user_id", "--subject", "1")
     assert code == 0 and "a.c is not in the catalog" in out
+
+
+def test_info_lines_are_listed_but_not_counted_as_problems(tmp_path: Path) -> None:
+    root = workspace(tmp_path, f"catalog:\n  a.b: {PARQUET % 'data'}\nlineage:\n  sql: [{{path: sql}}]\n",
+                     sql="INSERT INTO a.c SELECT user_id FROM a.b;\nSELECT user_id FROM a.b;\n")
+    code, out = run(root, "lineage", "stats", "--output", "json")
+    stats = json.loads(out)
+    assert code == 0 and (stats["ingest_problems"], stats["ingest_errors"], stats["ingest_info"]) == (0, 0, 1)
+    assert stats["problems"] == ["sql/p.sql:2: info: SELECT without a target table: no lineage"]
+    code, out = run(root, "lineage", "stats")
+    assert code == 0 and "sql/p.sql:2: info: SELECT without a target table" in out
 
 
 def test_plan_with_a_source_outside_the_catalog_or_lineage(tmp_path: Path) -> None:

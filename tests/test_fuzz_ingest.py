@@ -1,7 +1,7 @@
 """Fuzzing the lineage ingest with hypothesis: OpenLineage event files (valid shapes with odd
 values, wrong types, missing and extra fields, deep nesting, huge strings, unicode, lines that are
-not JSON or not objects) and SQL files (statements from a small Spark SQL grammar, truncated
-statements, garbage, invalid UTF-8).
+not JSON or not objects) and SQL files (statements from a small Spark SQL grammar, procedure and
+script blocks around them, truncated statements, garbage, invalid UTF-8).
 
 Properties, for every generated file:
 - the ingest returns (no exception escapes);
@@ -185,7 +185,7 @@ def selects(draw) -> str:
 
 @st.composite
 def statements(draw) -> str:
-    kind = draw(st.sampled_from(["insert", "overwrite", "ctas", "merge", "cte", "use", "garbage"]))
+    kind = draw(st.sampled_from(["insert", "overwrite", "ctas", "merge", "cte", "use", "dml", "block", "garbage"]))
     if kind == "insert":
         return f"INSERT INTO {draw(tables)} {draw(selects())}"
     if kind == "overwrite":
@@ -199,6 +199,25 @@ def statements(draw) -> str:
         return f"WITH w AS ({draw(selects())}) INSERT INTO {draw(tables)} SELECT * FROM w"
     if kind == "use":
         return f"USE {draw(st.sampled_from(['db', 'lake.db', '`x`']))}"
+    if kind == "dml":
+        table, column = draw(tables), draw(names)
+        return draw(st.sampled_from([
+            f"UPDATE {table} t SET {column} = s.c0 FROM ({draw(selects())}) s WHERE t.{column} = s.c0",
+            f"UPDATE {table} SET {column} = ({draw(selects())})",
+            f"DELETE FROM {table} t USING {draw(tables)} s WHERE t.{column} = s.{draw(names)}",
+            f"DELETE FROM {table} WHERE {column} IN ({draw(selects())})",
+        ]))
+    if kind == "block":
+        inner = f"INSERT INTO {draw(tables)} {draw(selects())}"
+        return draw(st.sampled_from([
+            f"BEGIN {inner}; END",
+            f"CREATE PROCEDURE db.p() BEGIN DECLARE v INT64; IF v > 0 THEN {inner}; ELSE {inner}; END IF; END",
+            f"CREATE PROC db.p AS BEGIN WHILE 1 = 1 BEGIN {inner}; END END",
+            f"CREATE PROCEDURE db.p IS v NUMBER := 0; BEGIN LOOP {inner}; EXIT WHEN v > 1; END LOOP; END p",
+            f"BEGIN FOR r IN (SELECT 1) DO {inner}; END FOR; EXCEPTION WHEN ERROR THEN RAISE; END",
+            f"EXECUTE IMMEDIATE '{inner}'",
+            "END IF", "END", "BEGIN", "ELSE", "LOOP",
+        ]))
     return draw(st.text(max_size=80))
 
 

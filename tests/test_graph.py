@@ -5,7 +5,8 @@ from __future__ import annotations
 from lineage_builders import A, I, ORIGIN, T, col, edge
 
 from piitracer.graph.lineage_graph import LineageGraph, Reach
-from piitracer.model.lineage import DatasetEdge, DatasetRelation, EdgeSubtype, LineageBatch
+from piitracer.model.lineage import (DatasetEdge, DatasetRelation, EdgeSubtype, IngestProblem, LineageBatch,
+                                     ProblemSeverity)
 from piitracer.model.workspace import CatalogDataset
 
 
@@ -97,6 +98,17 @@ def test_stats_count_by_type() -> None:
     assert stats["masked_edges"] == 1
     assert stats["dataset_edges_by_relation"] == {"flow": 2, "shallow_clone": 1}
     assert "a.enriched" in stats["datasets_not_in_catalog"]
+
+
+def test_stats_do_not_count_info_lines_as_problems() -> None:
+    def problem(severity: ProblemSeverity) -> IngestProblem:
+        return IngestProblem(severity=severity, origin=ORIGIN, reason=severity.value)
+
+    batch = LineageBatch(problems=tuple(problem(s) for s in (ProblemSeverity.ERROR, ProblemSeverity.WARNING,
+                                                              ProblemSeverity.INFO, ProblemSeverity.INFO)))
+    stats = LineageGraph.build(batch).stats()
+    assert (stats["ingest_problems"], stats["ingest_errors"], stats["ingest_info"]) == (2, 1, 2)
+    assert str(problem(ProblemSeverity.INFO)) == "t.sql:1: info: info"
 
 
 def test_json_is_deterministic_and_typed() -> None:

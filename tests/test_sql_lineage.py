@@ -552,7 +552,7 @@ def test_untokenizable_text_falls_back_to_line_splitting():
     assert batch.units_read == 3
 
 
-def test_statements_without_lineage_produce_nothing():
+def test_statements_without_lineage_produce_no_edges_and_writes_say_why():
     batch = ingest(
         """
         CREATE TABLE a.t (x INT);
@@ -565,7 +565,14 @@ def test_statements_without_lineage_produce_nothing():
         SELECT * FROM prod.users;
         """
     )
-    assert batch == LineageBatch(units_read=8)
+    assert (batch.column_edges, batch.dataset_edges, batch.units_read) == ((), (), 8)
+    # Nothing is lost, so these are info lines; a statement that writes always says why it has no lineage.
+    assert [(p.origin.line, p.severity, p.reason) for p in batch.problems] == [
+        (6, ProblemSeverity.INFO, "DELETE from prod.users: no column lineage (it reads no other table)"),
+        (7, ProblemSeverity.INFO, "UPDATE of prod.users: no column lineage (it reads no other table)"),
+        (8, ProblemSeverity.INFO, "INSERT of constant VALUES into a.t: no column lineage (it reads no other table)"),
+        (9, ProblemSeverity.INFO, "SELECT without a target table: no lineage"),
+    ]
 
 
 def test_targets_teach_schemas_to_later_statements_without_touching_the_callers():

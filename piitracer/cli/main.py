@@ -23,6 +23,7 @@ from piitracer.audit import load_audit_key
 from piitracer.executor.runner import ExecuteOptions, ExecutionError, RunSummary, StepResult
 from piitracer.ingest.requests import read_labelled_requests
 from piitracer.model.errors import PiitracerError
+from piitracer.model.lineage import ProblemSeverity
 from piitracer.model.plan import DeletionPlan, Subject
 from piitracer.model.verification import ErasureState, VerificationReport
 from piitracer.planner.build import PlanningError
@@ -124,7 +125,7 @@ def lineage_stats(ctx: click.Context, output: str) -> None:
         click.echo(json.dumps({**stats, "problems": problems}, indent=2))
         return
     table = Table(title="lineage", show_header=False)
-    for key in ("datasets", "columns", "column_edges", "masked_edges", "units_read", "ingest_problems"):
+    for key in ("datasets", "columns", "column_edges", "masked_edges", "units_read", "ingest_problems", "ingest_info"):
         table.add_row(key.replace("_", " "), str(stats[key]))
     for edge_type, count in stats["column_edges_by_type"].items():
         table.add_row(f"  {edge_type}", str(count))
@@ -133,8 +134,10 @@ def lineage_stats(ctx: click.Context, output: str) -> None:
     console.print(table)
     if stats["datasets_not_in_catalog"]:
         console.print("datasets in lineage but not in the catalog: " + ", ".join(stats["datasets_not_in_catalog"]))
-    for problem in problems:
-        console.print(f"[yellow]{problem}[/]", highlight=False)
+    for problem in graph.problems:
+        # Info lines lose nothing (a bare SELECT, an INSERT of constants): not in a warning's colour.
+        colour = "dim" if problem.severity is ProblemSeverity.INFO else "yellow"
+        console.print(f"[{colour}]{problem}[/]", highlight=False)
 
 
 @lineage.command("show")

@@ -32,6 +32,7 @@ from piitracer.model.lineage import (
     LineageBatch,
     Origin,
     OriginKind,
+    ProblemSeverity,
 )
 from piitracer.model.workspace import CatalogDataset, CloneMode
 
@@ -340,8 +341,10 @@ class LineageGraph:
             "masked_edges": sum(1 for e in self.column_edges() if e.masking),
             "dataset_edges_by_relation": dict(sorted(by_relation.items())),
             "units_read": self.units_read,
-            "ingest_problems": len(self.problems),
-            "ingest_errors": sum(1 for p in self.problems if p.severity.value == "error"),
+            # Info lines (a bare SELECT, an INSERT of constants) lose nothing: not counted as problems.
+            "ingest_problems": sum(1 for p in self.problems if p.severity is not ProblemSeverity.INFO),
+            "ingest_errors": sum(1 for p in self.problems if p.severity is ProblemSeverity.ERROR),
+            "ingest_info": sum(1 for p in self.problems if p.severity is ProblemSeverity.INFO),
         }
 
     def to_json(self, start: str | ColumnRef | None = None) -> dict[str, object]:

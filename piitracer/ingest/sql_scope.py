@@ -1,23 +1,41 @@
 """Column lineage of one SQL query (a sqlglot AST), resolved down to base-table columns.
 
-A query is turned into a :class:`DerivedRelation`: its ordered output columns, each with the
-set of :class:`Flow` s that reach it from base-table columns, plus the dataset-level influences
-(JOIN, FILTER, GROUP_BY, SORT) that decide which rows exist. CTEs, subqueries and temporary views
+A query is turned into a :class:`DerivedRelation` (:mod:`piitracer.ingest.sql_relations`): its
+ordered output columns, each with the set of :class:`Flow` s that reach it from base-table
+columns, plus the dataset-level influences (JOIN, FILTER, GROUP_BY, SORT) that decide which rows
+exist. CTEs, subqueries and temporary views
 are relations of the same kind, so reading one composes its flows into the reader's.
 
 Typing follows OpenLineage: a bare column is IDENTITY, a column inside an aggregate is
 AGGREGATION, any other expression is TRANSFORMATION; a CASE/IF condition is a column-level
 CONDITIONAL influence and a window's PARTITION BY/ORDER BY a column-level WINDOW influence.
+
+Inner equi-joins add flows of their own: in ``FROM t JOIN a ON t.x = a.y`` every row has
+``t.x = a.y``, so a column that is (a deterministic transform of) ``t.x`` is also one of ``a.y``.
+Such a flow carries the equality text (``Flow.join_equality``) and lives only while it stays an
+IDENTITY or TRANSFORMATION: it is what the planner uses to find a subject's key on the other
+side of a join.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Mapping
 
 from sqlglot import exp
 
-from piitracer.model.lineage import DIRECT_SUBTYPES, ColumnRef, EdgeSubtype
+from piitracer.ingest.sql_relations import (
+    ColumnLineage,
+    DerivedRelation,
+    Flow,
+    GeneratedRelation,
+    Influence,
+    OpaqueRelation,
+    PivotRelation,
+    Relation,
+    TableRelation,
+)
+from piitracer.model.lineage import EdgeSubtype
 from piitracer.model.naming import DatasetNamer
 
 DIALECT = "spark"  # expressions are always printed in Spark SQL, whatever dialect was read
@@ -40,124 +58,28 @@ _WINDOW_VALUE_FUNCTIONS = (exp.Lag, exp.Lead, exp.FirstValue, exp.LastValue, exp
 # Generators: one input row gives several output rows, so no per-row expression exists.
 _GENERATORS = (exp.Explode, exp.Inline, exp.Unnest)
 _COLUMN_INFLUENCES = frozenset({EdgeSubtype.CONDITIONAL, EdgeSubtype.WINDOW})
-
-Influence = tuple[ColumnRef, EdgeSubtype]  # a dataset-level INDIRECT edge: (source column, subtype)
-
-
-@dataclass(frozen=True)
-class Flow:
-    """How one base column reaches one output column."""
-
-    source: ColumnRef
-    subtype: EdgeSubtype
-    masking: bool = False
-    expression: str | None = None  # set on TRANSFORMATION flows with a row-deterministic value
-    # The value along this path over unqualified base columns, kept to compose further hops;
-    # None when not row-deterministic. Equal expressions give equal trees, so it is not compared.
-    tree: exp.Expression | None = field(default=None, compare=False, hash=False)
-
-    @property
-    def direct(self) -> bool:
-        return self.subtype in DIRECT_SUBTYPES
-
-
-@dataclass(frozen=True, eq=False)
-class ColumnLineage:
-    """Everything known about one column of a relation."""
-
-    flows: frozenset[Flow] = frozenset()
-    tree: exp.Expression | None = None  # its value over base columns, None if unknown
-
-
-class Relation:
-    """A row source a query reads: a base table, a CTE, a subquery, a temp view."""
-
-    label: str = ""
-    inputs: frozenset[str] = frozenset()
-    indirect: frozenset[Influence] = frozenset()
-
-    def column_names(self) -> list[str] | None:
-        """Ordered column names, or ``None`` when unknown."""
-        raise NotImplementedError
-
-    def column(self, name: str) -> ColumnLineage | None:
-        """Lineage of a column, ``None`` when the relation has no such column."""
-        raise NotImplementedError
-
-    def has_column(self, name: str) -> bool:
-        names = self.column_names()
-        return names is not None and name in names
-
-
-class TableRelation(Relation):
-    """A base table: each column is its own IDENTITY source."""
-
-    def __init__(self, dataset: str, schema: Iterable[str] | None):
-        self.dataset = dataset
-        self.label = dataset
-        self.schema = [c.lower() for c in schema] if schema is not None else None
-        self.inputs = frozenset({dataset})
-
-    def column_names(self) -> list[str] | None:
-        return self.schema
-
-    def column(self, name: str) -> ColumnLineage:
-        # The SQL is trusted over a possibly stale schema: a qualified unknown column still flows.
-        tree = exp.column(name)
-        identity = Flow(ColumnRef(dataset=self.dataset, column=name), EdgeSubtype.IDENTITY, tree=tree)
-        return ColumnLineage(frozenset({identity}), tree)
-
-
-class OpaqueRelation(Relation):
-    """A row source whose columns carry no base-table lineage (MERGE target, VALUES, functions)."""
-
-    def __init__(self, label: str, names: list[str] | None):
-        self.label = label
-        self.names = names
-
-    def column_names(self) -> list[str] | None:
-        return self.names
-
-    def column(self, name: str) -> ColumnLineage:
-        return ColumnLineage(frozenset(), exp.column(name))
-
-
-@dataclass
-class DerivedRelation(Relation):
-    """The output of a query: ordered (name, lineage) pairs plus what it read."""
-
-    columns: list[tuple[str, ColumnLineage]]
-    inputs: frozenset[str] = frozenset()
-    indirect: frozenset[Influence] = frozenset()
-    label: str = "subquery"
-
-    def column_names(self) -> list[str]:
-        return [name for name, _ in self.columns]
-
-    def column(self, name: str) -> ColumnLineage | None:
-        return next((lineage for column, lineage in self.columns if column == name), None)
-
-    def renamed(self, names: list[str], label: str) -> "DerivedRelation":
-        """The same relation under an alias, with its columns renamed when names are given."""
-        columns = self.columns
-        if names:
-            columns = [(new, lineage) for new, (_, lineage) in zip(names, self.columns)]
-        return DerivedRelation(columns, self.inputs, self.indirect, label)
-
+_FLATTEN_COLUMNS = ("seq", "key", "path", "index", "value", "this")
+_VALUE_ROLES = frozenset({EdgeSubtype.IDENTITY, EdgeSubtype.TRANSFORMATION})  # what a join equality carries
 
 @dataclass
 class QueryContext:
-    """What resolving names needs: the namer, known schemas, temp views; collects warnings."""
+    """What resolving names needs: the namer, known schemas, temp views; collects warnings and
+    info lines."""
 
     namer: DatasetNamer
     schemas: dict[str, list[str]]  # learnt target schemas are added to it
     default_database: str | None = None
     temp_views: dict[str, DerivedRelation] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    infos: list[str] = field(default_factory=list)  # nothing lost, but worth a line (a bare SELECT)
 
     def warn(self, message: str) -> None:
         if message not in self.warnings:
             self.warnings.append(message)
+
+    def info(self, message: str) -> None:
+        if message not in self.infos:
+            self.infos.append(message)
 
     def dataset_id(self, table: exp.Table) -> str:
         """Canonical id of a table node."""
@@ -172,17 +94,36 @@ class Scope:
         self.ctx = ctx
         self.ctes = dict(ctes)
         self.parent = parent
-        self.sources: dict[str, Relation] = {}
+        self.sources: dict[str, Relation] = {}  # by alias (or a made-up key, see add_source)
+        self.paths: dict[str, str] = {}  # a table's name as written ("db.t", "cat.db.t") -> its key
+        self.using: dict[str, list[str]] = {}  # JOIN ... USING (c): c -> keys of the sources it merges
+        self.lateral: dict[str, ColumnLineage] = {}  # aliases of earlier select items (lateral aliases)
+        # Inner equi-join equalities between two sources' columns: (key, column) pairs, each with
+        # the equality's text; see ``equate``.
+        self.equal: dict[tuple[str, str], dict[tuple[str, str], str]] = {}
+        # UPDATE/DELETE: (dataset, its names, an opaque stand-in): the target read under one of
+        # its names is the row being changed, whose columns bring nothing new.
+        self.target: tuple[str, set[str], Relation] | None = None
         self.inputs: set[str] = set()
         self.indirect: set[Influence] = set()
 
     # ---- sources ------------------------------------------------------------------------------
 
-    def add_source(self, alias: str, relation: Relation) -> None:
-        """Make a relation visible under an alias; what it read becomes what this scope read."""
-        self.sources[alias.lower()] = relation
+    def add_source(self, alias: str, relation: Relation, paths: Iterable[str] = ()) -> str:
+        """Make a relation visible under an alias; what it read becomes what this scope read.
+
+        Returns the key it is stored under: the alias, or, when the alias is taken (``prod.users
+        JOIN dev.users``) or there is none (a derived table without alias), a made-up key no
+        query can write; its written names (``paths``) still find it."""
+        key = alias.lower()
+        if not key or key in self.sources:
+            key = f"({key or 'derived table'} {len(self.sources) + 1})"
+        self.sources[key] = relation
+        for path in paths:
+            self.paths.setdefault(path, key)
         self.inputs |= relation.inputs
         self.indirect |= relation.indirect
+        return key
 
     def table_relation(self, table: exp.Table) -> Relation:
         """A CTE, then a temp view, then a base table (the order Spark resolves names in)."""
@@ -194,23 +135,151 @@ class Scope:
         dataset = self.ctx.dataset_id(table)
         return TableRelation(dataset, self.ctx.schemas.get(dataset))
 
-    def add_from_item(self, item: exp.Expression) -> None:
-        """A FROM or JOIN item: a table, a subquery, VALUES, or something opaque."""
+    def add_from_clause(self, from_: exp.From | None, joins: Iterable[exp.Join] | None) -> None:
+        """A FROM item and the JOINs after it."""
+        if from_ is not None:
+            self.add_joined(from_.this)
+        for join in joins or []:
+            self.add_join(join)
+
+    def add_joined(self, item: exp.Expression) -> str:
+        """A FROM item that may carry joins of its own: ``(a JOIN b ON ...)`` in parentheses, or a
+        table with ``joins`` (sqlglot's shape for those and for T-SQL's ``UPDATE ... FROM a JOIN b``).
+        The aliases inside parentheses stay visible outside. Returns the first item's key."""
+        while isinstance(item, exp.Subquery) and not item.alias and isinstance(item.this, (exp.Subquery, exp.Table)):
+            item = item.this
+        key = self.add_from_item(item)
+        if isinstance(item, exp.Table):
+            for join in item.args.get("joins") or []:
+                self.add_join(join)
+        return key
+
+    def add_join(self, join: exp.Join) -> None:
+        """A JOIN: its item, its ON condition (a JOIN influence) and its USING columns; an inner
+        join's equalities are remembered (see ``equate``)."""
+        key = self.add_joined(join.this)
+        inner = not join.side and (join.kind or "").upper() in ("", "INNER", "CROSS")
+        if join.args.get("on"):
+            self.influence(join.args["on"], EdgeSubtype.JOIN)
+            if inner:
+                self.equate(join.args["on"])
+        for identifier in join.args.get("using") or []:
+            self.join_using(identifier.name.lower(), key, inner)
+
+    def add_from_item(self, item: exp.Expression) -> str:
+        """A FROM or JOIN item: a table, a subquery, VALUES, UNNEST / LATERAL FLATTEN / LATERAL
+        (subquery), any of them PIVOTed or UNPIVOTed, or something opaque. Returns its key."""
         alias = item.alias_or_name
+        paths: list[str] = []
         if isinstance(item, exp.Table) and isinstance(item.this, exp.Identifier):
             relation: Relation = self.table_relation(item)
+            if (self.target and isinstance(relation, TableRelation) and relation.dataset == self.target[0]
+                    and alias.lower() in self.target[1]):
+                relation = self.target[2]
+            parts = [p.lower() for p in (item.catalog, item.db, item.name) if p]
+            paths = [".".join(parts[i:]) for i in range(len(parts))]
         elif isinstance(item, exp.Subquery):
             relation = query_relation(item.this, self.ctx, self.ctes, self.parent)
+        elif isinstance(item, exp.Lateral) and isinstance(item.this, exp.Subquery):
+            # LATERAL (subquery): it sees the sources before it, as a correlated subquery does.
+            relation = query_relation(item.this.this, self.ctx, self.ctes, self)
+        elif isinstance(item, (exp.Unnest, exp.Lateral)) or (
+                hasattr(exp, "TableFromRows") and isinstance(item, exp.TableFromRows)):
+            relation = self._generated(item)
         else:
             relation = OpaqueRelation(alias or "values", None)
             if not isinstance(item, exp.Values):
                 self.ctx.warn(f"unsupported FROM item {item.sql(dialect=DIALECT)!r}: no lineage through it")
         names = [c.name.lower() for c in item.args["alias"].columns] if item.args.get("alias") else []
+        if isinstance(item, exp.Unnest):
+            names = []  # named by _generated already (an offset column follows the alias's)
         if isinstance(relation, DerivedRelation):
-            relation = relation.renamed(names, alias)
+            relation = relation.renamed(names, alias or relation.label)
         elif isinstance(relation, OpaqueRelation) and names:
             relation.names = names
-        self.add_source(alias or relation.label, relation)
+        for pivot in item.args.get("pivots") or []:
+            relation = self._pivoted(relation, pivot)
+            alias = pivot.alias or alias
+            renamed = [c.name.lower() for c in pivot.args["alias"].columns] if pivot.args.get("alias") else []
+            if renamed and relation.column_names() is not None:
+                # ``UNPIVOT (...) AS u (a, b, c)``: the output columns renamed in order.
+                columns = [(new, relation.column(old) or ColumnLineage())
+                           for new, old in zip(renamed, relation.column_names())]
+                relation = DerivedRelation(columns, relation.inputs, relation.indirect, alias or relation.label)
+        return self.add_source(alias, relation, paths)
+
+    def _generated(self, item: exp.Unnest | exp.Lateral) -> Relation:
+        """``UNNEST(arr) AS u(e)``, BigQuery's ``UNNEST(arr) AS e``, Snowflake's ``LATERAL
+        FLATTEN(INPUT => x) f``: each generated column is a TRANSFORMATION of the input (no
+        per-row expression: one input row gives many). Positions (WITH OFFSET, FLATTEN's SEQ,
+        INDEX, PATH) carry no value."""
+        alias = item.args.get("alias")
+        names = [c.name.lower() for c in alias.columns] if alias and alias.columns else []
+        lineage = self.lineage_of(item if isinstance(item, exp.Unnest) else item.this)
+        positions = set()
+        if isinstance(item.this, exp.Explode) and any(isinstance(a, exp.Kwarg) for a in item.this.iter_expressions()):
+            # Snowflake's FLATTEN(INPUT => x): its columns, whether or not the query names them.
+            names = names or list(_FLATTEN_COLUMNS)
+            positions = {"seq", "index", "path"}
+        label = alias.name if alias and alias.name else "unnest"
+        if isinstance(item, exp.Unnest) and item.args.get("offset") and isinstance(item.args["offset"], exp.Expression):
+            positions.add(item.args["offset"].name.lower())
+            names.append(item.args["offset"].name.lower())
+        if not names:
+            # BigQuery's UNNEST(arr) of structs: its fields, whatever they are called.
+            return GeneratedRelation(label, lineage)
+        return DerivedRelation([(n, ColumnLineage() if n in positions else lineage) for n in names], label=label)
+
+    def _pivoted(self, base: Relation, pivot: exp.Pivot) -> Relation:
+        """``PIVOT (agg(v) [AS a], ... FOR c IN (x [AS y], ...))``: a column per value and
+        aggregate (its AGGREGATION, CONDITIONAL on ``c``); the other columns are the implicit
+        GROUP BY keys. ``UNPIVOT (v FOR n IN (c1, c2))``: ``v`` is each of ``c1``, ``c2`` as they
+        are; ``n`` holds column names, no value."""
+        scope = Scope(self.ctx, self.ctes, self.parent)
+        scope.add_source("", base)
+        field_ = next(iter(pivot.args.get("fields") or []), None)
+        if field_ is None:
+            return base
+        if pivot.args.get("unpivot"):
+            return self._unpivoted(base, pivot, field_, scope)
+        aggregates = [_unwrap(e) for e in pivot.expressions]
+        if not aggregates:
+            return base
+        names = [c.name.lower() for c in pivot.args.get("columns") or []]
+        if not names:
+            names = [v.alias_or_name.lower() or v.sql(dialect=DIALECT).strip("'").lower() for v in field_.expressions]
+        on = scope.lineage_of(field_.this)
+        conditional = frozenset(Flow(f.source, EdgeSubtype.CONDITIONAL) for f in on.flows if f.join_equality is None)
+        columns = []
+        for index, name in enumerate(names):
+            value = scope.lineage_of(aggregates[index % len(aggregates)])
+            columns.append((name, ColumnLineage(value.flows | conditional, None)))
+        used = {c.name.lower() for e in aggregates + [field_.this] for c in e.find_all(exp.Column)}
+        kept = [n for n in base.column_names() or [] if n not in used]
+        for name in kept:  # implicit GROUP BY keys
+            lineage = base.column(name)
+            scope._influenced_by(lineage.flows if lineage else frozenset(), EdgeSubtype.GROUP_BY)
+        return PivotRelation(columns, base, used, frozenset(scope.inputs), frozenset(scope.indirect))
+
+    def _unpivoted(self, base: Relation, pivot: exp.Pivot, field_: exp.Expression, scope: Scope) -> Relation:
+        values = [_unwrap(e) for e in pivot.expressions]
+        value_names = [i.name.lower() for v in values for i in (v.expressions if isinstance(v, exp.Tuple) else [v])]
+        name_column = field_.this.name.lower()
+        merged: list[ColumnLineage] = [ColumnLineage() for _ in value_names]
+        used: set[str] = set()
+        for entry in field_.expressions:
+            entry = entry.this if isinstance(entry, (exp.PivotAlias, exp.Alias)) else entry
+            entry = _unwrap(entry)
+            sources = entry.expressions if isinstance(entry, exp.Tuple) else [entry]
+            for index, source in enumerate(sources[: len(value_names)]):
+                lineage = scope.lineage_of(source)
+                merged[index] = ColumnLineage(merged[index].flows | lineage.flows, None)
+                used |= {c.name.lower() for c in source.find_all(exp.Column)} | (
+                    {source.name.lower()} if isinstance(source, exp.Identifier) else set())
+        own = [(name_column, ColumnLineage())] + list(zip(value_names, merged))
+        if pivot.args.get("value_columns_first"):
+            own = own[1:] + own[:1]
+        return PivotRelation(own, base, used, frozenset(scope.inputs), frozenset(scope.indirect))
 
     def add_lateral(self, lateral: exp.Lateral) -> None:
         """``LATERAL VIEW explode(x) t AS c``: each generated column is a transform of ``x``."""
@@ -218,7 +287,10 @@ class Scope:
         names = [c.name.lower() for c in alias.columns] if alias else []
         lineage = self.lineage_of(lateral.this)
         label = alias.name if alias and alias.name else "lateral"
-        self.add_source(label, DerivedRelation([(n, lineage) for n in names], label=label))
+        # posexplode's first column is the position, which carries no value.
+        positions = names[:1] if isinstance(lateral.this, exp.Posexplode) else []
+        columns = [(n, ColumnLineage() if n in positions else lineage) for n in names]
+        self.add_source(label, DerivedRelation(columns, label=label))
 
     def subquery(self, query: exp.Expression) -> DerivedRelation:
         """A nested query (in an expression or a condition): it may see this scope's columns."""
@@ -232,31 +304,84 @@ class Scope:
     # ---- columns ------------------------------------------------------------------------------
 
     def resolve(self, column: exp.Column) -> ColumnLineage | None:
-        """The lineage of a column reference, looking outwards for correlated references."""
-        name, qualifier = column.name.lower(), column.table.lower()
+        """The lineage of a column reference, looking outwards for correlated references.
+
+        ``a.b.c`` is, in Spark's order: column ``c`` of table ``a.b``; field ``c`` of column ``b``
+        of source ``a``; field ``b.c`` of column ``a`` (a struct). A field of a column is a
+        TRANSFORMATION of it (the field's value, not the column's)."""
+        parts = [p.lower() for p in (column.catalog, column.db, column.table, column.name) if p]
         scope: Scope | None = self
         while scope is not None:
-            if qualifier and qualifier in scope.sources:
-                found = scope.sources[qualifier].column(name)
-                if found is None:
-                    self.ctx.warn(f"column {qualifier}.{name} not found in {scope.sources[qualifier].label}")
-                return found
-            if not qualifier:
-                candidates = scope._candidates(name)
-                if len(candidates) == 1:
-                    return candidates[0].column(name)
-                if len(candidates) > 1:
-                    labels = ", ".join(sorted(r.label for r in candidates))
-                    self.ctx.warn(f"ambiguous column {name!r}: could come from {labels}")
-                    return None
+            for split in range(len(parts) - 1, 0, -1):
+                relation = scope._qualifier(parts[:split], parts[split], bool(parts[split + 1:]))
+                if relation is not None:
+                    found = relation.column(parts[split])
+                    if found is None:
+                        self.ctx.warn(f"column {'.'.join(parts[:split + 1])} not found in {relation.label}")
+                        return None
+                    return _field_access(found, parts[split + 1:])
+            scope = scope.parent
+        if len(parts) > 1 and not self._known_qualifier(parts[0]):
+            found = self._unqualified(parts[0], column, quiet=True)
+            if found is not None:
+                if not self.has_known_column(parts[0]):
+                    self.ctx.warn(f"column {column.sql(dialect=DIALECT)!r} read as field {'.'.join(parts[1:])} of "
+                                  f"column {parts[0]!r}: no source is named {parts[0]!r} and no schema says so")
+                return _field_access(found, parts[1:])
+        if len(parts) > 1:
+            self.ctx.warn(f"cannot resolve column {column.sql(dialect=DIALECT)!r}")
+            return None
+        return self._unqualified(parts[0], column)
+
+    def _qualifier(self, qualifier: list[str], name: str, has_fields: bool) -> Relation | None:
+        """The source of this scope that ``qualifier`` names (an alias, ``db.t``, ``cat.db.t``),
+        or None. With fields after the name, the source must have (or may have) that column: else
+        ``a.b.c`` is more likely table ``a.b``'s column than column ``b``'s field."""
+        key = self.paths.get(".".join(qualifier)) or (qualifier[0] if len(qualifier) == 1 else None)
+        if (key is None or key not in self.sources) and len(qualifier) > 1:
+            # ``spark_catalog.db.t.c`` over ``FROM db.t``: the same table by its canonical id.
+            dataset = self.ctx.namer.from_table_name(".".join(qualifier), self.ctx.default_database)
+            keys = [k for k, r in self.sources.items() if isinstance(r, TableRelation) and r.dataset == dataset]
+            key = keys[0] if len(keys) == 1 else None
+        if key is None or key not in self.sources:
+            return None
+        relation = self.sources[key]
+        if has_fields and relation.column_names() is not None and not relation.has_column(name):
+            return None
+        return relation
+
+    def _known_qualifier(self, name: str) -> bool:
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.sources or name in scope.paths:
+                return True
+            scope = scope.parent
+        return False
+
+    def _unqualified(self, name: str, column: exp.Column, quiet: bool = False) -> ColumnLineage | None:
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.using:
+                return _merged(*(scope.sources[key].column(name) or ColumnLineage() for key in scope.using[name]))
+            if name in scope.lateral and not scope.has_known_column(name):
+                # Spark 3.4+/Databricks/Snowflake: an earlier select item's alias, unless a source has it.
+                return scope.lateral[name]
+            candidates = scope._candidates(name)
+            if len(candidates) == 1:
+                return candidates[0].column(name)
+            if len(candidates) > 1:
+                labels = ", ".join(sorted(r.label for r in candidates))
+                self.ctx.warn(f"ambiguous column {name!r}: could come from {labels}")
+                return None
             scope = scope.parent
         tables = [r for r in self.sources.values() if isinstance(r, TableRelation)]
-        if not qualifier and len(tables) == 1:
+        if len(tables) == 1 and not quiet:
             # One base table in scope (the other sources' columns are exact): the SQL is trusted
             # over a possibly stale schema, but it is worth saying.
             self.ctx.warn(f"column {name!r} is not in the known schema of {tables[0].label}")
             return tables[0].column(name)
-        self.ctx.warn(f"cannot resolve column {column.sql(dialect=DIALECT)!r}")
+        if not quiet:  # the caller warns about the whole name
+            self.ctx.warn(f"cannot resolve column {column.sql(dialect=DIALECT)!r}")
         return None
 
     def _candidates(self, name: str) -> list[Relation]:
@@ -266,27 +391,137 @@ class Scope:
             return known
         return [r for r in self.sources.values() if r.column_names() is None]
 
-    def join_using(self, name: str, right: str) -> None:
-        """``JOIN r USING (c)``: ``r.c`` and the earlier sources' ``c`` are JOIN influences."""
-        earlier = [r for alias, r in self.sources.items() if alias != right]
-        left = [r for r in earlier if r.has_column(name)]
-        unknown = [r for r in earlier if r.column_names() is None]
+    def join_using(self, name: str, right: str, inner: bool = False) -> None:
+        """``JOIN r USING (c)``: ``r.c`` and the earlier sources' ``c`` are JOIN influences, and
+        the output column ``c`` carries both sides' values; an inner join equates them."""
+        earlier = [key for key in self.sources if key != right]
+        left = [key for key in earlier if self.sources[key].has_column(name)]
+        unknown = [key for key in earlier if self.sources[key].column_names() is None]
         if not left and len(unknown) == 1:
             left = unknown
-        for relation in left + [self.sources[right]]:
-            lineage = relation.column(name)
+        keys = list(dict.fromkeys(self.using.get(name, []) + left + [right]))
+        self.using[name] = keys
+        for key in left + [right]:
+            lineage = self.sources[key].column(name)
             self._influenced_by(lineage.flows if lineage else frozenset(), EdgeSubtype.JOIN)
+            if inner and key != right:
+                self._equal((key, name), (right, name), f"{self._written(key)}.{name} = {self._written(right)}.{name}")
+
+    # ---- equi-join equalities -----------------------------------------------------------------
+
+    def equate(self, condition: exp.Expression) -> None:
+        """Remember the equalities of a condition that holds for every row the scope gives: an
+        inner join's ON or the WHERE. Only top-level AND-conjuncts count, and only ``x = y`` with
+        ``x`` and ``y`` bare columns of two different sources of this scope: OR, other
+        comparisons and functions (``lower(a.x) = b.y``) equate no values."""
+        for conjunct in _conjuncts(condition):
+            if not isinstance(conjunct, exp.EQ):
+                continue
+            left, right = _unwrap(conjunct.this), _unwrap(conjunct.expression)
+            if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
+                continue
+            a, b = self._locate(left), self._locate(right)
+            if a is not None and b is not None and a[0] != b[0]:
+                self._equal(a, b, conjunct.sql(dialect=DIALECT))
+
+    def _written(self, key: str) -> str:
+        """A source key as the query writes it: the alias, else the table's name."""
+        if not key.startswith("("):
+            return key
+        return next((path for path, k in sorted(self.paths.items(), key=lambda p: -len(p[0])) if k == key), "?")
+
+    def _equal(self, a: tuple[str, str], b: tuple[str, str], text: str) -> None:
+        self.equal.setdefault(a, {}).setdefault(b, text)
+        self.equal.setdefault(b, {}).setdefault(a, text)
+
+    def _locate(self, column: exp.Column) -> tuple[str, str] | None:
+        """(source key, column) a reference names in this scope, when it is a plain column of one
+        source (not a field, not a lateral alias, not a correlated reference, not ambiguous)."""
+        parts = [p.lower() for p in (column.catalog, column.db, column.table, column.name) if p]
+        name = parts[-1]
+        if len(parts) == 1:
+            if name in self.using or (name in self.lateral and not self.has_known_column(name)):
+                return None
+            keys = [k for k, r in self.sources.items() if r.has_column(name)]
+            if not keys:
+                keys = [k for k, r in self.sources.items() if r.column_names() is None]
+            return (keys[0], name) if len(keys) == 1 else None
+        key = self.paths.get(".".join(parts[:-1])) or (parts[0] if len(parts) == 2 else None)
+        if key in self.sources and (self.sources[key].column_names() is None or self.sources[key].has_column(name)):
+            return key, name
+        return None
+
+    def _equivalents(self, start: tuple[str, str]) -> list[tuple[tuple[str, str], str]]:
+        """Every column equal to ``start`` through a chain of equalities (a.x = b.y AND b.y = c.z),
+        with the chain's text, nearest first; deterministic."""
+        found: list[tuple[tuple[str, str], str]] = []
+        seen = {start}
+        frontier = [(start, "")]
+        while frontier:
+            following = []
+            for here, path in frontier:
+                for there, text in sorted(self.equal.get(here, {}).items()):
+                    if there in seen:
+                        continue
+                    seen.add(there)
+                    chain = f"{path} AND {text}" if path else text
+                    found.append((there, chain))
+                    following.append((there, chain))
+            frontier = following
+        return found
+
+    def _equality_flows(
+        self, root: exp.Expression, leaves: list[exp.Expression], resolved: list[ColumnLineage], repeatable: bool
+    ) -> set[Flow]:
+        """The flows an expression gets from the columns its columns are equated with: the same
+        IDENTITY or TRANSFORMATION, over the other side's column, marked with the equalities."""
+        if not self.equal:
+            return set()
+        places = [self._locate(leaf) if isinstance(leaf, exp.Column) else None for leaf in leaves]
+        flows: set[Flow] = set()
+        for leaf, place in zip(leaves, places):
+            if place is None or place not in self.equal:
+                continue
+            role, masked = _role(leaf, root), _masked(leaf, root)
+            if role not in _VALUE_ROLES:
+                continue
+            for (key, name), text in self._equivalents(place):
+                other = self.sources[key].column(name)
+                for flow in other.flows if other is not None else ():
+                    if flow.subtype not in _VALUE_ROLES:
+                        continue
+
+                    def path_tree(flow: Flow = flow, place: tuple[str, str] = place) -> exp.Expression | None:
+                        # Every reference to the equated column takes the other side's value.
+                        if not repeatable or flow.tree is None or any(r.tree is None for r in resolved):
+                            return None
+                        trees = [flow.tree if p == place else r.tree for p, r in zip(places, resolved)]
+                        return _substitute(root, leaves, trees)
+
+                    composed = _compose(flow, role, masked, path_tree)
+                    if composed is not None and composed.subtype in _VALUE_ROLES:
+                        chain = f"{flow.join_equality} AND {text}" if flow.join_equality else text
+                        flows.add(replace(composed, join_equality=chain))
+        return flows
+
 
     def has_known_column(self, name: str) -> bool:
         return any(r.has_column(name) for r in self.sources.values())
 
     def expand_star(self, qualifier: str, excluded: set[str]) -> list[tuple[str, ColumnLineage]]:
-        """``*`` or ``q.*``: every column of the named source(s), from their known schemas."""
-        if qualifier and qualifier not in self.sources:
+        """``*`` or ``q.*``: every column of the named source(s), from their known schemas.
+
+        As in Spark, ``*`` over ``JOIN ... USING (c)`` gives ``c`` once, first, from both sides."""
+        key = self.paths.get(qualifier, qualifier)
+        if qualifier and key not in self.sources:
             self.ctx.warn(f"cannot expand {qualifier}.*: no such table in scope")
             return []
-        relations = [self.sources[qualifier]] if qualifier else list(self.sources.values())
+        relations = [self.sources[key]] if qualifier else list(self.sources.values())
         expanded = []
+        if not qualifier:
+            merged = [name for name in self.using if name not in excluded]
+            expanded += [(name, self._unqualified(name, exp.column(name)) or ColumnLineage()) for name in merged]
+            excluded = excluded | set(self.using)
         for relation in relations:
             names = relation.column_names()
             if names is None:
@@ -319,8 +554,11 @@ class Scope:
                     trees = [flow.tree if r is lineage else r.tree for r in resolved]
                     return _substitute(root, leaves, trees)
 
-                flows.add(_compose(flow, role, masked, path_tree))
-        return ColumnLineage(frozenset(flows), value)
+                composed = _compose(flow, role, masked, path_tree)
+                if composed is not None:
+                    flows.add(composed)
+        flows |= self._equality_flows(root, leaves, resolved, repeatable)
+        return ColumnLineage(_without_repeats(flows), value)
 
     def _leaf_lineage(self, leaf: exp.Expression) -> ColumnLineage:
         if isinstance(leaf, exp.Column):
@@ -357,8 +595,9 @@ class Scope:
 
     def _influenced_by(self, flows: Iterable[Flow], subtype: EdgeSubtype) -> None:
         # Whatever a column depends on (its values and its own CONDITIONAL/WINDOW influences,
-        # e.g. a row_number() filtered on) influences the rows through it.
-        self.indirect |= {(f.source, subtype) for f in flows}
+        # e.g. a row_number() filtered on) influences the rows through it. A join-equality flow
+        # only restates a value: the column it was equated with already influences.
+        self.indirect |= {(f.source, subtype) for f in flows if f.join_equality is None}
 
     def _clause_column(self, column: exp.Column, aliases: Mapping[str, ColumnLineage]) -> ColumnLineage | None:
         name = column.name.lower()
@@ -383,8 +622,12 @@ def query_relation(
         return _select_relation(query, ctx, ctes, parent)
     if isinstance(query, exp.SetOperation):
         return _set_operation_relation(query, ctx, ctes, parent)
-    if not isinstance(query, exp.Values):
-        ctx.warn(f"unsupported query {type(query).__name__}: no lineage through it")
+    if isinstance(query, exp.Values):
+        # Constants: Spark names the columns col1, col2... (an alias list renames them).
+        first = query.expressions[0] if query.expressions else None
+        width = len(first.expressions) if isinstance(first, exp.Tuple) else (1 if first is not None else 0)
+        return DerivedRelation([(f"col{i + 1}", ColumnLineage()) for i in range(width)], label="values")
+    ctx.warn(f"unsupported query {type(query).__name__}: no lineage through it")
     return DerivedRelation([])
 
 
@@ -395,25 +638,31 @@ def with_ctes(
     visible = dict(ctes)
     with_ = node.args.get("with_")
     for cte in with_.expressions if with_ else []:
-        alias = cte.args["alias"]
+        name, names = cte.alias.lower(), [c.name.lower() for c in cte.args["alias"].columns]
+        if with_.args.get("recursive") and isinstance(cte.this, exp.SetOperation) and _reads(cte.this, name):
+            # WITH RECURSIVE c AS (<anchor> UNION ALL <step reading c>): the step reads what the
+            # anchor gives, then what the whole gives; one more round adds nothing new.
+            anchor = cte.this
+            while isinstance(anchor, exp.SetOperation):
+                anchor = anchor.left
+            visible[name] = query_relation(anchor, ctx, visible, parent).renamed(names, name)
+            visible[name] = query_relation(cte.this, ctx, visible, parent).renamed(names, name)
         relation = query_relation(cte.this, ctx, visible, parent)
-        visible[cte.alias.lower()] = relation.renamed([c.name.lower() for c in alias.columns], cte.alias.lower())
+        visible[name] = relation.renamed(names, name)
     return visible
+
+
+def _reads(query: exp.Expression, name: str) -> bool:
+    return any(not t.db and t.name.lower() == name for t in query.find_all(exp.Table))
 
 
 def _select_relation(
     select: exp.Select, ctx: QueryContext, ctes: Mapping[str, Relation], parent: Scope | None
 ) -> DerivedRelation:
     scope = Scope(ctx, ctes, parent)
-    from_ = select.args.get("from_")
-    if from_:
-        scope.add_from_item(from_.this)
-    for join in select.args.get("joins") or []:
-        scope.add_from_item(join.this)
-        if join.args.get("on"):
-            scope.influence(join.args["on"], EdgeSubtype.JOIN)
-        for identifier in join.args.get("using") or []:
-            scope.join_using(identifier.name.lower(), join.this.alias_or_name.lower())
+    scope.add_from_clause(select.args.get("from_"), select.args.get("joins"))
+    if select.args.get("where"):
+        scope.equate(select.args["where"].this)  # a WHERE equality rejects NULLs: any join kind
     for lateral in select.args.get("laterals") or []:
         scope.add_lateral(lateral)
 
@@ -439,11 +688,22 @@ def _projections(select: exp.Select, scope: Scope) -> list[tuple[str, ColumnLine
             star = projection.this
         if star is not None:
             excluded = {c.name.lower() for c in star.args.get("except_") or []}
-            qualifier = projection.table.lower() if isinstance(projection, exp.Column) else ""
+            qualifier = ".".join(p.lower() for p in (projection.db, projection.table) if p) \
+                if isinstance(projection, exp.Column) else ""
             columns += scope.expand_star(qualifier, excluded)
-        else:
-            columns.append((_output_name(projection), scope.lineage_of(projection)))
+            continue
+        name, lineage = _output_name(projection), scope.lineage_of(projection)
+        columns.append((name, lineage))
+        if isinstance(projection, exp.Alias) and not _reads_column(projection.this, name):
+            # Later items may name it (lateral column alias); ``lower(email) AS email`` proves the
+            # source has ``email``, so there the name stays the source's column.
+            scope.lateral.setdefault(name, lineage)
+    scope.lateral = {}  # WHERE, GROUP BY... see the select list through ``outputs`` instead
     return columns
+
+
+def _reads_column(expression: exp.Expression, name: str) -> bool:
+    return any(isinstance(c, exp.Column) and c.name.lower() == name for c in expression.walk())
 
 
 def _output_name(projection: exp.Expression) -> str:
@@ -467,7 +727,7 @@ def _set_operation_relation(
     for index, (name, lineage) in enumerate(left.columns):
         other = right.columns[index][1] if index < len(right.columns) else ColumnLineage()
         if isinstance(node, exp.Except):
-            indirect |= {(f.source, EdgeSubtype.FILTER) for f in other.flows}
+            indirect |= {(f.source, EdgeSubtype.FILTER) for f in other.flows if f.join_equality is None}
             columns.append((name, lineage))
         else:
             columns.append((name, _merge(lineage, other)))
@@ -485,6 +745,36 @@ def _merge(a: ColumnLineage, b: ColumnLineage) -> ColumnLineage:
     """One column fed by two branches: all flows; a value tree only if both agree."""
     same = a.tree is not None and b.tree is not None and a.tree == b.tree
     return ColumnLineage(a.flows | b.flows, a.tree if same else None)
+
+
+def _merged(*lineages: ColumnLineage) -> ColumnLineage:
+    """The column of ``JOIN ... USING (c)``: equal on both sides, so every side's flows and the
+    first side's value."""
+    flows: frozenset[Flow] = frozenset().union(*(lineage.flows for lineage in lineages))
+    return ColumnLineage(flows, lineages[0].tree if lineages else None)
+
+
+def _field_access(lineage: ColumnLineage, fields: list[str]) -> ColumnLineage:
+    """``column.field[.field]``: a TRANSFORMATION of the column (its value is part of it)."""
+    if not fields:
+        return lineage
+
+    def access(tree: exp.Expression | None) -> exp.Expression | None:
+        if tree is None:
+            return None
+        for field_name in fields:
+            tree = exp.Dot(this=tree.copy(), expression=exp.to_identifier(field_name))
+        return tree
+
+    flows = set()
+    for flow in lineage.flows:
+        if not flow.direct or flow.subtype is EdgeSubtype.AGGREGATION:
+            flows.add(flow)
+            continue
+        tree = access(flow.tree)
+        expression = tree.sql(dialect=DIALECT) if tree is not None else None
+        flows.add(Flow(flow.source, EdgeSubtype.TRANSFORMATION, flow.masking, expression, tree, flow.join_equality))
+    return ColumnLineage(frozenset(flows), access(lineage.tree))
 
 
 # ---- expression helpers -------------------------------------------------------------------------
@@ -577,8 +867,14 @@ def _unrepeatable(root: exp.Expression) -> bool:
     )
 
 
-def _compose(flow: Flow, role: EdgeSubtype, masked: bool, path_tree: Callable[[], exp.Expression | None]) -> Flow:
-    """One more hop: ``flow`` reaches a leaf that feeds the new column as ``role``."""
+def _compose(
+    flow: Flow, role: EdgeSubtype, masked: bool, path_tree: Callable[[], exp.Expression | None]
+) -> Flow | None:
+    """One more hop: ``flow`` reaches a leaf that feeds the new column as ``role``. A join-equality
+    flow that would stop being an IDENTITY or TRANSFORMATION is dropped (None): the column it was
+    equated with gives the aggregate or the influence already."""
+    if flow.join_equality and (role in _COLUMN_INFLUENCES or EdgeSubtype.AGGREGATION in (role, flow.subtype)):
+        return None
     if role in _COLUMN_INFLUENCES:
         # Everything the leaf depends on influences the new column the way the leaf does.
         return Flow(flow.source, role)
@@ -588,4 +884,21 @@ def _compose(flow: Flow, role: EdgeSubtype, masked: bool, path_tree: Callable[[]
         return Flow(flow.source, EdgeSubtype.AGGREGATION, masked or flow.masking)
     tree = path_tree()
     expression = tree.sql(dialect=DIALECT) if tree is not None else None
-    return Flow(flow.source, EdgeSubtype.TRANSFORMATION, masked or flow.masking, expression, tree)
+    return Flow(flow.source, EdgeSubtype.TRANSFORMATION, masked or flow.masking, expression, tree, flow.join_equality)
+
+
+def _without_repeats(flows: set[Flow]) -> frozenset[Flow]:
+    """Drop a join-equality flow that a plain flow already gives (``a JOIN a2 ON a.id = a2.id``)."""
+    plain = {(f.source, f.subtype, f.masking, f.expression) for f in flows if f.join_equality is None}
+    return frozenset(f for f in flows
+                     if f.join_equality is None or (f.source, f.subtype, f.masking, f.expression) not in plain)
+
+
+def _conjuncts(condition: exp.Expression) -> Iterable[exp.Expression]:
+    condition = _unwrap(condition)
+    if isinstance(condition, exp.And):
+        yield from _conjuncts(condition.this)
+        yield from _conjuncts(condition.expression)
+    else:
+        yield condition
+

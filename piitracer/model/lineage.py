@@ -164,6 +164,7 @@ class DatasetFacts(Frozen):
 class ProblemSeverity(str, Enum):
     ERROR = "error"  # the statement/event was skipped
     WARNING = "warning"  # ingested, but something could not be resolved
+    INFO = "info"  # nothing was lost; said so nobody wonders (a bare SELECT, an INSERT of constants)
 
 
 class IngestProblem(Frozen):
