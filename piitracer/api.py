@@ -442,11 +442,11 @@ def verify_plan(
     if not value_sets:
         raise VerificationError(f"plan {plan.plan_id[:16]} has no resolved values in the journal: "
                                 "run `piitracer execute` first (its resolve step captures them)")
-    local = {d: location.path for d, location in context.locations.items() if location.is_local}
-    report = verify_datasets(plan, workspace.config.catalog, local, value_sets, step_states, attested=attested)
+    report = verify_datasets(plan, workspace.config.catalog, context.locations, value_sets, step_states,
+                             attested=attested, store=context.store)
     if sweep is not None:
-        found, swept, files = sweep_beyond(plan, workspace.config.catalog, local, value_sets, sweep,
-                                           tuple(root.path for root in context.warehouse_roots if root.is_local))
+        found, swept, files = sweep_beyond(plan, workspace.config.catalog, context.locations, value_sets, sweep,
+                                           context.warehouse_roots, context.store)
         report = report.model_copy(update={"datasets": report.datasets + tuple(found), "sweep": sweep,
                                            "swept": tuple(swept), "swept_files": files})
     return report

@@ -34,8 +34,8 @@ class S3:
         import pyarrow.fs as pafs
 
         host = self.endpoint.split("://", 1)[1]
-        return pafs.S3FileSystem(endpoint_override=host, scheme="http", access_key="test", secret_key="test",
-                                 region="us-east-1")
+        return pafs.S3FileSystem(endpoint_override=host, scheme="http", access_key=self.env["AWS_ACCESS_KEY_ID"],
+                                 secret_key=self.env["AWS_SECRET_ACCESS_KEY"], region="us-east-1")
 
     def keys(self) -> list[str]:
         import pyarrow.fs as pafs
@@ -61,25 +61,46 @@ def free_port() -> int:
 
 
 @contextmanager
-def s3_server(bucket: str = "lake") -> Iterator[S3]:
+def s3_server(bucket: str = "lake", authenticated: bool = False) -> Iterator[S3]:
     """A moto S3 server with ``bucket``; the AWS_* variables set for this process (and children)
-    while it runs, then restored."""
+    while it runs, then restored. ``authenticated``: the server checks credentials (moto's IAM
+    mode), and the variables hold a real key of a user it knows."""
     port = free_port()
     server = shutil.which("moto_server", path=str(Path(sys.executable).parent)) or "moto_server"
+    # moto's IAM mode: the first five requests go unsigned (the setup below), then every one is checked.
+    environment = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "5"} if authenticated else None
     process = subprocess.Popen([server, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
+                               stderr=subprocess.DEVNULL, start_new_session=True, env=environment)
     endpoint = f"http://127.0.0.1:{port}"
+    access_key, secret_key = "test", "test"
     try:
         deadline = time.monotonic() + 30
         while True:
             try:
-                urllib.request.urlopen(urllib.request.Request(f"{endpoint}/{bucket}", method="PUT"), timeout=2)
+                urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=2)
                 break
             except OSError:
                 if time.monotonic() > deadline or process.poll() is not None:
                     raise RuntimeError("moto_server did not start") from None
                 time.sleep(0.2)
-        env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+        if authenticated:  # a user allowed every S3 action, and its key
+            import json
+
+            import boto3
+
+            iam = boto3.client("iam", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="setup",
+                               aws_secret_access_key="setup")
+            iam.create_user(UserName="piitracer-test")
+            key = iam.create_access_key(UserName="piitracer-test")["AccessKey"]
+            policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
+            arn = iam.create_policy(PolicyName="s3-all", PolicyDocument=json.dumps(policy))["Policy"]["Arn"]
+            iam.attach_user_policy(UserName="piitracer-test", PolicyArn=arn)
+            access_key, secret_key = key["AccessKeyId"], key["SecretAccessKey"]
+        import boto3
+
+        boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id=access_key,
+                     aws_secret_access_key=secret_key).create_bucket(Bucket=bucket)
+        env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": access_key, "AWS_SECRET_ACCESS_KEY": secret_key,
                "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true", "AWS_S3_ALLOW_UNSAFE_RENAME": "true",
                "AWS_EC2_METADATA_DISABLED": "true"}
         saved = {key: os.environ.get(key) for key in ENV_KEYS}

@@ -80,12 +80,12 @@ def test_an_int_subject_is_not_found_in_longer_text_or_a_float(tmp_path: Path) -
                              "other": pa.array([17000000001, 1, 2], pa.int64())}), folder / "lookalikes.parquet")
     (folder / "notes.txt").write_text("ids: 17000000001, 7000000001.0, -7000000001\n")
     index = ValueIndex.build({"u": [SUBJECT]})
-    assert scan_location(folder, index).hits == []
+    assert scan_location(Location.parse(folder), index, STORE).hits == []
     # The same file with the real value, typed as an integer and as the exact text of it, is found.
     pq.write_table(pa.table({"user_id": pa.array([SUBJECT], pa.int64()), "as_text": [str(SUBJECT)],
                              "free": [f"user {SUBJECT} asked"]}), folder / "real.parquet")
     (folder / "more.txt").write_text(f"subject {SUBJECT}.\n")
-    hits = {(h.file, h.where, h.kind) for h in scan_location(folder, index).hits}
+    hits = {(h.file, h.where, h.kind) for h in scan_location(Location.parse(folder), index, STORE).hits}
     assert ("real.parquet", "column user_id", "data") in hits
     assert ("real.parquet", "column as_text", "data") in hits
     assert ("real.parquet", "column free (inside text)", "data") in hits

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
+from functools import cached_property
 from typing import Any, Iterator
 from urllib.parse import unquote
 
+from piitracer.storage.locations import Location
+from piitracer.storage.store import Store
 from piitracer.verify.values import ValueIndex
 
 PARQUET_MAGIC = b"PAR1"
@@ -42,24 +43,41 @@ class ScanResult:
     unreadable: list[str] = field(default_factory=list)  # 'file: why' (decoded as raw bytes instead)
 
 
-def list_files(root: Path) -> list[Path]:
-    """Every regular file under ``root``, hidden ones included, in a stable order."""
-    found = []
-    for folder, dirs, files in os.walk(root, followlinks=False):
-        dirs.sort()
-        for name in sorted(files):
-            path = Path(folder) / name
-            if path.is_file() and not path.is_symlink():
-                found.append(path)
-    return found
+@dataclass
+class FileSource:
+    """One file to decode, wherever it lives (a local folder, an object store): opened at random
+    access for Parquet and Avro, read whole at most once for text and raw bytes."""
+
+    store: Store
+    location: Location  # the file itself
+    relative: str  # its path relative to the scanned location
+
+    @property
+    def name(self) -> str:
+        return self.relative.rsplit("/", 1)[-1]
+
+    def open(self):
+        """A random-access file (Parquet footers are read from the end)."""
+        return self.store.open_input(self.location)
+
+    def head(self, size: int = 4) -> bytes:
+        with self.open() as handle:
+            return handle.read(size)
+
+    @cached_property
+    def data(self) -> bytes:
+        return self.store.read_bytes(self.location)
+
+    def text(self) -> str:
+        return self.data.decode("utf-8", "replace")
 
 
-def scan_location(root: Path, index: ValueIndex, files: list[Path] | None = None) -> ScanResult:
-    """Decode every file under ``root`` (or just ``files``, paths under ``root``) and collect the
-    places holding a value of ``index``."""
+def scan_location(root: Location, index: ValueIndex, store: Store, files: list[str] | None = None) -> ScanResult:
+    """Decode every file under ``root`` (or just ``files``, paths relative to ``root``) and collect
+    the places holding a value of ``index``."""
     result = ScanResult()
-    for path in (list_files(root) if files is None else files):
-        relative = path.relative_to(root).as_posix()
+    for relative in ([entry.relative for entry in store.list_files(root)] if files is None else files):
+        source = FileSource(store, root.child(relative), relative)
         shown = redact_path(relative, index)
         result.files.append(shown)
         if not index:
@@ -68,33 +86,32 @@ def scan_location(root: Path, index: ValueIndex, files: list[Path] | None = None
         for where, names, kind in _path_hits(relative, index):
             hits |= {(where, n, kind) for n in names}
         try:
-            for where, names, kind in scan_file(path, relative, index):
+            for where, names, kind in scan_file(source, index):
                 hits |= {(where, n, kind) for n in names}
         except Exception as error:  # a file we cannot decode is still searched as raw bytes
             result.unreadable.append(f"{shown}: {type(error).__name__}")
-            for where, names, kind in _raw(path, index):
+            for where, names, kind in _raw(source, index):
                 hits |= {(where, n, kind) for n in names}
         result.hits.extend(Hit(shown, where, name, kind) for where, name, kind in sorted(hits))
     return result
 
 
-def scan_file(path: Path, relative: str, index: ValueIndex) -> Iterator[tuple[str, set[str], str]]:
+def scan_file(source: FileSource, index: ValueIndex) -> Iterator[tuple[str, set[str], str]]:
     """(where, value-set names, kind) for every place in one file."""
-    with path.open("rb") as handle:
-        head = handle.read(4)
-    in_log = "_delta_log" in relative.split("/")
-    name = path.name
+    head = source.head(4)
+    in_log = "_delta_log" in source.relative.split("/")
+    name = source.name
     if head == PARQUET_MAGIC:
-        yield from _parquet(path, index, in_log)
+        yield from _parquet(source, index, in_log)
     elif head == AVRO_MAGIC:
-        yield from _avro(path, index)
+        yield from _avro(source, index)
     elif name.endswith(".gz") and name[:-3].endswith(".json"):
-        yield from _json_text(gzip.decompress(path.read_bytes()).decode("utf-8", "replace"), index, "metadata")
+        yield from _json_text(gzip.decompress(source.data).decode("utf-8", "replace"), index, "metadata")
     elif name.endswith((".json", ".jsonl", ".ndjson")) or (in_log and not name.endswith(".bin")) or name == "_last_checkpoint":
         kind = "log" if in_log else ("metadata" if name.endswith(".metadata.json") else "raw")
-        yield from _json_text(path.read_text("utf-8", errors="replace"), index, kind)
+        yield from _json_text(source.text(), index, kind)
     else:
-        yield from _raw(path, index)
+        yield from _raw(source, index)
 
 
 # ---- paths ----------------------------------------------------------------------------------
@@ -124,10 +141,10 @@ def redact_path(relative: str, index: ValueIndex) -> str:
 
 # ---- Parquet --------------------------------------------------------------------------------
 
-def _parquet(path: Path, index: ValueIndex, in_log: bool) -> Iterator[tuple[str, set[str], str]]:
+def _parquet(source: FileSource, index: ValueIndex, in_log: bool) -> Iterator[tuple[str, set[str], str]]:
     import pyarrow.parquet as pq
 
-    handle = pq.ParquetFile(path)
+    handle = pq.ParquetFile(source.open())
     metadata = handle.metadata
     for group in range(metadata.num_row_groups):
         row_group = metadata.row_group(group)
@@ -156,10 +173,10 @@ def _parquet(path: Path, index: ValueIndex, in_log: bool) -> Iterator[tuple[str,
 
 # ---- Avro (Iceberg manifests, manifest lists) ------------------------------------------------
 
-def _avro(path: Path, index: ValueIndex) -> Iterator[tuple[str, set[str], str]]:
+def _avro(source: FileSource, index: ValueIndex) -> Iterator[tuple[str, set[str], str]]:
     import fastavro
 
-    with path.open("rb") as handle:
+    with source.open() as handle:
         reader = fastavro.reader(handle)
         field_types = _iceberg_field_types(reader.metadata.get("schema"))
         for number, record in enumerate(reader):
@@ -282,7 +299,7 @@ def _walk(value: Any, index: ValueIndex, where: str) -> Iterator[tuple[str, set[
             yield where or "(value)", names
 
 
-def _raw(path: Path, index: ValueIndex) -> Iterator[tuple[str, set[str], str]]:
-    names = index.search_bytes(path.read_bytes())
+def _raw(source: FileSource, index: ValueIndex) -> Iterator[tuple[str, set[str], str]]:
+    names = index.search_bytes(source.data)
     if names:
         yield "raw bytes", names, "raw"

@@ -17,15 +17,15 @@ the hint that the lineage does not show this flow. ``verify`` then exits 1.
 from __future__ import annotations
 
 import logging
-import os
-from pathlib import Path
 from typing import Any, Mapping
 
 from piitracer.model.plan import DeletionPlan
 from piitracer.model.verification import DatasetVerification, ErasureState, Finding
 from piitracer.model.workspace import CatalogDataset, DatasetFormat
-from piitracer.storage.guard import canonical, is_under
-from piitracer.verify.decoders import list_files, scan_location
+from piitracer.storage.guard import canonical
+from piitracer.storage.locations import Location
+from piitracer.storage.store import Store
+from piitracer.verify.decoders import scan_location
 from piitracer.verify.values import ValueIndex
 
 log = logging.getLogger(__name__)
@@ -35,10 +35,11 @@ HINT = ("the lineage does not show this flow: find the job that writes it, add i
         "and re-plan")
 
 
-def sweep(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locations: Mapping[str, Path],
-          value_sets: Mapping[str, list[Any]], mode: str, roots: tuple[Path, ...] = ()
+def sweep(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locations: Mapping[str, Location],
+          value_sets: Mapping[str, list[Any]], mode: str, roots: tuple[Location, ...] = (), store: Store | None = None
           ) -> tuple[list[DatasetVerification], list[str], int]:
     """(unplanned findings per dataset or folder, everything swept, files decoded)."""
+    store = store or Store()
     if mode not in MODES:
         raise ValueError(f"unknown sweep {mode!r} (expected one of {', '.join(MODES)})")
     from piitracer.verify.verifier import identifier_sets
@@ -51,9 +52,9 @@ def sweep(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locations: 
     files = 0
     for dataset, entry in sorted(catalog.items()):
         location = locations.get(dataset)
-        if dataset in planned or entry.format not in STORED or location is None or not location.exists():
+        if dataset in planned or entry.format not in STORED or location is None or not store.exists(location):
             continue
-        scan = scan_location(location, index)
+        scan = scan_location(location, index, store)
         swept.append(dataset)
         files += len(scan.files)
         log.info("swept %s: %d files, %d hits", dataset, len(scan.files), len(scan.hits))
@@ -62,20 +63,22 @@ def sweep(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locations: 
     if mode == "roots":
         catalogued = [canonical(p) for d, p in locations.items() if catalog.get(d) and catalog[d].format in STORED]
         for root in roots:
-            if not root.exists():
+            if not store.exists(root):
                 continue
-            by_folder: dict[Path, list[Path]] = {}
-            for path in list_files(root):
-                if any(is_under(canonical(path), place) for place in catalogued):
+            by_folder: dict[str, list[str]] = {}
+            for entry in store.list_files(root):
+                if any(place.contains(canonical(root.child(entry.relative))) for place in catalogued):
                     continue
-                by_folder.setdefault(path.parent, []).append(path)
-            for folder, paths in sorted(by_folder.items()):
-                scan = scan_location(folder, index, paths)
-                label = f"folder:{os.path.normpath(folder)}"
+                folder, _, name = entry.relative.rpartition("/")
+                by_folder.setdefault(folder, []).append(name)
+            for folder, names_in_folder in sorted(by_folder.items()):
+                place = root.child(folder)
+                scan = scan_location(place, index, store, names_in_folder)
+                label = f"folder:{place}"
                 swept.append(label)
                 files += len(scan.files)
                 if scan.hits:
-                    results.append(_unplanned(label, scan, names, f"{folder} is in no catalogued location"))
+                    results.append(_unplanned(label, scan, names, f"{place} is in no catalogued location"))
     return results, swept, files
 
 

@@ -8,11 +8,13 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
-from urllib.parse import unquote, urlparse
 
+from piitracer.formats import delta as delta_format
+from piitracer.formats import iceberg as iceberg_format
+from piitracer.formats import parquet as parquet_format
+from piitracer.storage.locations import Location, LocationError
+from piitracer.storage.store import Store
 from piitracer.verify.columns import exact_hits
 from piitracer.verify.values import ValueIndex
 
@@ -38,44 +40,26 @@ class TableView:
     problems: list[str] = field(default_factory=list)
 
 
-def relative_to(root: Path, uri: str) -> str | None:
-    """A file URI or path as a path relative to ``root``; None when it lies outside."""
-    path = unquote(urlparse(uri).path) if "://" in uri or uri.startswith("file:") else uri
+def relative_to(root: Location, uri: str) -> str | None:
+    """A path a table's metadata names (a URI, an absolute path or one relative to ``root``) as a
+    path relative to ``root``; None when it lies outside."""
+    from piitracer.storage.guard import canonical
+
     try:
-        return Path(path).resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
+        return canonical(root).relative(canonical(root.resolve_reference(uri)))
+    except LocationError:
         return None
 
 
 # ---- Iceberg ------------------------------------------------------------------------------------
 
-def latest_metadata(root: Path) -> Path | None:
-    """The table's current ``metadata.json``: ``version-hint.text`` (Hadoop catalog) or the
-    highest-numbered file."""
-    folder = root / "metadata"
-    hint = folder / "version-hint.text"
-    if hint.is_file():
-        candidate = folder / f"v{hint.read_text().strip()}.metadata.json"
-        if candidate.is_file():
-            return candidate
-    numbered = []
-    for path in folder.glob("*.metadata.json*"):
-        match = re.match(r"^v?(\d+)", path.name)
-        if match:
-            numbered.append((int(match.group(1)), path.name, path))
-    return max(numbered)[2] if numbered else None
-
-
-def iceberg_view(root: Path, key_column: str | None, index: ValueIndex) -> TableView:
+def iceberg_view(root: Location, store: Store, key_column: str | None, index: ValueIndex) -> TableView:
     """Files per snapshot and the logical check of every retained snapshot."""
-    from pyiceberg.table import StaticTable
-
     view = TableView()
-    metadata_file = latest_metadata(root)
-    if metadata_file is None:
+    table = iceberg_format.static_table(root, store)
+    if table is None:
         view.problems.append("no Iceberg metadata.json under metadata/")
         return view
-    table = StaticTable.from_metadata(str(metadata_file))
     metadata = table.metadata
     current = metadata.current_snapshot_id
     refs = {ref.snapshot_id: name for name, ref in metadata.refs.items() if name != "main"}
@@ -122,12 +106,10 @@ def iceberg_view(root: Path, key_column: str | None, index: ValueIndex) -> Table
 
 # ---- Delta --------------------------------------------------------------------------------------
 
-def delta_view(root: Path, key_column: str | None, index: ValueIndex) -> TableView:
+def delta_view(root: Location, store: Store, key_column: str | None, index: ValueIndex) -> TableView:
     """Files of the current version, and every version still loadable read back."""
-    from deltalake import DeltaTable
-
     view = TableView()
-    table = DeltaTable(str(root))
+    table = delta_format.open_table(root, store)
     latest = table.version()
     view.live = {p for uri in table.file_uris() if (p := relative_to(root, uri))}
     if not (key_column and index):
@@ -135,7 +117,7 @@ def delta_view(root: Path, key_column: str | None, index: ValueIndex) -> TableVi
     unreadable = 0
     for version in range(latest + 1):
         try:
-            old = table if version == latest else DeltaTable(str(root), version=version)
+            old = table if version == latest else delta_format.open_table(root, store, version=version)
         except Exception:  # log entries cleaned up: the version is no longer retained
             continue
         try:
@@ -158,14 +140,12 @@ def delta_view(root: Path, key_column: str | None, index: ValueIndex) -> TableVi
 
 # ---- plain Parquet ------------------------------------------------------------------------------
 
-def parquet_view(root: Path, key_column: str | None, index: ValueIndex) -> TableView:
+def parquet_view(root: Location, store: Store, key_column: str | None, index: ValueIndex) -> TableView:
     """The folder as a reader sees it (hidden and underscore files ignored, Hive partitions)."""
-    import pyarrow.dataset as ds
-
     view = TableView()
-    dataset = ds.dataset(str(root), format="parquet", partitioning="hive")
-    view.live = {p for f in dataset.files if (p := relative_to(root, f))}
-    if key_column and index and key_column in dataset.schema.names:
+    view.live = set(parquet_format.data_files(root, store))
+    dataset = parquet_format.dataset(root, store)
+    if dataset is not None and key_column and index and key_column in dataset.schema.names:
         names = exact_hits(dataset.to_table(columns=[key_column]).column(key_column).combine_chunks(), index)
         view.versions_checked = 1
         if names:

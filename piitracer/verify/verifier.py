@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any, Mapping
 
 from piitracer.model.plan import Action, DatasetDecision, DatasetStatus, DeletionPlan, ValueKind
 from piitracer.model.verification import DatasetVerification, ErasureState, Finding, VerificationReport
 from piitracer.model.workspace import CatalogDataset, DatasetFormat
+from piitracer.storage.locations import Location
+from piitracer.storage.store import Store
 from piitracer.verify.decoders import scan_location
 from piitracer.verify.tables import TableView, delta_view, iceberg_view, parquet_view
 from piitracer.verify.values import ValueIndex
@@ -59,11 +60,12 @@ def sets_for(plan: DeletionPlan, decision: DatasetDecision) -> list[str]:
 def verify_datasets(
     plan: DeletionPlan,
     catalog: Mapping[str, CatalogDataset],
-    locations: Mapping[str, Path],
+    locations: Mapping[str, Location],
     value_sets: Mapping[str, list[Any]],
     step_states: Mapping[str, str] | None = None,
     checked_at: datetime | None = None,
     attested: Mapping[str, str] | None = None,
+    store: Store | None = None,
 ) -> VerificationReport:
     """Check every dataset of ``plan``: decode every file under its location and read back every
     retained snapshot/version. ``step_states`` maps step id -> journal state (missing: not run);
@@ -71,10 +73,11 @@ def verify_datasets(
     if not value_sets:
         raise VerificationError("no resolved values for this plan: run `piitracer execute` first")
     states = dict(step_states or {})
+    store = store or Store()
     results = []
     for decision in plan.datasets:
         result = verify_dataset(plan, decision, catalog.get(decision.dataset), locations.get(decision.dataset), value_sets,
-                                states, attested or {})
+                                states, attested or {}, store)
         log.info("verified %s: %s", decision.dataset, result.state.value)
         results.append(result)
     return VerificationReport(plan_id=plan.plan_id, checked_at=checked_at or datetime.now(timezone.utc),
@@ -82,11 +85,13 @@ def verify_datasets(
 
 
 def verify_dataset(plan: DeletionPlan, decision: DatasetDecision, entry: CatalogDataset | None,
-                   location: Path | None, value_sets: Mapping[str, list[Any]],
-                   states: Mapping[str, str], attested: Mapping[str, str] | None = None) -> DatasetVerification:
+                   location: Location | None, value_sets: Mapping[str, list[Any]],
+                   states: Mapping[str, str], attested: Mapping[str, str] | None = None,
+                   store: Store | None = None) -> DatasetVerification:
     """The verdict for one dataset."""
     dataset = decision.dataset
     attested = attested or {}
+    store = store or Store()
     person = _person_steps(plan, dataset)
     if entry is None or entry.format in (DatasetFormat.VIEW, DatasetFormat.EXTERNAL) or location is None:
         if entry is not None and entry.format is DatasetFormat.VIEW:
@@ -100,14 +105,14 @@ def verify_dataset(plan: DeletionPlan, decision: DatasetDecision, entry: Catalog
             return DatasetVerification(dataset=dataset, state=ErasureState.NO_ACTION, reason=decision.reason)
         return _not_checked(dataset, "not in the catalog: its format and location are unknown" if entry is None
                             else "no location in the catalog")
-    if not location.exists():
+    if not store.exists(location):
         return _not_checked(dataset, f"location {location} does not exist")
 
     names = sets_for(plan, decision)
     index = ValueIndex.build({name: value_sets.get(name, []) for name in names})
-    scan = scan_location(location, index)
+    scan = scan_location(location, index, store)
     key = decision.key_column if decision.status is DatasetStatus.ERASE else None
-    view, notes = _table_view(entry, location, key, index)
+    view, notes = _table_view(entry, location, store, key, index)
     notes = [*notes, *(f"decoded as raw bytes only: {u}" for u in scan.unreadable)]
 
     findings: list[Finding] = []
@@ -173,11 +178,12 @@ def _by_attestation(dataset: str, person: list, attested: Mapping[str, str], why
     return DatasetVerification(dataset=dataset, state=ErasureState.ATTESTED, reason=f"{why}: {confirmed}")
 
 
-def _table_view(entry: CatalogDataset, location: Path, key: str | None, index: ValueIndex) -> tuple[TableView, list[str]]:
+def _table_view(entry: CatalogDataset, location: Location, store: Store, key: str | None,
+                index: ValueIndex) -> tuple[TableView, list[str]]:
     readers = {DatasetFormat.ICEBERG: iceberg_view, DatasetFormat.DELTA: delta_view}
     reader = readers.get(entry.format, parquet_view)
     try:
-        view = reader(location, key, index)
+        view = reader(location, store, key, index)
     except Exception as error:  # the byte scan still stands; say why the logical check did not
         return TableView(), [f"logical check failed: {type(error).__name__}"]
     return view, list(view.problems)
