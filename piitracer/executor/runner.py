@@ -409,36 +409,63 @@ PERFORMERS = {
 
 
 def describe(step: Step, catalog: Mapping[str, CatalogDataset]) -> str:
-    """What a step would do, with subject values redacted (for --dry-run)."""
+    """What a step would do, with subject values redacted (for --dry-run): a lookup by the
+    dataset's format and the step's action, like the performers."""
     entry = catalog.get(step.dataset)
     table = entry.table if entry and entry.table else step.dataset
-    values = " + ".join(f"<{v.name}>" for v in step.values_from) or "<no values>"
+    shown = Shown(step, table, _quoted(step.key_column), " + ".join(f"<{v.name}>" for v in step.values_from) or "<no values>")
     if step.action is Action.RESOLVE:
         return f"capture identifiers and computed keys of the subjects' rows in {table} (values bound as a broadcast view)"
-    key = _quoted(step.key_column)
-    if step.action is Action.DELETE_ROWS and entry and entry.format is DatasetFormat.ICEBERG:
-        return f"DELETE FROM {table} WHERE {key} IN (SELECT v FROM subjects_view)  -- subjects_view = {values} (redacted)"
-    if step.action is Action.DELETE_ROWS:
-        return f"delta-rs MERGE INTO {table} USING <values> ON t.{key} = s.v WHEN MATCHED DELETE  -- values = {values} (redacted)"
-    params = step.params
-    if step.action is Action.REWRITE_DATA_FILES:
-        options = ", ".join(f"'{k}','{v}'" for k, v in sorted(params.options.items()))
-        return f"CALL system.rewrite_data_files(table => '{table}', options => map({options}))"
-    if step.action is Action.REWRITE_MANIFESTS:
-        return f"CALL system.rewrite_manifests('{table}')"
-    if step.action is Action.EXPIRE_SNAPSHOTS:
-        if not params.clean_expired_files:
-            return f"{table}.expireSnapshots().expireOlderThan(<run time>).retainLast({params.retain_last}).cleanExpiredFiles(false)  -- shallow clone: the source's files stay"
-        return f"CALL system.expire_snapshots(table => '{table}', older_than => <run time>, retain_last => {params.retain_last})"
-    if step.action is Action.REMOVE_ORPHAN_FILES:
-        return f"SparkActions.deleteOrphanFiles({table}).olderThan(<run time>)  -- only with --no-concurrent-writers"
-    if step.action is Action.RELEASE_REF:
-        return f"ALTER TABLE {table} DROP {params.ref_type.upper()} `{params.ref}`  -- only with --drop-refs"
-    if step.action in (Action.REWRITE_FILES, Action.REWRITE_ARCHIVE):
-        return f"rewrite files under {table} holding {key} in {values} (redacted), then replace the originals"
     if step.action in NOT_PERFORMED:
         return f"{step.action.value}: {step.reason or ''}".strip()
-    return f"delta-rs {step.action.value} on {table}"
+    text = DESCRIPTIONS.get((entry.format if entry else None, step.action))
+    return text(shown) if text else f"{step.action.value} on {table}"
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What a dry-run line may show of a step: never a value, only value-set names."""
+
+    step: Step
+    table: str
+    key: str
+    values: str
+
+
+def _expire_text(shown: Shown) -> str:
+    params = shown.step.params
+    if not params.clean_expired_files:
+        return (f"{shown.table}.expireSnapshots().expireOlderThan(<run time>).retainLast({params.retain_last})"
+                ".cleanExpiredFiles(false)  -- shallow clone: the source's files stay")
+    return f"CALL system.expire_snapshots(table => '{shown.table}', older_than => <run time>, retain_last => {params.retain_last})"
+
+
+def _rewrite_text(shown: Shown) -> str:
+    return f"rewrite files under {shown.table} holding {shown.key} in {shown.values} (redacted), then replace the originals"
+
+
+DESCRIPTIONS = {
+    (DatasetFormat.ICEBERG, Action.DELETE_ROWS): lambda s: (
+        f"DELETE FROM {s.table} WHERE {s.key} IN (SELECT v FROM subjects_view)  -- subjects_view = {s.values} (redacted)"),
+    (DatasetFormat.ICEBERG, Action.REWRITE_DATA_FILES): lambda s: (
+        f"CALL system.rewrite_data_files(table => '{s.table}', options => map("
+        + ", ".join(f"'{k}','{v}'" for k, v in sorted(s.step.params.options.items())) + "))"),
+    (DatasetFormat.ICEBERG, Action.REWRITE_MANIFESTS): lambda s: f"CALL system.rewrite_manifests('{s.table}')",
+    (DatasetFormat.ICEBERG, Action.EXPIRE_SNAPSHOTS): _expire_text,
+    (DatasetFormat.ICEBERG, Action.REMOVE_ORPHAN_FILES): lambda s: (
+        f"SparkActions.deleteOrphanFiles({s.table}).olderThan(<run time>)  -- only with --no-concurrent-writers"),
+    (DatasetFormat.ICEBERG, Action.RELEASE_REF): lambda s: (
+        f"ALTER TABLE {s.table} DROP {s.step.params.ref_type.upper()} `{s.step.params.ref}`  -- only with --drop-refs"),
+    (DatasetFormat.DELTA, Action.DELETE_ROWS): lambda s: (
+        f"delta-rs MERGE INTO {s.table} USING <values> ON t.{s.key} = s.v WHEN MATCHED DELETE  -- values = {s.values} (redacted)"),
+    (DatasetFormat.DELTA, Action.PURGE_DELETION_VECTORS): lambda s: (
+        f"check {s.table} for deletion vectors (REORG TABLE ... APPLY (PURGE) on a Delta-enabled engine if any)"),
+    (DatasetFormat.DELTA, Action.VACUUM): lambda s: f"delta-rs vacuum {s.table} retention 0 hours (check disabled)",
+    (DatasetFormat.DELTA, Action.CLEAN_DELTA_LOG): lambda s: (
+        f"delta-rs checkpoint + log cleanup of {s.table} with logRetentionDuration 0 hours, then the table's own restored"),
+    (DatasetFormat.PARQUET, Action.REWRITE_FILES): _rewrite_text,
+    (DatasetFormat.ARCHIVE, Action.REWRITE_ARCHIVE): _rewrite_text,
+}
 
 
 def check_location(step: Step, location: Location, roots: tuple[Location, ...], store: Store | None = None) -> None:
