@@ -7,6 +7,13 @@ statistics), Avro (Iceberg manifests and manifest lists, bounds decoded with the
 manifest carries), JSON and JSON lines (Delta logs with their ``stats`` strings parsed, Iceberg
 metadata), and anything else as raw bytes. A hit names the file, the place and the value set;
 never the value: paths and field names that contain a value are redacted.
+
+Not every place can hold a subject value (:class:`~piitracer.verify.values.Place`): counts,
+sizes, ids, offsets and sequence numbers in Iceberg manifests and metadata and in Delta logs
+(``record_count``, ``value_counts``, ``file_size_in_bytes``, ``added-records``, ``numRecords``,
+snapshot ids...) are never matched as numbers; only value-bearing places are (data, partition
+values, lower/upper bounds, min/max statistics, default values, predicates and free text of a
+commit). Strings are searched everywhere: a name in a file path or a table property is a leak.
 """
 
 from __future__ import annotations
@@ -15,12 +22,12 @@ import gzip
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 from urllib.parse import unquote
 
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
-from piitracer.verify.values import ValueIndex
+from piitracer.verify.values import Place, ValueIndex
 
 PARQUET_MAGIC = b"PAR1"
 AVRO_MAGIC = b"Obj\x01"
@@ -117,12 +124,11 @@ def scan_file(source: FileSource, index: ValueIndex) -> Iterator[tuple[str, set[
 # ---- paths ----------------------------------------------------------------------------------
 
 def _path_hits(relative: str, index: ValueIndex) -> Iterator[tuple[str, set[str], str]]:
-    # Hive-style partition folders ('user_id=7000000001') and file names carry values.
-    for segment in relative.split("/"):
-        value = unquote(segment.split("=", 1)[1]) if "=" in segment else segment
-        names = index.match(value) | index.search_text(unquote(segment))
-        if names:
-            yield "file path", names, "path"
+    # Hive-style partition folders ('user_id=7000000001') carry values; writers' file names carry
+    # task and sequence numbers, which are not (a name string in a file name still is).
+    names = index.find(unquote(relative), Place.PATH)
+    if names:
+        yield "file path", names, "path"
 
 
 def redact_path(relative: str, index: ValueIndex) -> str:
@@ -146,6 +152,7 @@ def _parquet(source: FileSource, index: ValueIndex, in_log: bool) -> Iterator[tu
 
     handle = pq.ParquetFile(source.open())
     metadata = handle.metadata
+    offsets = _offset_columns(handle.schema_arrow)
     for group in range(metadata.num_row_groups):
         row_group = metadata.row_group(group)
         for number in range(row_group.num_columns):
@@ -153,22 +160,36 @@ def _parquet(source: FileSource, index: ValueIndex, in_log: bool) -> Iterator[tu
             stats = column.statistics
             if stats is None or not stats.has_min_max:
                 continue
+            # A checkpoint's statistics are those of its actions: read by the log's places.
+            place = (delta_log_place(tuple(column.path_in_schema.split("."))) if in_log
+                     else Place.COUNT if column.path_in_schema in offsets else Place.VALUE)
             for label, bound in (("min", stats.min), ("max", stats.max)):
-                names = index.match(bound) | (index.search_text(bound) if isinstance(bound, str) else set())
+                names = index.find(bound, place)
                 if names:
                     yield f"footer statistics {label} of {index.redact_text(column.path_in_schema)}", names, "statistics"
     table = handle.read()  # every row group, every column: read once
     if in_log:
         # Delta checkpoints: the add actions' 'stats' are JSON strings; small files, walk them.
         for number, record in enumerate(table.to_pylist()):
-            for where, names in _walk(record, index, ""):
+            for where, names in _walk(record, index, "", (), delta_log_place):
                 yield f"checkpoint row {number} {where}", names, "log_stats" if "stats" in where else "log"
         return
     from piitracer.verify.columns import column_hits
 
     for name in table.column_names:
+        if name in offsets:
+            continue  # an Iceberg position delete's row position: an offset, not a value
         for where, names in column_hits(name, table.column(name), index):
             yield where, names, "data"
+
+
+# Iceberg's reserved field ids of a position delete file's row position (the spec's 'pos').
+ICEBERG_POSITION_FIELD_IDS = {b"2147483545"}
+
+
+def _offset_columns(schema) -> set[str]:
+    """Columns of a Parquet file that hold row positions, not values: Iceberg position deletes."""
+    return {f.name for f in schema if (f.metadata or {}).get(b"PARQUET:field_id") in ICEBERG_POSITION_FIELD_IDS}
 
 
 # ---- Avro (Iceberg manifests, manifest lists) ------------------------------------------------
@@ -178,12 +199,32 @@ def _avro(source: FileSource, index: ValueIndex) -> Iterator[tuple[str, set[str]
 
     with source.open() as handle:
         reader = fastavro.reader(handle)
+        # An Iceberg manifest or manifest list says its format version; any other Avro is data.
+        iceberg = "format-version" in reader.metadata
         field_types = _iceberg_field_types(reader.metadata.get("schema"))
         for number, record in enumerate(reader):
-            yield from _avro_record(record, index, field_types, f"record {number}")
+            if iceberg:
+                yield from _avro_record(record, index, field_types, f"record {number}", ())
+            else:
+                for where, names in _walk(record, index, f"record {number}", (), lambda keys: Place.VALUE):
+                    yield where, names, "data"
 
 
-def _avro_record(value: Any, index: ValueIndex, types: dict[int, str], where: str) -> Iterator[tuple[str, set[str], str]]:
+# Manifest fields that are paths; everything else outside 'partition' and the bounds is a count,
+# a size, an id, an offset or a sequence number (Iceberg spec, manifest and manifest list fields).
+ICEBERG_PATH_FIELDS = {"file_path", "manifest_path", "referenced_data_file"}
+
+
+def _manifest_place(keys: tuple[str, ...]) -> Place:
+    if "partition" in keys:
+        return Place.VALUE
+    if keys and keys[-1] in ICEBERG_PATH_FIELDS:
+        return Place.PATH
+    return Place.COUNT
+
+
+def _avro_record(value: Any, index: ValueIndex, types: dict[int, str], where: str,
+                 keys: tuple[str, ...]) -> Iterator[tuple[str, set[str], str]]:
     if isinstance(value, dict):
         for key, item in value.items():
             if key in ("lower_bounds", "upper_bounds") and isinstance(item, (list, dict)):
@@ -200,14 +241,14 @@ def _avro_record(value: Any, index: ValueIndex, types: dict[int, str], where: st
                 if names:
                     yield f"{where} partition summary {key}", names, "manifest_bound"
             else:
-                yield from _avro_record(item, index, types, f"{where}.{key}")
+                yield from _avro_record(item, index, types, f"{where}.{key}", keys + (key,))
     elif isinstance(value, (list, tuple)):
         for item in value:
-            yield from _avro_record(item, index, types, where)
+            yield from _avro_record(item, index, types, where, keys)
     elif isinstance(value, (bytes, bytearray)):
         return  # key metadata and the like: not values
     else:
-        names = index.match(value) | (index.search_text(value) if isinstance(value, str) else set())
+        names = index.find(value, _manifest_place(keys))
         if names:
             yield where, names, "manifest"
 
@@ -245,6 +286,37 @@ def _iceberg_field_types(schema_text: Any) -> dict[int, str]:
 
 # ---- JSON, JSON lines, raw ---------------------------------------------------------------------
 
+# Delta log: the places that hold table values (Delta protocol: add/remove partitionValues, the
+# stats' minValues/maxValues, a commit's operationParameters such as the DELETE predicate, and the
+# free-text userMetadata). numRecords, nullCount, size, modificationTime, deletion vector offsets
+# and cardinalities, operationMetrics, versions and timestamps are counts, sizes and ids.
+DELTA_VALUE_FIELDS = {"partitionValues", "partitionValues_parsed", "minValues", "maxValues",
+                      "operationParameters", "userMetadata"}
+DELTA_PATH_FIELDS = {"path"}
+# Iceberg table metadata: column default values hold values; these fields hold paths; the rest
+# (ids, sequence numbers, timestamps, snapshot summaries' counts, properties) hold no numbers of
+# a subject. A snapshot summary's partition key ('partitions.user_id=7') is read as a path.
+ICEBERG_METADATA_PATH_FIELDS = {"location", "metadata-file", "manifest-list", "statistics-path", "path"}
+
+
+def delta_log_place(keys: tuple[str, ...]) -> Place:
+    """Where a number in a Delta log (JSON commit, checkpoint, .crc) can be a subject value."""
+    if any(key in DELTA_VALUE_FIELDS for key in keys):
+        return Place.VALUE
+    if keys and keys[-1] in DELTA_PATH_FIELDS:
+        return Place.PATH
+    return Place.COUNT
+
+
+def iceberg_metadata_place(keys: tuple[str, ...]) -> Place:
+    """Where a number in an Iceberg ``*.metadata.json`` can be a subject value."""
+    if any(key.endswith("-default") for key in keys):
+        return Place.VALUE
+    if keys and keys[-1] in ICEBERG_METADATA_PATH_FIELDS:
+        return Place.PATH
+    return Place.COUNT
+
+
 def _json_text(text: str, index: ValueIndex, kind: str) -> Iterator[tuple[str, set[str], str]]:
     try:
         documents: list[tuple[str, Any]] = [("", json.loads(text))]
@@ -259,39 +331,45 @@ def _json_text(text: str, index: ValueIndex, kind: str) -> Iterator[tuple[str, s
                 names = index.search_text(line)
                 if names:
                     yield f"line {number} (text)", names, "raw"
+    place_of = {"log": delta_log_place, "metadata": iceberg_metadata_place}.get(kind, lambda keys: Place.VALUE)
     for prefix, document in documents:
-        for where, names in _walk(document, index, ""):
+        for where, names in _walk(document, index, "", (), place_of):
             label = f"{prefix} {where}".strip() or "(document)"
             yield label, names, "log_stats" if kind == "log" and ".stats" in where else kind
 
 
-def _walk(value: Any, index: ValueIndex, where: str) -> Iterator[tuple[str, set[str]]]:
-    """Every leaf of a JSON-like value; JSON held in strings (Delta 'stats') is parsed too."""
+def _walk(value: Any, index: ValueIndex, where: str, keys: tuple[str, ...],
+          place_of: Callable[[tuple[str, ...]], Place]) -> Iterator[tuple[str, set[str]]]:
+    """Every leaf of a JSON-like value, searched as its place allows (``place_of`` the keys that
+    lead to it); JSON held in strings (Delta 'stats') is parsed too. Keys are read as paths where
+    the place holds no values (a summary's 'partitions.user_id=7'), as values where it does."""
     if isinstance(value, dict):
         for key, item in value.items():
             shown = index.redact_text(str(key))
-            key_names = index.match(key) | (index.search_text(key) if isinstance(key, str) else set())
+            place = place_of(keys + (str(key),))
+            key_names = index.find(key, Place.VALUE if place is Place.VALUE else Place.PATH)
             if key_names:
                 yield f"{where}.{shown} (key)", key_names
-            yield from _walk(item, index, f"{where}.{shown}")
+            yield from _walk(item, index, f"{where}.{shown}", keys + (str(key),), place_of)
     elif isinstance(value, (list, tuple)):
         for number, item in enumerate(value):
-            yield from _walk(item, index, f"{where}[{number}]")
+            yield from _walk(item, index, f"{where}[{number}]", keys, place_of)
     elif isinstance(value, str) and value[:1] in "{[":
         try:
             parsed = json.loads(value)
         except json.JSONDecodeError:
             parsed = None
         if parsed is not None:
-            yield from _walk(parsed, index, where + " (JSON string)")
+            yield from _walk(parsed, index, where + " (JSON string)", keys, place_of)
             return
-        names = index.match(value) | index.search_text(value)
+        names = index.find(value, place_of(keys))
         if names:
             yield where or "(value)", names
     else:
-        names = index.match(value)
+        place = place_of(keys)
+        names = index.match(value, numbers=place is Place.VALUE)
         if not names and isinstance(value, str):
-            names = index.search_text(value)
+            names = index.find(value, place)
             if names:
                 yield f"{where} (inside text)", names
                 return

@@ -6,9 +6,15 @@ string downstream is the same datum); a string matches strings; a float, a decim
 match their own types only. The BIGINT key 7 never matches the float 7.0 or the text "17".
 
 Inside free text (log messages, predicates in a Delta commit, unknown files) a value is searched
-as a token: strings of at least ``MIN_TEXT_LENGTH`` characters as substrings, integers as digit
-runs not glued to other digits or a decimal point. Shorter values are matched whole only: a
-3-character value inside arbitrary text is noise, not evidence.
+as a token: strings of at least ``MIN_TEXT_LENGTH`` characters as substrings, integers as whole
+numeric tokens: never inside a run of letters and digits (the 4242 in the hex digest
+``b474734c4242a866`` is not user 4242), never part of a decimal (``3.4242``, ``4242.5``) or a signed
+number (``-4242``). Shorter values are matched whole only: a 3-character value inside arbitrary
+text is noise, not evidence.
+
+Where a value sits decides whether a number there can be one (:class:`Place`): counts, sizes,
+ids, offsets and sequence numbers in manifests, metadata and logs are never subject values, so
+a file of 1000 rows is not user 1000.
 """
 
 from __future__ import annotations
@@ -18,12 +24,28 @@ import struct
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
+from enum import Enum
 from typing import Any, Iterable, Mapping
+from urllib.parse import unquote
 
 MIN_TEXT_LENGTH = 4
 # Iceberg truncates string bounds to 16 characters by default (write.metadata.metrics.default
 # truncate(16)): a lower bound that is a long enough prefix of a subject's string is that value.
 MIN_TRUNCATED_PREFIX = 8
+
+
+class Place(Enum):
+    """What kind of place a value was read from, which decides what can match there."""
+
+    VALUE = "value"  # data, bounds, statistics, partition values, predicates, unknown files: everything
+    PATH = "path"  # file paths and map keys: strings anywhere; a number only as a `key=value` segment
+    COUNT = "count"  # counts, sizes, ids, offsets, sequence numbers: strings only, never a number
+
+
+# A number token: not inside a run of letters/digits (Unicode), not the fraction of a decimal, not
+# after a sign that starts a number; not followed by letters/digits or by a fraction.
+_NUMBER_BEFORE = r"(?<![^\W_])(?<!\d\.)(?<!(?<![^\W_])[-+])"
+_NUMBER_AFTER = r"(?![^\W_]|\.\d)"
 
 
 def type_key(value: Any) -> tuple[str, Any] | None:
@@ -86,10 +108,13 @@ class ValueIndex:
 
     # ---- whole values -----------------------------------------------------------------------
 
-    def match(self, value: Any) -> set[str]:
-        """The value sets that hold exactly this (typed) value; empty when none."""
+    def match(self, value: Any, numbers: bool = True) -> set[str]:
+        """The value sets that hold exactly this (typed) value; empty when none. ``numbers=False``:
+        a number, or a text that is a number's decimal form, matches nothing (a place of counts)."""
         key = type_key(value)
         if key is None:
+            return set()
+        if not numbers and (key[0] != "str" or value in self.int_texts):
             return set()
         found = self.by_key.get(key)
         if found:
@@ -97,6 +122,21 @@ class ValueIndex:
         if key[0] == "str" and value in self.int_texts:
             return set(self.by_key[("int", self.int_texts[value])])
         return set()
+
+    def find(self, value: Any, place: Place = Place.VALUE) -> set[str]:
+        """The value sets found in ``value`` read from a place of kind ``place``: the whole value,
+        and inside text (see the module docstring and :class:`Place`)."""
+        if place is Place.VALUE:
+            names = self.match(value)
+            return names | self.search_text(value) if isinstance(value, str) else names
+        if not isinstance(value, str):
+            return set()
+        names = self.match(value, numbers=False) | self.search_text(value, numbers=False)
+        if place is Place.PATH:
+            for segment in value.split("/"):
+                if "=" in segment:  # Hive-style partition folder, Iceberg partition summary key
+                    names |= self.match(unquote(segment.split("=", 1)[1]))
+        return names
 
     def match_prefix(self, value: str) -> set[str]:
         """Sets holding a longer string that starts with ``value`` (a truncated Iceberg lower bound)."""
@@ -113,23 +153,24 @@ class ValueIndex:
 
     # ---- free text --------------------------------------------------------------------------
 
-    def search_text(self, text: str) -> set[str]:
-        """Sets whose values occur as tokens inside ``text`` (see the module docstring)."""
+    def search_text(self, text: str, numbers: bool = True) -> set[str]:
+        """Sets whose values occur as tokens inside ``text`` (see the module docstring);
+        ``numbers=False``: string values only."""
         if self._text_pattern is None or not text:
             return set()
         names: set[str] = set()
         for hit in self._text_pattern.finditer(text):
-            names |= self._token(hit.group(0))
+            names |= self._token(hit.group(0), numbers)
         return names
 
-    def _token(self, token: str) -> set[str]:
+    def _token(self, token: str, numbers: bool = True) -> set[str]:
         names = set(self.by_key.get(("str", token), ()))
-        if token.lstrip("-").isdigit():
+        if numbers and token.isdigit():
             names |= self.by_key.get(("int", int(token)), set())
         return names
 
     def search_bytes(self, data: bytes) -> set[str]:
-        """Like :meth:`search_text` on raw bytes (values as UTF-8)."""
+        """Like :meth:`search_text` on raw bytes (values as UTF-8; the token rule over ASCII)."""
         if self._bytes_pattern is None or not data:
             return set()
         names: set[str] = set()
@@ -158,7 +199,8 @@ class ValueIndex:
             if parts:
                 alternatives.append("(?:" + "|".join(parts) + ")")
             if numbers:
-                alternatives.append(r"(?:^|[^0-9.\-])(?:" + "|".join(numbers) + r")(?:$|[^0-9.]|\.$|\.[^0-9])")
+                # Looser than the Python rule (a superset): the Python rule decides on each hit.
+                alternatives.append(r"(?:^|[^0-9])(?:" + "|".join(numbers) + r")(?:$|[^0-9])")
             self._re2 = "|".join(alternatives) or None
         return self._re2
 
@@ -191,9 +233,9 @@ def _text_pattern(strings: set[str], ints: set[int]) -> re.Pattern[str] | None:
     if parts:
         alternatives.append("|".join(parts))
     if numbers:
-        # A digit run not preceded by a digit, '.', or '-' and not followed by a digit or '.digit':
-        # 17000000001, 7000000001.0 and -7000000001 are other numbers.
-        alternatives.append(r"(?<![\d.\-])(?:" + "|".join(numbers) + r")(?!\d|\.\d)")
+        # A whole numeric token (see _NUMBER_BEFORE): 17000000001, 7000000001.5, -7000000001 and
+        # the digits inside the hex digest c47000000001a are other data.
+        alternatives.append(_NUMBER_BEFORE + "(?:" + "|".join(numbers) + ")" + _NUMBER_AFTER)
     if not alternatives:
         return None
     return re.compile("|".join(f"(?:{a})" for a in alternatives))
