@@ -4,16 +4,19 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from pydantic import ValidationError
 
-from piitracer.audit import (AuditError, AuditKey, AuditLog, StepEvidence, VerifyResult, load_audit_key,
+from piitracer.crypto.envelope import (KeyWrapper, MasterKeyError, ShreddedError, ValueCipher, has_master_key,
+                                       is_sealed, load_master_key)
+from piitracer.audit import (AnchorFile, AuditError, AuditKey, AuditLog, AuditProblem, StepEvidence, VerifyResult, load_audit_key,
                              record_attestation_entry, record_plan_entry, record_step_entries, record_verification_entry)
 from piitracer.executor.journal import Journal
 from piitracer.executor.runner import ExecuteOptions, ExecutionContext, PlanExecutor, RunSummary, StepResult
@@ -24,11 +27,12 @@ from piitracer.model.audit import AuditEntry, EntryKind, RequestTrail
 from piitracer.model.errors import NotFoundError
 from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import DeletionPlan, PlanRequest, Subject
+from piitracer.model.requests import ErasureRequest, RequestState
 from piitracer.model.table_state import TableState
 from piitracer.model.verification import VerificationReport
 from piitracer.model.workspace import DatasetFormat
 from piitracer.storage.locations import Location, LocationError
-from piitracer.storage.store import StorageError, Store
+from piitracer.storage.store import StorageError, Store, store_for
 from piitracer.planner.build import PlanningError, build_plan
 from piitracer.render.report import report_html, report_markdown
 from piitracer.verify import VerificationError, verify_datasets
@@ -175,16 +179,34 @@ def write_private(path: str | os.PathLike[str], text: str) -> None:
         handle.write(text)
 
 
-def load_plan(path: str | os.PathLike[str]) -> DeletionPlan:
+def load_plan(path: str | os.PathLike[str], cipher_for: Callable[[Sequence[str]], ValueCipher] | None = None) -> DeletionPlan:
     """Read a plan file, refusing one that is not well formed (unknown schema version, duplicate
     step ids, a dependency cycle, parameters of another action...) or whose content no longer
-    matches its ``plan_id``."""
+    matches its ``plan_id``. Subject values sealed under their requests' data keys (a plan file
+    the CLI wrote) are opened with ``cipher_for(request ids)`` (the request store's keys)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise PlanningError(f"{path}: cannot read the plan: {error}") from None
+    return parse_plan(text, str(path), cipher_for)
+
+
+def parse_plan(text: str, path: str, cipher_for: Callable[[Sequence[str]], ValueCipher] | None = None) -> DeletionPlan:
+    """A plan from its file's text (see :func:`load_plan`); ``path`` names it in messages."""
     try:
-        plan = DeletionPlan.model_validate_json(text)
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise PlanningError(f"{path}:{error.lineno}: not a piitracer plan: not valid JSON: {error.msg}") from None
+    subjects = data.get("subjects") if isinstance(data, dict) else None
+    if isinstance(subjects, list) and any(isinstance(s, dict) and is_sealed(s.get("value", "")) for s in subjects):
+        if cipher_for is None:
+            raise MasterKeyError(f"{path}: the plan's subject values are encrypted: give the master key (--master-key-file)")
+        cipher = cipher_for(sorted({str(s.get("request_id")) for s in subjects if isinstance(s, dict)}))
+        for subject in subjects:
+            if isinstance(subject, dict) and is_sealed(subject.get("value", "")):
+                subject["value"] = cipher.open(str(subject.get("request_id")), subject["value"], "subject")
+    try:
+        plan = DeletionPlan.model_validate(data)
     except ValidationError as error:
         first = error.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
@@ -193,6 +215,18 @@ def load_plan(path: str | os.PathLike[str]) -> DeletionPlan:
     if plan.plan_id != plan.content_hash():
         raise PlanningError(f"{path}: plan_id does not match the plan's content (edited after planning?): re-plan")
     return plan
+
+
+def plan_file_text(plan: DeletionPlan, cipher: ValueCipher | None) -> str:
+    """The plan as its file holds it: every subject value sealed under its request's data key
+    (deterministically: the same plan gives the same bytes). ``cipher`` None: values in clear
+    (API callers that keep the plan in memory or their own vault)."""
+    if cipher is None:
+        return plan.to_json()
+    data = json.loads(plan.to_json())
+    for subject in data["subjects"]:
+        subject["value"] = cipher.seal(subject["request_id"], subject["value"], "subject")
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
 class PlanSealError(PlanningError):
@@ -226,9 +260,10 @@ def check_plan_seal(plan: DeletionPlan, key: AuditKey | None, unsealed_ok: bool)
                             "sealed: refusing it")
 
 
-def execution_context(workspace: Workspace, attested: Sequence[str] = ()) -> ExecutionContext:
+def execution_context(workspace: Workspace, attested: Sequence[str] = (), cipher: ValueCipher | None = None) -> ExecutionContext:
     """Where the executor finds tables, Spark settings and its journal, for one workspace
-    (``attested``: ids of person steps their owners attested)."""
+    (``attested``: ids of person steps their owners attested; ``cipher``: seals the values the
+    journal keeps under each request's data key)."""
     return ExecutionContext(
         catalog=workspace.config.catalog,
         locations=dataset_locations(workspace),
@@ -238,6 +273,7 @@ def execution_context(workspace: Workspace, attested: Sequence[str] = ()) -> Exe
         warehouse_roots=warehouse_roots(workspace),
         attested=frozenset(attested),
         store=workspace_store(workspace),
+        cipher=cipher,
     )
 
 
@@ -247,12 +283,13 @@ def execute_plan(
     options: ExecuteOptions = ExecuteOptions(),
     on_step: Callable[[StepResult], None] | None = None,
     attested: Sequence[str] = (),
+    cipher: ValueCipher | None = None,
 ) -> RunSummary:
     """Run a plan on the workspace's lakehouse (journaled; ``options.resume`` continues a killed run).
     The executor's preflight refuses a plan that does not match the workspace or would act outside
     its datasets' locations before anything is journaled. Person steps are ``awaiting_attestation``
     unless their ids are in ``attested``."""
-    return PlanExecutor(plan, execution_context(workspace, attested), options, on_step).run()
+    return PlanExecutor(plan, execution_context(workspace, attested, cipher), options, on_step).run()
 
 
 def prepare_execution(
@@ -261,10 +298,11 @@ def prepare_execution(
     options: ExecuteOptions = ExecuteOptions(),
     on_step: Callable[[StepResult], None] | None = None,
     attested: Sequence[str] = (),
+    cipher: ValueCipher | None = None,
 ) -> PlanExecutor:
     """An executor whose preflight already passed (``PlanRefused`` otherwise): the CLI checks
     everything before it records anything in the audit log, then calls ``run()``."""
-    executor = PlanExecutor(plan, execution_context(workspace, attested), options, on_step)
+    executor = PlanExecutor(plan, execution_context(workspace, attested, cipher), options, on_step)
     executor.preflight()
     return executor
 
@@ -287,11 +325,25 @@ def audit_log(workspace: Workspace | str | os.PathLike[str], key: str | bytes | 
     if not isinstance(workspace, Workspace):
         workspace = load_workspace(workspace)
     path = audit_log_path(workspace)
+    anchor = audit_anchor(workspace)
     if not create and not path.exists():
         raise AuditError(f"{path}: no audit log in this workspace (nothing has been recorded yet)")
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(path.parent, 0o700)  # also when the journal created the folder first, or umask widened it
-    return AuditLog(path, loaded)
+    return AuditLog(path, loaded, anchor=anchor)
+
+
+def audit_anchor(workspace: Workspace) -> AnchorFile | None:
+    """The workspace's ``audit.anchor`` (relative paths against the workspace folder), or None.
+    Refused inside the workspace: whoever can wipe the workspace's log could wipe it too."""
+    text = workspace.config.audit.anchor
+    if not text:
+        return None
+    location = Location.parse(text, base=workspace.root)
+    if location.is_local and location.path.resolve().is_relative_to(workspace.root.resolve()):
+        raise AuditError(f"audit.anchor: {text} is inside the workspace ({workspace.root}); expected a path or URI "
+                         "outside it (a separate mount, a bucket with object lock)")
+    return AnchorFile(location, store_for(workspace.config.storage))
 
 
 def record_plan(log: AuditLog, plan: DeletionPlan) -> AuditEntry:
@@ -342,9 +394,29 @@ def record_verification(log: AuditLog, plan: DeletionPlan, report: VerificationR
     return record_verification_entry(log, plan, report)
 
 
-def verify_audit(log: AuditLog) -> VerifyResult:
-    """Recompute the chain, hashes, seals, sequence and Merkle roots; the first problem if any."""
-    return log.verify()
+def verify_audit(log: AuditLog, workspace: Workspace | None = None, expect_head: str | None = None) -> VerifyResult:
+    """Recompute the chain, hashes, seals, sequence and Merkle roots, the structure, the anchor and
+    ``expect_head`` (see :func:`piitracer.audit.verify_log`); with ``workspace``, also cross-check
+    its journal: every plan the journal ran was recorded in the log before its first step, so a
+    run without an audit entry means entries were removed. The first problem, if any."""
+    result = log.verify(expect_head=expect_head)
+    if not result.ok or workspace is None:
+        return result
+    journal_path = execution_context(workspace).journal_path
+    if not journal_path.exists():
+        return result
+    journal = Journal(journal_path)
+    try:
+        ran = journal.plans_run()
+    finally:
+        journal.close()
+    recorded = {entry.plan_id for entry in log.entries()}
+    missing = sorted(plan_id for plan_id in ran if plan_id not in recorded)
+    if missing:
+        return VerifyResult(False, result.entries, result.head_hash, AuditProblem(
+            None, f"the journal records {len(missing)} executed plan(s) with no audit entry (first: plan "
+                  f"{missing[0][:16]}): entries were removed from the audit log"))
+    return replace(result, checks=result.checks + (f"journal: {len(ran)} executed plan(s), each recorded",))
 
 
 def request_trail(log: AuditLog, request_id: str) -> RequestTrail:
@@ -416,17 +488,25 @@ def verify_plan(
     step_states: Mapping[str, str] | None = None,
     attested: Mapping[str, str] | None = None,
     sweep: str | None = None,
+    cipher: ValueCipher | None = None,
+    skip_requests: Sequence[str] = (),
 ) -> VerificationReport:
     """Check that no file and no retained snapshot/version of the plan's datasets still holds a
     subject value. ``value_sets`` and ``step_states`` (step id -> journal state) default to what
     the workspace journal recorded for this plan; a plan never resolved raises
     :class:`~piitracer.verify.VerificationError` (run ``piitracer execute`` first). ``attested``
     maps the ids of the plan's person steps their owners attested (:func:`attested_steps`) to who
-    and when. ``sweep`` (``catalog`` or ``roots``) also decodes what the plan does not reach."""
+    and when. ``sweep`` (``catalog`` or ``roots``) also decodes what the plan does not reach.
+    ``cipher`` opens the journal's sealed values (default: the request store's keys under the
+    master key from the environment, when both exist); ``skip_requests`` (closed ones: their values
+    are shredded) are left out, and a plan whose every request is closed is refused."""
     from piitracer.executor.journal import Journal
     from piitracer.verify.sweep import sweep as sweep_beyond
 
     context = execution_context(workspace)
+    if cipher is None and value_sets is None and request_store_path(workspace).exists() and has_master_key():
+        with request_store(workspace, load_master_key()) as store:
+            cipher = store.cipher(plan_requests(plan))
     if value_sets is None or step_states is None:
         if not context.journal_path.exists():
             raise VerificationError(f"plan {plan.plan_id[:16]} was never executed in this workspace (no journal at "
@@ -434,7 +514,11 @@ def verify_plan(
         journal = Journal(context.journal_path)
         try:
             if value_sets is None:
-                value_sets = journal.load_values(plan.plan_id)
+                resolved = journal.resolved_requests(plan.plan_id)
+                if resolved and resolved <= set(skip_requests):
+                    raise ShreddedError(f"plan {plan.plan_id[:16]}: every request of it is closed: values shredded "
+                                        "at close; the certificate is the proof")
+                value_sets = journal.load_values(plan.plan_id, cipher, frozenset(skip_requests))
             if step_states is None:
                 step_states = {record["step_id"]: record["state"] for record in journal.steps(plan.plan_id)}
         finally:
@@ -700,3 +784,207 @@ def _demo_source(workspace: Workspace):
     if entry is None or not entry.table:
         raise PlanningError(f"the demo workspace's catalog has no Iceberg table {dataset}")
     return entry
+
+
+# ---- requests: the queue, their states, close = crypto-shred ------------------------------------
+
+def request_store_path(workspace: Workspace) -> Path:
+    """``<workspace>/.piitracer/requests.sqlite``."""
+    return workspace.root / ".piitracer" / "requests.sqlite"
+
+
+def request_store(workspace: Workspace, master: KeyWrapper | None = None):
+    """The workspace's request store (created on first use). ``master`` (the master key, or a KMS
+    wrapper) is needed to add requests and to read or seal their values."""
+    from piitracer.requests.store import RequestStore
+
+    return RequestStore(request_store_path(workspace), master)
+
+
+def _subject_pairs(store, request_id: str) -> list[tuple[str, str]]:
+    """(request id, value) pairs for the audit entry's HMACs (none once shredded)."""
+    from piitracer.crypto.envelope import ShreddedError
+
+    try:
+        return [(request_id, value) for value in store.values(request_id)]
+    except ShreddedError:
+        return []
+
+
+def move_request(store, log: AuditLog, request_id: str, to: RequestState, action: str, *, plan_id: str | None = None,
+                 reason: str | None = None, watch_until: datetime | None = None):
+    """Change one request's state and record the change in the audit log."""
+    from piitracer.audit import record_request_entry
+
+    before, now = store.move(request_id, to, action, plan_id=plan_id, reason=reason, watch_until=watch_until)
+    record_request_entry(log, request_id, _subject_pairs(store, request_id), from_state=before.value, to_state=to.value,
+                         action=action, plan_id=plan_id, reason=reason)
+    return now
+
+
+def add_requests(workspace: Workspace, store, log: AuditLog, sources: Sequence[str], subjects: Sequence[Subject],
+                 labels: Sequence[str] = (), action: str = "added") -> list[ErasureRequest]:
+    """Queue requests (grouped by request id), their values checked strictly against the source key
+    columns' types exactly as ``plan`` checks them, and recorded in the audit log."""
+    from piitracer.audit import record_request_entry
+    from piitracer.planner.subjects import SubjectValueError, check_subjects, key_type_of
+
+    refs = []
+    for text in sources:
+        dataset, _, column = text.strip().lower().rpartition(".")
+        if dataset not in workspace.config.catalog:
+            raise PlanningError(f"--source {text}: dataset {dataset!r} is not in the catalog")
+        refs.append(ColumnRef(dataset=dataset, column=column))
+    live = source_key_types(workspace, refs)
+    try:
+        types = {ref: key_type_of(ref, workspace.config.catalog[ref.dataset], live) for ref in refs}
+        check_subjects(subjects, refs, types, workspace.config.catalog, labels)
+    except SubjectValueError as error:
+        raise PlanningError(str(error)) from None
+    grouped: dict[str, list[Subject]] = {}
+    for subject in subjects:
+        grouped.setdefault(subject.request_id, []).append(subject)
+    added = []
+    for request_id, members in sorted(grouped.items()):
+        received = min(s.received_at for s in members)
+        request = store.add(request_id, received, received + workspace.config.policy.deadline, [str(r) for r in refs],
+                            [s.value for s in members], action=action)
+        record_request_entry(log, request_id, [(request_id, s.value) for s in members], from_state=None,
+                             to_state=request.state.value, action=action, details={"deadline_at": request.deadline_at.isoformat(),
+                                                                                   "subjects": len(members)})
+        added.append(request)
+    return added
+
+
+def register_plan_requests(workspace: Workspace, store, log: AuditLog, plan: DeletionPlan, action: str) -> None:
+    """Make sure every request of a plan is in the store (a plan made through the API, or before
+    the store existed, adds its requests from its own values), then mark them planned."""
+    from piitracer.model.requests import RequestState
+
+    missing = [s for s in plan.subjects if not store.has(s.request_id)]
+    if missing:
+        add_requests(workspace, store, log, [str(ref) for ref in plan.sources], missing, action=f"{action} (from the plan)")
+    for request_id in plan_requests(plan):
+        stored = store.get(request_id)
+        if stored.state is RequestState.CLOSED:
+            raise PlanningError(f"request {request_id} is closed (its values were shredded at {stored.closed_at}): "
+                                "a new erasure needs a new request id")
+        if sorted(store.values(request_id)) != sorted(s.value for s in plan.subjects if s.request_id == request_id):
+            raise PlanningError(f"request {request_id} is in the request store with other subject values: "
+                                "use another request id")
+    store.keep_plan(plan.plan_id, plan_file_text(plan, store.cipher(plan_requests(plan))))
+    for request_id in plan_requests(plan):
+        stored = store.get(request_id)
+        if stored.state is RequestState.QUEUED or stored.plan_id != plan.plan_id:
+            move_request(store, log, request_id, RequestState.PLANNED, action, plan_id=plan.plan_id)
+
+
+def plan_requests(plan: DeletionPlan) -> list[str]:
+    return sorted({s.request_id for s in plan.subjects})
+
+
+def move_plan_requests(store, log: AuditLog, plan: DeletionPlan, to: RequestState, action: str, *,
+                       reason: str | None = None, watch_until: datetime | None = None) -> None:
+    """Move every open request of a plan (closed ones stay closed)."""
+    from piitracer.model.requests import TRANSITIONS
+
+    for request_id in plan_requests(plan):
+        if not store.has(request_id):
+            continue
+        current = store.get(request_id).state
+        if to in TRANSITIONS[current]:
+            move_request(store, log, request_id, to, action, plan_id=plan.plan_id, reason=reason, watch_until=watch_until)
+
+
+def settle_after_verify(store, log: AuditLog, plan: DeletionPlan, report: VerificationReport, watch: timedelta) -> None:
+    """Move a plan's requests by what verification found: complete -> verified -> watching (until
+    ``watch`` from now); only person steps open -> awaiting_attestation; anything found -> executed."""
+    from piitracer.model.requests import RequestState
+
+    if report.complete:
+        move_plan_requests(store, log, plan, RequestState.VERIFIED, "verified complete")
+        move_plan_requests(store, log, plan, RequestState.WATCHING, "watching for resurrected rows",
+                           watch_until=datetime.now(timezone.utc) + watch)
+        return
+    states = {d.state.value for d in report.open_items()}
+    if states == {"awaiting_attestation"}:
+        move_plan_requests(store, log, plan, RequestState.AWAITING_ATTESTATION, "verified: person steps open")
+    else:
+        move_plan_requests(store, log, plan, RequestState.EXECUTED, "verified: not complete",
+                           reason=", ".join(sorted(states)))
+
+
+class CloseRefused(PlanningError):
+    """A request that may not be closed yet; the message says why."""
+
+
+def close_request(workspace: Workspace, store, log: AuditLog, request_id: str, now_reason: str | None = None) -> str:
+    """Close a request: refused unless it is watching (verified complete, every person step
+    attested) and its watching period is over, or ``now_reason`` says why not to wait. Destroys its
+    data key and its sealed values, deletes its resolved values and computed forms from the journal,
+    forgets kept plans that held only closed requests, and records the close (the key's
+    fingerprint, never the key) in the audit log. Returns the fingerprint."""
+    from piitracer.audit import record_request_entry
+    from piitracer.executor.journal import Journal
+    from piitracer.model.requests import RequestState
+
+    request = store.get(request_id)
+    if request.state is RequestState.CLOSED:
+        raise CloseRefused(f"request {request_id} is already closed (at {request.closed_at})")
+    if request.state is not RequestState.WATCHING:
+        raise CloseRefused(f"request {request_id} is {request.state.value}: only a request verified complete (every "
+                           "person step attested) and watched can be closed")
+    now = datetime.now(timezone.utc)
+    if request.watch_until and now < request.watch_until and not now_reason:
+        raise CloseRefused(f"request {request_id} is watched until {request.watch_until:%Y-%m-%d %H:%M} UTC (rows "
+                           "resurrected by a late pipeline run are caught meanwhile): wait, or pass --now REASON")
+    pairs = _subject_pairs(store, request_id)
+    fingerprint = store.shred(request_id, "closed: values shredded", now_reason)
+    journal_path = execution_context(workspace).journal_path
+    forgotten = 0
+    if journal_path.exists():
+        journal = Journal(journal_path)
+        try:
+            forgotten = journal.forget_request(request_id)
+        finally:
+            journal.close()
+    if request.plan_id and all(r.state is RequestState.CLOSED for r in store.all() if r.plan_id == request.plan_id):
+        store.forget_plan(request.plan_id)
+    record_request_entry(log, request_id, pairs, from_state=request.state.value, to_state=RequestState.CLOSED.value,
+                         action="closed: data key destroyed, values shredded", plan_id=request.plan_id, reason=now_reason,
+                         details={"key_fingerprint": fingerprint, "journal_value_sets_deleted": forgotten,
+                                  "shredded_at": now.isoformat()})
+    return fingerprint
+
+
+def reverify_requests(workspace: Workspace, store, log: AuditLog, sweep: str | None = "catalog") -> list[tuple[str, bool]]:
+    """Verify again every watching request's plan (and sweep beyond it): a finding moves the request
+    back to ``executed`` with the reason, while its values still exist. Returns (request, complete)."""
+    from piitracer.model.requests import RequestState
+
+    results = []
+    plans: dict[str, list[str]] = {}
+    for request in store.all():
+        if request.state is RequestState.WATCHING and request.plan_id:
+            plans.setdefault(request.plan_id, []).append(request.request_id)
+    for plan_id, request_ids in sorted(plans.items()):
+        text = store.plan_json(plan_id)
+        plan = _plan_from_text(text, store)
+        closed = {r.request_id for r in store.all() if r.plan_id == plan_id and r.state is RequestState.CLOSED}
+        report = verify_plan(workspace, plan, attested=attested_steps(log, plan), sweep=sweep,
+                             cipher=store.cipher(plan_requests(plan)), skip_requests=closed)
+        record_verification(log, plan, report)
+        if not report.complete:
+            found = sorted({d.state.value for d in report.open_items()})
+            for request_id in request_ids:
+                move_request(store, log, request_id, RequestState.EXECUTED, "re-verified: subject data again",
+                             plan_id=plan_id, reason=f"{', '.join(found)} in " + ", ".join(d.dataset for d in report.open_items()))
+        else:
+            for request_id in request_ids:
+                store.note(request_id, "re-verified: still erased")
+        results += [(request_id, report.complete) for request_id in request_ids]
+    return results
+
+
+def _plan_from_text(text: str, store) -> DeletionPlan:
+    return parse_plan(text, "the request store's copy of the plan", store.cipher)

@@ -40,15 +40,16 @@ class Recorded:
         return self.workspace.root / ".piitracer" / "audit.sqlite"
 
 
-def copy_workspace(tmp_path: Path) -> piitracer.Workspace:
+def copy_workspace(tmp_path: Path, anchor: Path | None = None) -> piitracer.Workspace:
     """The fixture workspace in ``tmp_path`` (the audit log goes inside the workspace), with fake
-    Iceberg and Delta metadata files so steps get metadata hashes."""
+    Iceberg and Delta metadata files so steps get metadata hashes; ``anchor``: its audit.anchor."""
     root = tmp_path / "ws"
     shutil.copytree(FIXTURES, root)
     # The raw values below are hostile strings (a leak test looks for them in every byte): declare
     # the key a string so they are plannable subject values (a bigint key refuses them).
     config = root / "piitracer.yaml"
-    config.write_text(config.read_text().replace("column_types: {user_id: bigint,", "column_types: {user_id: string,"))
+    config.write_text(config.read_text().replace("column_types: {user_id: bigint,", "column_types: {user_id: string,")
+                      + (f"\naudit:\n  anchor: {anchor}\n" if anchor else ""))
     workspace = piitracer.load_workspace(root)
     iceberg = workspace.location_of("prod.payments") / "metadata"
     iceberg.mkdir(parents=True)
@@ -101,8 +102,8 @@ def verification(plan: DeletionPlan, found: str | None = "risk.card_usage", atte
     return VerificationReport(plan_id=plan.plan_id, checked_at=CHECKED, datasets=tuple(results))
 
 
-def record_all(tmp_path: Path, found: str | None = "risk.card_usage") -> Recorded:
-    workspace = copy_workspace(tmp_path)
+def record_all(tmp_path: Path, found: str | None = "risk.card_usage", anchor: Path | None = None) -> Recorded:
+    workspace = copy_workspace(tmp_path, anchor)
     graph = piitracer.build_lineage_graph(workspace)
     plan = make_plan(workspace, graph)
     log = audit_log(workspace, key=KEY)

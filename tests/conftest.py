@@ -1,11 +1,22 @@
 """Shared fixtures: one warehouse folder for the whole test session (Spark runs one session per
-process, bound to one Iceberg warehouse)."""
+process, bound to one Iceberg warehouse), and a master key for the session.
+
+The CLI stores subject values only encrypted: every command that keeps or reads them needs the
+master key (``--master-key-file`` or the environment). Tests that are not about keys get one
+random master key for the whole session through ``PIITRACER_MASTER_KEY`` (children inherit it);
+tests about keys set or remove it themselves."""
 
 from __future__ import annotations
 
+import os
+import secrets
 from pathlib import Path
 
 import pytest
+
+
+# Set when the test session starts, before any test module builds its subprocess environment.
+os.environ.setdefault("PIITRACER_MASTER_KEY", secrets.token_hex(32))
 
 
 @pytest.fixture(scope="session")

@@ -28,15 +28,23 @@ def recorded(tmp_path: Path):
     trail.log.close()
 
 
-def tamper(db: Path, *statements: str, params: tuple = ()) -> None:
-    """Edit the database as an attacker would: drop the append-only triggers, then change rows."""
+def tamper(db: Path, *statements: str, params: tuple = (), cover_tracks: bool = True) -> None:
+    """Edit the database as an attacker would: drop the append-only triggers, change rows, then
+    (``cover_tracks``) put the triggers back as they were."""
     connection = sqlite3.connect(db)
+    triggers = connection.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger'").fetchall()
     connection.execute("DROP TRIGGER IF EXISTS entries_no_update")
     connection.execute("DROP TRIGGER IF EXISTS entries_no_delete")
     for statement in statements:
         connection.execute(statement, params if "?" in statement else ())
+    if cover_tracks:
+        for (sql,) in triggers:
+            connection.execute(sql)
     connection.commit()
     connection.close()
+
+
+WIPE = ("DELETE FROM entries", "DELETE FROM meta WHERE name IN ('head', 'head_seal')", "DELETE FROM request_roots")
 
 
 def cli_verify(workspace: Path, env: dict[str, str | None] | None = None, *extra: str):
@@ -250,7 +258,7 @@ def test_key_from_file_env_file_and_refusals(recorded, tmp_path: Path) -> None:
         load_audit_key("short", environ={})
     with pytest.raises(AuditKeyError, match="cannot read"):
         load_audit_key(key_file=tmp_path / "missing.key", environ={})
-    assert cli_verify(recorded.workspace.root, {"PIITRACER_AUDIT_KEY": None}, "--key-file", str(key_file))[0] == 0
+    assert cli_verify(recorded.workspace.root, {"PIITRACER_AUDIT_KEY": None}, "--audit-key-file", str(key_file))[0] == 0
 
 
 def test_wrong_key_is_an_error_not_a_tampering_verdict(recorded) -> None:
@@ -273,3 +281,82 @@ def test_plan_is_recorded_once(recorded) -> None:
     before = len(recorded.log.entries())
     assert record_plan(recorded.log, recorded.plan).seq == 1
     assert len(recorded.log.entries()) == before
+
+
+# ---- a log wiped whole (issue 13: "intact: 0 entries", exit 0) -------------------------------
+
+def test_a_wipe_that_drops_the_triggers_is_caught_by_the_logs_structure(recorded) -> None:
+    tamper(recorded.db, *WIPE, cover_tracks=False)
+    code, _, err = cli_verify(recorded.workspace.root)
+    assert code == 1 and "TAMPERED" in err and "append-only trigger entries_no_delete" in err
+    # and nothing is appended to a damaged log (a later run would otherwise re-create the triggers)
+    with pytest.raises(AuditError, match="damaged"):
+        audit_log(recorded.workspace, key=KEY).append(EntryKind.PLAN, "p", [], {})
+
+
+def test_a_covered_wipe_is_caught_by_the_journal(recorded) -> None:
+    from piitracer.executor.journal import Journal
+
+    journal = Journal(recorded.workspace.root / ".piitracer" / "journal.sqlite")  # the run the log recorded
+    journal.start_run("run-0001", recorded.plan.plan_id, {})
+    journal.close()
+    assert cli_verify(recorded.workspace.root)[0] == 0
+    tamper(recorded.db, *WIPE)
+    code, out, err = cli_verify(recorded.workspace.root)
+    assert code == 1 and "journal records 1 executed plan(s) with no audit entry" in err, out
+
+
+def test_a_covered_wipe_of_log_and_journal_is_caught_by_the_anchor(tmp_path: Path) -> None:
+    anchor = tmp_path / "locked" / "audit-anchor.json"
+    trail = record_all(tmp_path, anchor=anchor)
+    entries, head = len(trail.log.entries()), trail.log.head()[1]
+    trail.log.close()
+    document = json.loads(anchor.read_text())
+    assert document["seq"] == entries and document["entry_hash"] == head
+    code, out, _ = cli_verify(trail.workspace.root)
+    assert code == 0 and f"anchor at entry {entries} matches" in out
+    tamper(trail.db, *WIPE)
+    code, _, err = cli_verify(trail.workspace.root)
+    assert code == 1 and f"the anchor names entry {entries}" in err and "ends at entry 0" in err
+
+
+def test_an_edited_or_deleted_anchor_is_caught(tmp_path: Path) -> None:
+    anchor = tmp_path / "locked" / "audit-anchor.json"
+    trail = record_all(tmp_path, anchor=anchor)
+    trail.log.close()
+    document = json.loads(anchor.read_text())
+    anchor.write_text(json.dumps({**document, "seq": 1}))  # point it at an earlier entry, without the key
+    code, _, err = cli_verify(trail.workspace.root)
+    assert code == 1 and "rewritten without the audit key" in err
+    anchor.unlink()
+    code, _, err = cli_verify(trail.workspace.root)
+    assert code == 1 and "anchor" in err and "is missing but the log has" in err
+
+
+def test_an_anchor_inside_the_workspace_is_refused(tmp_path: Path) -> None:
+    trail_root = copy_workspace(tmp_path, anchor=tmp_path / "ws" / "anchor.json").root
+    code, _, err = cli_verify(trail_root)
+    assert code == 2 and "audit.anchor" in err and "inside the workspace" in err
+
+
+def test_expect_head_catches_a_covered_wipe(recorded) -> None:
+    head = recorded.log.head()[1]
+    result = CliRunner().invoke(cli, ["--workspace", str(recorded.workspace.root), "audit", "verify", "--expect-head",
+                                      head[:20]], env={"PIITRACER_AUDIT_KEY": KEY, "PIITRACER_AUDIT_KEY_FILE": None})
+    assert result.exit_code == 0 and "expected head is entry" in result.stdout
+    tamper(recorded.db, *WIPE)
+    result = CliRunner().invoke(cli, ["--workspace", str(recorded.workspace.root), "audit", "verify", "--expect-head",
+                                      head], env={"PIITRACER_AUDIT_KEY": KEY, "PIITRACER_AUDIT_KEY_FILE": None})
+    assert result.exit_code == 1 and "is not an entry of this log" in result.stderr
+    result = CliRunner().invoke(cli, ["--workspace", str(recorded.workspace.root), "audit", "verify", "--expect-head",
+                                      "abc"], env={"PIITRACER_AUDIT_KEY": KEY, "PIITRACER_AUDIT_KEY_FILE": None})
+    assert result.exit_code == 2 and "--expect-head" in result.stderr
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_a_malformed_log_file_is_exit_2_cannot_read(recorded, damage: str) -> None:
+    recorded.log.close()
+    data = recorded.db.read_bytes()
+    recorded.db.write_bytes(b"not a database at all " * 200 if damage == "garbage" else data[: len(data) // 3])
+    code, _, err = cli_verify(recorded.workspace.root)
+    assert code == 2 and "cannot read audit log" in err and "Traceback" not in err

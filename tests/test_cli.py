@@ -78,13 +78,25 @@ PLAN_ARGS = ("plan", "--source", "prod.payments.user_id", "--received-at", "2026
 
 
 def test_plan_writes_a_private_file_and_text_hides_values(tmp_path: Path) -> None:
+    import shutil
+
+    import piitracer
+    from piitracer.api import load_plan, request_store
+
+    workspace = tmp_path / "ws"
+    shutil.copytree(FIXTURES, workspace)  # -o queues the request in the workspace's request store
     target = tmp_path / "plan.json"
-    code, out, _ = run(*PLAN_ARGS, "--subject", "8841302", "--request-id", "dsr-1", "-o", str(target))
-    assert code == 0
+    result = CliRunner(env={"PIITRACER_AUDIT_KEY": "cli-test-audit-key-0123456789"}).invoke(
+        cli, ["--workspace", str(workspace), *PLAN_ARGS, "--subject", "8841302", "--request-id", "dsr-1", "-o", str(target)],
+        catch_exceptions=False)
+    assert result.exit_code == 0, result.output
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
     plan = json.loads(target.read_text())
-    assert plan["subjects"][0]["value"] == "8841302"
-    assert "8841302" not in out and "dsr-1" in out
+    assert plan["subjects"][0]["value"].startswith("enc:v1:") and "8841302" not in target.read_text()
+    assert "8841302" not in result.stdout and "dsr-1" in result.stdout
+    with request_store(piitracer.load_workspace(workspace)) as store:  # the master key opens it
+        assert load_plan(target, store.cipher).subjects[0].value == "8841302"
+        assert store.get("dsr-1").state.value == "planned"
 
 
 def test_plan_from_a_requests_file(tmp_path: Path) -> None:
@@ -93,7 +105,9 @@ def test_plan_from_a_requests_file(tmp_path: Path) -> None:
     code, out, _ = run(*PLAN_ARGS, "--requests", str(batch), "--output", "json")
     plan = json.loads(out)
     assert code == 0
-    assert [(s["value"], s["request_id"]) for s in plan["subjects"]] == [("11", "r-1"), ("12", "r-2")]
+    # Printed for a terminal or a pipe: the values redacted (-o writes them, encrypted).
+    assert [(s["value"], s["request_id"]) for s in plan["subjects"]] == [
+        ("<redacted subject #1>", "r-1"), ("<redacted subject #2>", "r-2")]
     assert plan["deadline_at"].startswith("2026-12-19T10:00:00")  # from the earliest request
 
 

@@ -54,6 +54,7 @@ def test_a_copied_workspace_is_refused_and_the_original_keeps_every_byte(origina
 
     planned = run(copy, "plan", "--source", "shop.users.user_id", "--subject", str(SUBJECT), "-o", "plan.json")
     assert planned.returncode == 0, planned.stderr
+    recorded = digests(copy / ".piitracer")  # the plan queued its request; nothing may be added below
     for extra in ([], ["--dry-run"]):
         refused = run(copy, "execute", "plan.json", "--no-concurrent-writers", *extra)
         assert refused.returncode == 2, refused.stdout + refused.stderr
@@ -65,7 +66,7 @@ def test_a_copied_workspace_is_refused_and_the_original_keeps_every_byte(origina
 
     assert digests(original) == before  # every byte of the original
     assert not (copy / ".piitracer" / "journal.sqlite").exists()
-    assert not (copy / ".piitracer" / "audit.sqlite").exists()  # a refused run records nothing
+    assert digests(copy / ".piitracer") == recorded  # a refused run records nothing (audit log, request store)
 
 
 def test_the_same_plan_runs_in_the_original(original: Path) -> None:

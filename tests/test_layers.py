@@ -11,13 +11,16 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "piitracer"
-LOWER = {"model": set(), "ingest": {"model"}, "graph": {"model"}, "storage": {"model"}}
+LOWER = {"model": set(), "ingest": {"model"}, "graph": {"model"}, "storage": {"model"}, "crypto": {"model"}}
 LOWER["formats"] = {"model", "storage"}
 LOWER["planner"] = {"model", "graph"}
 for _layer in ("audit", "render"):
     LOWER[_layer] = {"model", "graph", "planner"}
+LOWER["audit"] = LOWER["audit"] | {"storage"}  # the anchor is written through the store (a locked bucket)
 for _layer in ("executor", "verify"):
-    LOWER[_layer] = {"model", "graph", "planner", "storage", "formats"}
+    LOWER[_layer] = {"model", "graph", "planner", "storage", "formats", "crypto"}
+# The request store: values under per-request keys, lifecycle, close; it records in the audit log.
+LOWER["requests"] = {"model", "crypto", "audit"}
 # The demo lakehouse builder is wiring for `piitracer demo` only (it builds tables with Spark and
 # delta-rs from the workspace's catalog and SQL): it may use every layer below the verifier.
 LOWER["demo"] = {"model", "ingest", "graph", "planner", "storage", "formats", "executor"}

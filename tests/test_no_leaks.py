@@ -1,9 +1,10 @@
 """A full run (plan, execute, verify, audit) through the real CLI with every log at DEBUG —
 piitracer's, py4j's (every command sent to the JVM) and Spark's own log4j — writes no raw subject
-value to stdout, stderr or the log file; afterwards the only files anywhere under the test's
+value to stdout, stderr or the log file; afterwards the only file anywhere under the test's
 folders (workspace, lakehouse, Spark's local dir, temp dir) whose bytes still hold a subject value
-are the private ones that must (request file, plan, journal), each of mode 0600. And the audit
-key has no default: ``execute`` without one refuses before anything runs.
+in clear is the request file the operator gave (mode 0600): the plan file, the request store and
+the journal keep the values only encrypted under each request's data key. And the audit key has no
+default: ``execute`` without one refuses before anything runs.
 
 The lakehouse holds Iceberg (merge-on-read source, copy-on-write copy, shallow clone), Delta,
 plain Parquet and an archive, so every eraser runs. Subject values are searched as text (user
@@ -98,8 +99,8 @@ def test_a_full_run_at_debug_logs_no_subject_value(tmp_path: Path, warehouse: Pa
         assert leaked == [], f"{command}: subject values in the output or log ({len(leaked)} of {len(NEEDLES)})"
 
     holding = files_holding_values(tmp_path, warehouse / ns)
-    allowed = {requests, plan_file, root / ".piitracer" / "journal.sqlite"}
-    assert set(holding) <= allowed, f"subject values in unexpected files: {sorted(map(str, set(holding) - allowed))}"
-    assert root / ".piitracer" / "journal.sqlite" in holding and plan_file in holding  # the values are where expected
+    assert set(holding) == {requests}, f"subject values in clear in: {sorted(map(str, set(holding) - {requests}))}"
+    for sealed in (plan_file, root / ".piitracer" / "journal.sqlite", root / ".piitracer" / "requests.sqlite"):
+        assert b"enc:v1:" in sealed.read_bytes(), sealed  # the values are there, encrypted
     assert all(mode == 0o600 for mode in holding.values()), {str(p): oct(m) for p, m in holding.items()}
     assert stat.S_IMODE(log_file.stat().st_mode) == 0o600

@@ -156,7 +156,8 @@ def test_cli_refuses_every_form_by_position_from_subject_csv_and_jsonl(lakehouse
     source = f"{ns}.users.user_id"
 
     def plan(*args: str) -> tuple[int, str]:
-        result = CliRunner().invoke(cli, ["--workspace", str(ws.root), "plan", "--source", source, *args])
+        result = CliRunner(env={"PIITRACER_AUDIT_KEY": "strict-values-audit-key-0123456789"}).invoke(
+            cli, ["--workspace", str(ws.root), "plan", "--source", source, *args])
         assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
         return result.exit_code, result.output
 

@@ -177,7 +177,7 @@ def test_cli_exit_codes_and_no_value_in_output(tmp_path: Path) -> None:
     plan_file = tmp_path / "plan.json"
     write_private(plan_file, plan.to_json())
     journal = Journal(ws.root / ".piitracer" / "journal.sqlite")
-    journal.save_values(plan.plan_id, VALUES)
+    journal.save_values(plan.plan_id, {"r1": VALUES})
     journal.start_run("run1", plan.plan_id, {})
     for step in plan.steps:
         journal.mark(plan.plan_id, "run1", step, COMMITTED)

@@ -50,6 +50,18 @@ def record_attestation_entry(log: AuditLog, plan: DeletionPlan, *, step_id: str,
     return log.append(EntryKind.ATTESTATION, plan.plan_id, _subjects(plan), body)
 
 
+def record_request_entry(log: AuditLog, request_id: str, subjects: list[tuple[str, str]], *, from_state: str | None,
+                         to_state: str, action: str, plan_id: str | None = None, reason: str | None = None,
+                         details: dict | None = None) -> AuditEntry:
+    """Append a ``request`` entry: one request's state change (``subjects`` are its (request id,
+    value) pairs: only their HMACs are stored)."""
+    from piitracer.audit.store import utc_now
+
+    body = {"request_id": request_id, "from_state": from_state, "to_state": to_state, "action": action,
+            "plan_id": plan_id, "reason": reason, "at": utc_now(), **(details or {})}
+    return log.append(EntryKind.REQUEST, plan_id or "", subjects or [(request_id, "")], body)
+
+
 def attestations(log: AuditLog, plan_id: str) -> list[AuditEntry]:
     """Every attestation entry of a plan, in sequence order."""
     return [e for e in log.entries(plan_id=plan_id) if e.kind is EntryKind.ATTESTATION]

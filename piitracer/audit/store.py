@@ -9,6 +9,11 @@ Tables:
   end is caught too.
 - ``request_roots``: the current Merkle root of each request's entries (derived, re-checked by
   verify; update it only through :meth:`AuditLog.append`).
+
+An existing log is opened as it is: its tables and triggers are checked, never re-created (a
+dropped trigger silently put back would hide the tampering). A damaged log refuses appends and
+``verify`` names the damage. With an anchor (:mod:`piitracer.audit.anchor`), every append also
+writes the new head outside the workspace.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
+from piitracer.audit.anchor import AnchorFile
 from piitracer.audit.hashing import canonical_json, entry_hash, merkle_root
 from piitracer.audit.keys import AuditKey
 from piitracer.model.audit import AUDIT_SCHEMA_VERSION, GENESIS_HASH, AuditEntry, EntryKind, SubjectDigest
@@ -40,6 +46,8 @@ CREATE TABLE IF NOT EXISTS request_roots (
     request_id TEXT PRIMARY KEY, merkle_root TEXT NOT NULL, leaves INTEGER NOT NULL, last_seq INTEGER NOT NULL
 );
 """
+EXPECTED_TABLES = {"entries", "meta", "request_roots"}
+EXPECTED_TRIGGERS = {"entries_no_update", "entries_no_delete"}
 ENTRY_COLUMNS = ("seq", "schema_version", "kind", "recorded_at", "plan_id", "request_ids", "subjects", "body",
                  "prev_hash", "entry_hash", "seal")
 
@@ -55,9 +63,10 @@ def utc_now() -> str:
 class AuditLog:
     """An append-only, hash-chained audit log in one SQLite file (created with mode 0600)."""
 
-    def __init__(self, path: str | os.PathLike[str], key: AuditKey) -> None:
+    def __init__(self, path: str | os.PathLike[str], key: AuditKey, anchor: AnchorFile | None = None) -> None:
         self.path = Path(path)
         self.key = key
+        self.anchor = anchor
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if not self.path.exists():
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
@@ -65,10 +74,17 @@ class AuditLog:
             self._db = sqlite3.connect(self.path, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=DELETE")
             self._db.execute("PRAGMA synchronous=FULL")  # an appended entry survives a crash
-            self._db.executescript(SCHEMA)
+            names = dict(self._db.execute("SELECT name, type FROM sqlite_master").fetchall())
+            if not names:  # a new, empty file
+                self._db.executescript(SCHEMA)
+                names = dict(self._db.execute("SELECT name, type FROM sqlite_master").fetchall())
         except sqlite3.DatabaseError as error:
-            raise AuditError(f"{self.path}: not a piitracer audit log: {error}") from None
-        self._check_key()
+            raise AuditError(f"cannot read audit log {self.path}: {error}") from None
+        #: what is missing from the log's structure (tables, the append-only triggers); empty when whole
+        self.damage = sorted(f"table {name}" for name in EXPECTED_TABLES if names.get(name) != "table") + sorted(
+            f"append-only trigger {name}" for name in EXPECTED_TRIGGERS if names.get(name) != "trigger")
+        if "table meta" not in self.damage:
+            self._check_key()
 
     def close(self) -> None:
         self._db.close()
@@ -86,15 +102,25 @@ class AuditLog:
         elif stored != self.key.key_id:
             raise AuditError(f"{self.path}: the audit key ({self.key.source}) is not the key this log was written with")
 
+    def _read(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple]:
+        """Rows of a query; a damaged or unreadable file is an AuditError, never a traceback."""
+        try:
+            return self._db.execute(sql, parameters).fetchall()
+        except sqlite3.DatabaseError as error:
+            raise AuditError(f"cannot read audit log {self.path}: {error}") from None
+
     def meta(self, name: str) -> str | None:
-        row = self._db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
-        return row[0] if row else None
+        rows = self._read("SELECT value FROM meta WHERE name = ?", (name,))
+        return rows[0][0] if rows else None
 
     # ---- writing --------------------------------------------------------------------------
 
     def append(self, kind: EntryKind, plan_id: str, subjects: Sequence[tuple[str, str]], body: dict[str, Any]) -> AuditEntry:
         """Append one entry. ``subjects`` are (request id, raw value) pairs: only their HMACs are
         stored. Chaining, sealing and the request roots are updated in one transaction."""
+        if self.damage:
+            raise AuditError(f"audit log {self.path} is damaged ({', '.join(self.damage)} missing): nothing is "
+                             "appended to it; run `piitracer audit verify` and restore it from a copy")
         digests = sorted({(rid, self.key.subject_hmac(value)) for rid, value in subjects})
         request_ids = sorted({rid for rid, _ in digests})
         self._db.execute("BEGIN IMMEDIATE")  # one writer at a time: seq and prev_hash stay a chain
@@ -124,25 +150,27 @@ class AuditLog:
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
+        if self.anchor is not None:
+            self.anchor.write(self.key, seq, digest)
         return AuditEntry(**{**fields, "entry_hash": digest})
 
     def _request_hashes(self, request_id: str) -> list[str]:
-        rows = self._db.execute(
+        rows = self._read(
             "SELECT e.entry_hash FROM entries e, json_each(e.request_ids) r WHERE r.value = ? ORDER BY e.seq",
-            (request_id,)).fetchall()
+            (request_id,))
         return [row[0] for row in rows]
 
     # ---- reading --------------------------------------------------------------------------
 
     def raw_rows(self) -> list[dict[str, Any]]:
         """Every stored row, as stored (verify reads these, so it sees tampering as it is)."""
-        rows = self._db.execute(f"SELECT {', '.join(ENTRY_COLUMNS)} FROM entries ORDER BY seq").fetchall()
+        rows = self._read(f"SELECT {', '.join(ENTRY_COLUMNS)} FROM entries ORDER BY seq")
         return [dict(zip(ENTRY_COLUMNS, row)) for row in rows]
 
     def stored_roots(self) -> dict[str, tuple[str, int]]:
         """request id -> (stored Merkle root, leaf count)."""
         return {rid: (root, leaves) for rid, root, leaves in
-                self._db.execute("SELECT request_id, merkle_root, leaves FROM request_roots ORDER BY request_id")}
+                self._read("SELECT request_id, merkle_root, leaves FROM request_roots ORDER BY request_id")}
 
     def entries(self, request_id: str | None = None, plan_id: str | None = None) -> list[AuditEntry]:
         """Entries in sequence order, optionally only a request's or a plan's."""
@@ -158,18 +186,18 @@ class AuditLog:
 
     def head(self) -> tuple[int, str]:
         """(seq, hash) of the last entry; (0, genesis) for an empty log."""
-        row = self._db.execute("SELECT seq, entry_hash FROM entries ORDER BY seq DESC LIMIT 1").fetchone()
-        return (row[0], row[1]) if row else (0, GENESIS_HASH)
+        rows = self._read("SELECT seq, entry_hash FROM entries ORDER BY seq DESC LIMIT 1")
+        return (rows[0][0], rows[0][1]) if rows else (0, GENESIS_HASH)
 
     def request_ids(self) -> list[str]:
-        rows = self._db.execute("SELECT DISTINCT r.value FROM entries e, json_each(e.request_ids) r ORDER BY 1")
+        rows = self._read("SELECT DISTINCT r.value FROM entries e, json_each(e.request_ids) r ORDER BY 1")
         return [row[0] for row in rows]
 
-    def verify(self):
+    def verify(self, expect_head: str | None = None):
         """Recompute everything (see :func:`piitracer.audit.verify.verify_log`)."""
         from piitracer.audit.verify import verify_log  # verify reads the store: import here, not at the top
 
-        return verify_log(self)
+        return verify_log(self, expect_head=expect_head)
 
     def request_root(self, request_id: str) -> str:
         """The Merkle root recomputed from the request's entries."""

@@ -4,6 +4,12 @@ Checks, entry by entry in sequence order: the sequence has no gap and no repeat,
 ``prev_hash`` is the previous entry's hash, the entry hash is the SHA-256 of its canonical fields,
 and the seal is the HMAC of that hash under the audit key. Then the sealed head (catches entries
 cut off the end) and every request's Merkle root.
+
+A log emptied together with its head and roots is a valid empty chain; three checks catch it
+from outside the database: the log's structure (its append-only triggers were dropped to do it),
+the anchor written outside the workspace at every append, and a head an auditor noted earlier
+(``expect_head``). The journal cross-check lives in ``piitracer.api`` (the audit layer does not
+read the executor's journal).
 """
 
 from __future__ import annotations
@@ -13,8 +19,9 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
+from piitracer.audit.anchor import Anchor
 from piitracer.audit.hashing import entry_hash, merkle_root
-from piitracer.audit.store import AuditLog, entry_from_row
+from piitracer.audit.store import AuditError, AuditLog, entry_from_row
 from piitracer.model.audit import GENESIS_HASH
 
 
@@ -37,10 +44,22 @@ class VerifyResult:
     entries: int
     head_hash: str
     problem: AuditProblem | None = None
+    anchored_seq: int | None = None  # the entry the anchor names, when an anchor was checked
+    checks: tuple[str, ...] = ()  # what was checked beyond the chain (anchor, expected head, journal)
 
 
-def verify_log(log: AuditLog) -> VerifyResult:
-    """Recompute chain, entry hashes, seals, sequence numbers, the head and the Merkle roots."""
+# The shortest prefix of an entry hash accepted as --expect-head (64 bits: no accidental match).
+MIN_HEAD_PREFIX = 16
+
+
+def verify_log(log: AuditLog, expect_head: str | None = None) -> VerifyResult:
+    """Recompute chain, entry hashes, seals, sequence numbers, the head and the Merkle roots; then
+    the log's structure, its anchor (when configured) and ``expect_head`` (a hash, or a prefix of
+    at least 16 hex digits, of an entry the log must still hold)."""
+    if log.damage:
+        return VerifyResult(False, 0, GENESIS_HASH, AuditProblem(
+            None, f"the log's structure was altered: {', '.join(log.damage)} missing (an append-only log's "
+                  "triggers are only dropped to change or delete entries)"))
     rows = log.raw_rows()
     previous_seq, previous_hash = 0, GENESIS_HASH
     by_request: dict[str, list[str]] = {}
@@ -89,4 +108,43 @@ def verify_log(log: AuditLog) -> VerifyResult:
         if stored[request_id][0] != root:
             return bad(None, f"request {request_id}: stored Merkle root {stored[request_id][0][:16]}… does not "
                              f"match its entries ({root[:16]}… over {len(by_request.get(request_id, []))} entries)")
-    return VerifyResult(True, len(rows), previous_hash)
+
+    hashes = [row["entry_hash"] for row in rows]
+    checks: list[str] = []
+    anchored_seq = None
+    if log.anchor is not None:
+        anchor = log.anchor.read(log.key)
+        if isinstance(anchor, str):
+            return bad(None, anchor)
+        if anchor is None:
+            if rows:
+                return bad(None, f"the anchor at {log.anchor.location} is missing but the log has {len(rows)} entries: "
+                                 "it was deleted, or the log was written without it")
+            checks.append("anchor: none yet, log empty")
+        else:
+            problem = _anchor_problem(anchor, hashes)
+            if problem:
+                return bad(None, problem)
+            anchored_seq = anchor.seq
+            checks.append(f"anchor at entry {anchor.seq} matches")
+    if expect_head is not None:
+        wanted = expect_head.strip().lower()
+        if len(wanted) < MIN_HEAD_PREFIX or any(c not in "0123456789abcdef" for c in wanted):
+            raise AuditError(f"--expect-head: expected an entry hash (at least {MIN_HEAD_PREFIX} hex digits), "
+                             f"got {len(wanted)} characters")
+        held = [seq for seq, digest in enumerate(hashes, start=1) if digest.startswith(wanted)]
+        if not held:
+            return bad(None, f"the expected head {wanted[:16]}… is not an entry of this log: the log was emptied, "
+                             "cut back or replaced since that head was noted")
+        checks.append(f"expected head is entry {held[0]}")
+    return VerifyResult(True, len(rows), previous_hash, anchored_seq=anchored_seq, checks=tuple(checks))
+
+
+def _anchor_problem(anchor: Anchor, hashes: list[str]) -> str | None:
+    if anchor.seq > len(hashes):
+        return (f"the anchor names entry {anchor.seq} ({anchor.entry_hash[:16]}…) but the log ends at entry "
+                f"{len(hashes)}: entries were removed")
+    if anchor.seq >= 1 and hashes[anchor.seq - 1] != anchor.entry_hash:
+        return (f"entry {anchor.seq} is not the anchored entry (anchored {anchor.entry_hash[:16]}…, log holds "
+                f"{hashes[anchor.seq - 1][:16]}…): the log was replaced")
+    return None

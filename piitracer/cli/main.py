@@ -14,12 +14,15 @@ from rich.table import Table
 from rich.text import Text
 
 import piitracer
-from piitracer.api import Evidence, attest_step
+from piitracer.api import (Evidence, add_requests, attest_step, close_request, move_plan_requests, plan_file_text, plan_requests,
+                           register_plan_requests, request_store, request_store_path, reverify_requests, settle_after_verify)
+from piitracer.model.requests import RequestState
 from piitracer.api import (audit_log, audit_report, check_plan_seal, execute_plan, journal_steps, load_plan, plan_deletion,
                            prepare_execution, record_plan, record_run, record_verification, recorded_attestations, seal_plan,
                            verify_audit, verify_plan, write_private)
 from piitracer.api import DemoResult, run_demo
 from piitracer.audit import load_audit_key
+from piitracer.crypto.envelope import has_master_key, load_master_key
 from piitracer.executor.runner import ExecuteOptions, ExecutionError, RunSummary, StepResult
 from piitracer.ingest.requests import read_labelled_requests
 from piitracer.model.errors import PiitracerError
@@ -176,13 +179,17 @@ def lineage_show(ctx: click.Context, start: str | None, fmt: str, out: Path | No
 @click.option("--schema", is_flag=True, help="Print the plan's JSON Schema and exit.")
 @click.option("--audit-key-file", type=click.Path(dir_okay=False, path_type=Path),
               help="Seal the plan with this audit key (default: $PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE); "
-              "execute refuses a sealed plan that was altered, and an unsealed one without --unsealed.")
+              "execute refuses a sealed plan that was altered, and an unsealed one without --unsealed. Needed with -o.")
+@click.option("--master-key-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="The master key that wraps each request's data key (default: $PIITRACER_MASTER_KEY_FILE, then "
+              "$PIITRACER_MASTER_KEY). Needed with -o and --output json: subject values are only stored encrypted.")
 @click.pass_context
 def plan_command(ctx, sources, subject_values, requests_file, request_id, received_at, out, output, explain_dataset, schema,
-                 audit_key_file) -> None:
+                 audit_key_file, master_key_file) -> None:
     """Plan the erasure of one subject or a batch: ordered, per-format steps and deadlines. Every
     subject value is parsed strictly as its source key column's type (a value that is not exactly
-    one is refused, exit 2, naming its position, never the value)."""
+    one is refused, exit 2, naming its position, never the value). With -o the plan's requests are
+    queued in the request store (planned) and the file holds their values encrypted."""
     if schema:
         click.echo(json.dumps(DeletionPlan.model_json_schema(), indent=2))
         return
@@ -196,9 +203,13 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
         labels, subjects = [label for label, _ in labelled], [subject for _, subject in labelled]
     else:
         labels = [f"--subject #{number}" for number in range(1, len(subject_values) + 1)]
-        subjects = [_subject(value, label, request_id or "cli", arrived) for value, label in zip(subject_values, labels)]
+        default_id = request_id or f"cli-{arrived:%Y%m%dT%H%M%S}"
+        subjects = [_subject(value, label, default_id, arrived) for value, label in zip(subject_values, labels)]
     workspace = _workspace(ctx)
-    key = _optional_audit_key(audit_key_file)
+    stores = out is not None
+    # Keys first: a plan that would be written but cannot be recorded or encrypted is refused before work.
+    key = load_audit_key(key_file=audit_key_file, option="--audit-key-file") if out is not None else _optional_audit_key(audit_key_file)
+    master = load_master_key(master_key_file) if stores else None
     graph = piitracer.build_lineage_graph(workspace)
     plan = plan_deletion(workspace, graph, sources, subjects, labels=labels)
     if key is not None:
@@ -206,17 +217,25 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
     if plan.deadline_at < datetime.now(timezone.utc):
         err_console.print(f"warning: the deadline {plan.deadline_at:%Y-%m-%d %H:%M} UTC has already passed "
                           "(--received-at or the requests' received_at)", highlight=False)
+    text = None
+    if stores:
+        with request_store(workspace, master) as store:
+            if out is not None:
+                with audit_log(workspace, key=key) as log:
+                    register_plan_requests(workspace, store, log, plan, "planned")
+                text = plan_file_text(plan, store.cipher(plan_requests(plan)))
     if out is not None:
-        write_private(out, plan.to_json())
+        write_private(out, text)
         sealed = "sealed" if plan.seal else "NOT sealed (no audit key: execute will need --unsealed)"
-        err_console.print(f"wrote {out} (mode 0600: it holds subject values; {sealed})", highlight=False)
+        err_console.print(f"wrote {out} (mode 0600; subject values encrypted; {sealed}); requests "
+                          f"{', '.join(plan_requests(plan))} planned", highlight=False)
     if explain_dataset:
         try:
             click.echo(explain_text(plan, explain_dataset.lower()))
         except KeyError as error:
             raise PlanningError(f"--explain {explain_dataset}: {error.args[0]}") from None
     elif output == "json":
-        click.echo(plan.to_json(), nl=False)
+        click.echo(text or _redacted_json(plan), nl=False)
     else:
         console.print(plan_tables(plan))
 
@@ -233,46 +252,60 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
               "the audit log records that it was unsealed.")
 @click.option("--audit-key-file", type=click.Path(dir_okay=False, path_type=Path),
               help="File holding the audit key (default: $PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE).")
+@click.option("--master-key-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="The master key (default: $PIITRACER_MASTER_KEY_FILE, then $PIITRACER_MASTER_KEY): opens the plan's "
+              "values and seals the journal's.")
 @click.pass_context
 def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bool, no_concurrent_writers: bool,
-                    drop_refs: bool, unsealed: bool, audit_key_file: Path | None) -> None:
+                    drop_refs: bool, unsealed: bool, audit_key_file: Path | None, master_key_file: Path | None) -> None:
     """Run a plan on the lakehouse: one Spark session, every dataset touched once, journaled and
-    recorded in the audit trail (an audit key is required before anything runs). The plan is
-    checked first — its seal, its shape, every dataset against this workspace's catalog, every
-    path its tables name against their catalogued locations — and a refused plan writes nothing."""
+    recorded in the audit trail (an audit key and the master key are required before anything
+    runs). The plan is checked first — its seal, its shape, every dataset against this workspace's
+    catalog, every path its tables name against their catalogued locations — and a refused plan
+    writes nothing. The plan's requests move executing -> executed."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    plan = load_plan(plan_file)
     workspace = _workspace(ctx)
     options = ExecuteOptions(dry_run=dry_run, resume=resume, rerun=rerun, no_concurrent_writers=no_concurrent_writers,
                              drop_refs=drop_refs, unsealed=unsealed)
     if dry_run:
+        plan = _load_plan(workspace, plan_file, master_key_file)
         check_plan_seal(plan, _optional_audit_key(audit_key_file), unsealed_ok=True)
         summary = execute_plan(workspace, plan, options)
         for result in summary.results:
             click.echo(f"{result.step.id} {result.step.dataset} {result.step.action.value}: {result.message}")
         return
-    # An erasure nobody can prove afterwards is worth little: no audit key, no run. Everything is
-    # checked before the audit log or the journal is touched: a refused run leaves no trace.
+    # An erasure nobody can prove afterwards is worth little: no audit key, no run; values are only
+    # ever stored encrypted: no master key, no run. Everything is checked before the audit log, the
+    # request store or the journal is written: a refused run leaves no trace.
     key = load_audit_key(key_file=audit_key_file, option="--audit-key-file")
-    check_plan_seal(plan, key, unsealed_ok=unsealed)
-    executor = prepare_execution(workspace, plan, options, attested=recorded_attestations(workspace, key, plan))
-    with audit_log(workspace, key=key) as log:
-        record_plan(log, plan)
-        columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn())
-        with Progress(*columns, console=err_console, transient=False) as progress:
-            task = progress.add_task("erasing", total=len(plan.steps))
+    master = load_master_key(master_key_file)
+    with request_store(workspace, master) as store:
+        plan = load_plan(plan_file, store.cipher)
+        check_plan_seal(plan, key, unsealed_ok=unsealed)
+        executor = prepare_execution(workspace, plan, options, attested=recorded_attestations(workspace, key, plan))
+        with audit_log(workspace, key=key) as log:
+            register_plan_requests(workspace, store, log, plan, "planned (execute)")
+            executor.context.cipher = store.cipher(plan_requests(plan))
+            record_plan(log, plan)
+            move_plan_requests(store, log, plan, RequestState.EXECUTING, "execute" + (" --resume" if resume else
+                                                                                        " --rerun" if rerun else ""))
+            columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn())
+            with Progress(*columns, console=err_console, transient=False) as progress:
+                task = progress.add_task("erasing", total=len(plan.steps))
 
-            def on_step(result: StepResult) -> None:
-                progress.update(task, advance=1, description=f"{result.step.id} {result.step.action.value} {result.step.dataset}: {result.state}")
+                def on_step(result: StepResult) -> None:
+                    progress.update(task, advance=1, description=f"{result.step.id} {result.step.action.value} {result.step.dataset}: {result.state}")
 
-            executor.on_step = on_step
-            try:
-                summary = executor.run()
-            except ExecutionError:
-                record_run(log, plan, journal_steps(workspace, plan.plan_id), workspace)  # the failed step too
-                raise
-        record_run(log, plan, summary, workspace)
+                executor.on_step = on_step
+                try:
+                    summary = executor.run()
+                except ExecutionError as error:
+                    record_run(log, plan, journal_steps(workspace, plan.plan_id), workspace)  # the failed step too
+                    move_plan_requests(store, log, plan, RequestState.EXECUTING, "execute failed", reason=str(error)[:300])
+                    raise
+            record_run(log, plan, summary, workspace)
+            move_plan_requests(store, log, plan, RequestState.EXECUTED, f"executed: {summary.status}")
     console.print(summary_table(summary))
     awaiting = summary.awaiting()
     if summary.status == "complete":
@@ -299,19 +332,26 @@ def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bo
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--audit-key-file", type=click.Path(dir_okay=False, path_type=Path),
               help="File holding the audit key (default: $PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE).")
+@click.option("--master-key-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="The master key (default: $PIITRACER_MASTER_KEY_FILE, then $PIITRACER_MASTER_KEY).")
 @click.pass_context
 def attest_command(ctx, plan_file: Path, step_id: str, attested_by: str, evidence: str | None, output: str,
-                   audit_key_file: Path | None) -> None:
+                   audit_key_file: Path | None, master_key_file: Path | None) -> None:
     """Record in the audit log that a person did a step piitracer cannot (a Kafka topic erased, a
     masked table rebuilt, an aggregate recomputed): who, when, and the SHA-256 of the evidence.
     verify counts the step's dataset as attested once nothing of the subjects is found in it."""
-    plan = load_plan(plan_file)
     workspace = _workspace(ctx)
     key = load_audit_key(key_file=audit_key_file, option="--audit-key-file")
+    plan = _load_plan(workspace, plan_file, master_key_file)
     check_plan_seal(plan, key, unsealed_ok=True)  # an altered plan is refused; an unsealed one is attestable
     proof = Evidence.of(evidence) if evidence is not None else None
     with audit_log(workspace, key=key) as log:
         entry = attest_step(log, plan, step_id, attested_by, proof)
+    if request_store_path(workspace).exists():
+        with request_store(workspace) as store:
+            for request_id in plan_requests(plan):
+                if store.has(request_id):
+                    store.note(request_id, f"attested {step_id} by {attested_by.strip()}")
     body = entry.body
     if output == "json":
         click.echo(json.dumps({"seq": entry.seq, "entry_hash": entry.entry_hash, **body}, indent=2))
@@ -321,13 +361,149 @@ def attest_command(ctx, plan_file: Path, step_id: str, attested_by: str, evidenc
                f"{body['attested_at']}{shown} (audit entry {entry.seq})")
 
 
+_MASTER_OPTION = click.option("--master-key-file", type=click.Path(dir_okay=False, path_type=Path),
+                              help="The master key (default: $PIITRACER_MASTER_KEY_FILE, then $PIITRACER_MASTER_KEY).")
+_AUDIT_OPTION = click.option("--audit-key-file", type=click.Path(dir_okay=False, path_type=Path),
+                             help="File holding the audit key (default: $PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE).")
+
+
+@cli.group("requests", invoke_without_command=True)
+@click.option("--state", "state", type=click.Choice([s.value for s in RequestState]), help="Only requests in this state.")
+@click.option("--overdue", is_flag=True, help="Only requests past their deadline and not yet proven erased.")
+@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.pass_context
+def requests_group(ctx: click.Context, state: str | None, overdue: bool, output: str) -> None:
+    """The request queue: every erasure request, its deadline and state (queued, planned, executing,
+    executed, awaiting_attestation, verified, watching, closed). Without a subcommand: the board."""
+    if ctx.invoked_subcommand is not None:
+        return
+    workspace = _workspace(ctx)
+    now = datetime.now(timezone.utc)
+    with request_store(workspace) as store:
+        shown = [r for r in store.all() if (state is None or r.state.value == state) and (not overdue or r.overdue(now))]
+    if output == "json":
+        click.echo(json.dumps([{**r.model_dump(mode="json"), "overdue": r.overdue(now), "days_left": r.days_left(now)}
+                               for r in shown], indent=2))
+        return
+    table = Table(title=f"requests ({len(shown)})")
+    tables.name_column(table, "request", [r.request_id for r in shown])
+    for name in ("received", "deadline"):
+        tables.name_column(table, name, ["0000-00-00"])
+    tables.name_column(table, "days left", [], justify="right")
+    tables.name_column(table, "subjects", [], justify="right")
+    tables.name_column(table, "state", [r.state.value for r in shown] + ["awaiting_attestation"])
+    tables.text_column(table, "last action")
+    for r in shown:
+        flag = " OVERDUE" if r.overdue(now) else ""
+        table.add_row(r.request_id, f"{r.received_at:%Y-%m-%d}", f"{r.deadline_at:%Y-%m-%d}", f"{r.days_left(now)}{flag}",
+                      str(r.subjects), r.state.value, f"{r.last_action} ({r.last_action_at:%Y-%m-%d %H:%M})")
+    console.print(table)
+
+
+@requests_group.command("add")
+@click.option("--source", "sources", multiple=True, required=True, metavar="DATASET.COLUMN",
+              help="A source column holding the subject key (repeatable).")
+@click.option("--subject", "subject_values", multiple=True, metavar="VALUE", help="A subject's key value (repeatable).")
+@click.option("--requests", "requests_file", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+              help="A .csv or .jsonl file of requests (value, request_id, received_at); - reads JSONL from stdin.")
+@click.option("--request-id", help="Request id of --subject values (and default of the file).")
+@click.option("--received-at", type=click.DateTime(["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d"]),
+              help="When the request(s) arrived (default: now, UTC). The deadline runs from here.")
+@_AUDIT_OPTION
+@_MASTER_OPTION
+@click.pass_context
+def requests_add(ctx, sources, subject_values, requests_file, request_id, received_at, audit_key_file, master_key_file) -> None:
+    """Queue one request, or a file of them: values parsed strictly as for plan, stored encrypted
+    under each request's own data key, every request recorded in the audit log."""
+    import sys as _sys
+    import tempfile
+
+    if bool(subject_values) == bool(requests_file):
+        raise click.UsageError("give either --subject VALUE (repeatable) or --requests FILE")
+    arrived = _aware(received_at)
+    if requests_file is not None:
+        if str(requests_file) == "-":
+            with tempfile.TemporaryDirectory() as folder:  # private: the values never sit in a named file
+                path = Path(folder) / "stdin.jsonl"
+                write_private(path, _sys.stdin.read())
+                labelled = read_labelled_requests(path, default_request_id=request_id, default_received_at=arrived)
+                labelled = [(label.replace(str(path), "<stdin>"), subject) for label, subject in labelled]
+        else:
+            labelled = read_labelled_requests(requests_file, default_request_id=request_id, default_received_at=arrived)
+        labels, subjects = [label for label, _ in labelled], [subject for _, subject in labelled]
+    else:
+        labels = [f"--subject #{number}" for number in range(1, len(subject_values) + 1)]
+        default_id = request_id or f"req-{arrived:%Y%m%dT%H%M%S}"
+        subjects = [_subject(value, label, default_id, arrived) for value, label in zip(subject_values, labels)]
+    workspace = _workspace(ctx)
+    key = load_audit_key(key_file=audit_key_file, option="--audit-key-file")
+    master = load_master_key(master_key_file)
+    with request_store(workspace, master) as store, audit_log(workspace, key=key) as log:
+        added = add_requests(workspace, store, log, sources, subjects, labels)
+    for request in added:
+        click.echo(f"queued {request.request_id}: {request.subjects} subject(s), deadline {request.deadline_at:%Y-%m-%d}")
+
+
+@requests_group.command("close")
+@click.argument("request_id")
+@click.option("--now", "now_reason", metavar="REASON", help="Close before the watching period is over, saying why.")
+@_AUDIT_OPTION
+@_MASTER_OPTION
+@click.pass_context
+def requests_close(ctx, request_id: str, now_reason: str | None, audit_key_file, master_key_file) -> None:
+    """Close a request: crypto-shred piitracer's own copies of the person (the data key destroyed,
+    the journal's resolved values deleted), recorded in the audit log. Refused unless it is
+    verified complete (every person step attested) and watched."""
+    workspace = _workspace(ctx)
+    key = load_audit_key(key_file=audit_key_file, option="--audit-key-file")
+    master = load_master_key(master_key_file)
+    with request_store(workspace, master) as store, audit_log(workspace, key=key) as log:
+        fingerprint = close_request(workspace, store, log, request_id, now_reason)
+    click.echo(f"closed {request_id}: data key {fingerprint} destroyed; piitracer keeps no value of its subjects")
+
+
+@requests_group.command("reverify")
+@click.option("--sweep", type=click.Choice(["catalog", "roots", "none"]), default="catalog", show_default=True)
+@_AUDIT_OPTION
+@_MASTER_OPTION
+@click.pass_context
+def requests_reverify(ctx, sweep: str, audit_key_file, master_key_file) -> None:
+    """Verify again every watching request (and sweep beyond its plan): rows resurrected by a late
+    pipeline run, a compaction that dropped delete files or a restore move it back to executed.
+    Exit 1 when any request had subject data again."""
+    workspace = _workspace(ctx)
+    key = load_audit_key(key_file=audit_key_file, option="--audit-key-file")
+    master = load_master_key(master_key_file)
+    with request_store(workspace, master) as store, audit_log(workspace, key=key) as log:
+        results = reverify_requests(workspace, store, log, None if sweep == "none" else sweep)
+    for request_id, complete in results:
+        click.echo(f"{request_id}: {'still erased' if complete else 'subject data found again: back to executed'}")
+    if not results:
+        click.echo("no request is being watched")
+    sys.exit(EXIT_OK if all(complete for _, complete in results) else EXIT_FOUND)
+
+
+@requests_group.command("keygen")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+def requests_keygen(path: Path) -> None:
+    """Write a new random master key (mode 0600). Keep it outside the workspace; lose it and every
+    open request's values are unreadable."""
+    from piitracer.crypto.envelope import write_master_key
+
+    try:
+        key = write_master_key(path)
+    except FileExistsError:
+        raise PlanningError(f"{path} exists: a master key is never overwritten") from None
+    click.echo(f"wrote a master key to {path} (fingerprint {key.fingerprint}); set PIITRACER_MASTER_KEY_FILE={path}")
+
+
 @cli.group()
-@click.option("--key-file", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--audit-key-file", type=click.Path(dir_okay=False, path_type=Path),
               help="File holding the audit key (default: $PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE).")
 @click.pass_context
-def audit(ctx: click.Context, key_file: Path | None) -> None:
+def audit(ctx: click.Context, audit_key_file: Path | None) -> None:
     """The tamper-evident audit trail: verify it, report on a request."""
-    ctx.obj["audit_key_file"] = key_file
+    ctx.obj["audit_key_file"] = audit_key_file
 
 
 def _audit_log(ctx: click.Context):
@@ -337,19 +513,28 @@ def _audit_log(ctx: click.Context):
 
 @audit.command("verify")
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--expect-head", metavar="HASH", help="An entry hash noted earlier (e.g. the head an auditor was "
+              "given; at least 16 hex digits): the log must still hold that entry.")
 @click.pass_context
-def audit_verify(ctx: click.Context, output: str) -> None:
-    """Recompute the chain, hashes, seals, sequence and Merkle roots. Exit 0 intact, 1 tampered (the
-    first bad entry is named), 2 error."""
-    _, log = _audit_log(ctx)
+def audit_verify(ctx: click.Context, output: str, expect_head: str | None) -> None:
+    """Recompute the chain, hashes, seals, sequence and Merkle roots; check the log's structure, its
+    anchor (audit.anchor), --expect-head and the journal (every executed plan recorded). Exit 0
+    intact, 1 tampered (the first problem is named), 2 error (no key, unreadable log)."""
+    workspace, log = _audit_log(ctx)
     with log:
-        result = verify_audit(log)
+        result = verify_audit(log, workspace, expect_head=expect_head)
     if output == "json":
         click.echo(json.dumps({"ok": result.ok, "entries": result.entries, "head_hash": result.head_hash,
                                "bad_entry": result.problem.seq if result.problem else None,
-                               "problem": str(result.problem) if result.problem else None}, indent=2))
+                               "problem": str(result.problem) if result.problem else None,
+                               "checks": list(result.checks)}, indent=2))
     elif result.ok:
         click.echo(f"audit log intact: {result.entries} entries, head {result.head_hash}")
+        for check in result.checks:
+            click.echo(f"  {check}")
+        if log.anchor is None:
+            click.echo("  no audit.anchor configured: a log emptied together with the journal is only detected with "
+                       "--expect-head")
     else:
         click.echo(f"audit log TAMPERED: {result.problem}", err=True)
     sys.exit(EXIT_OK if result.ok else EXIT_FOUND)
@@ -381,22 +566,36 @@ def audit_report_command(ctx: click.Context, request_id: str, out: Path | None, 
 @click.option("--audit-key-file", type=click.Path(dir_okay=False, path_type=Path),
               help="File holding the audit key (default: $PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE).")
 @click.option("--no-record", is_flag=True, help="Do not append the result to the audit trail (a read-only check; "
-              "no key needed, but then attestations cannot be read and person steps stay awaiting attestation).")
+              "no audit key needed, but then attestations cannot be read and person steps stay awaiting attestation).")
+@click.option("--master-key-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="The master key (default: $PIITRACER_MASTER_KEY_FILE, then $PIITRACER_MASTER_KEY): opens the "
+              "plan's and the journal's values.")
 @click.pass_context
-def verify_command(ctx, plan_file: Path, output: str, sweep: str | None, audit_key_file: Path | None, no_record: bool) -> None:
+def verify_command(ctx, plan_file: Path, output: str, sweep: str | None, audit_key_file: Path | None, no_record: bool,
+                   master_key_file: Path | None) -> None:
     """Prove the erasure: decode every file under each dataset and read back every retained
     snapshot/version, and record the result in the audit trail. Exit 0 only when every dataset is
     erased, attested or needs no action; 1 when any is found, pending, unplanned or awaiting
     attestation; 2 on error. Never prints a subject value."""
-    plan = load_plan(plan_file)
     workspace = _workspace(ctx)
     # No key, no record: stop before the scan. A read-only check may go without one.
     key = _optional_audit_key(audit_key_file) if no_record else load_audit_key(key_file=audit_key_file, option="--audit-key-file")
-    attested = recorded_attestations(workspace, key, plan) if key is not None else {}
-    report = verify_plan(workspace, plan, attested=attested, sweep=sweep)
-    if not no_record:
-        with audit_log(workspace, key=key) as log:
-            record_verification(log, plan, report)
+    # The master key is loaded when a sealed value must be opened (a plan and journal the CLI wrote).
+    master = load_master_key(master_key_file) if master_key_file or has_master_key() else None
+    with request_store(workspace, master) as store:
+        plan = load_plan(plan_file, store.cipher)
+        closed = [r for r in plan_requests(plan) if store.has(r) and store.get(r).state is RequestState.CLOSED]
+        attested = recorded_attestations(workspace, key, plan) if key is not None else {}
+        report = verify_plan(workspace, plan, attested=attested, sweep=sweep, cipher=store.cipher(plan_requests(plan)),
+                             skip_requests=closed)
+        if not no_record:
+            with audit_log(workspace, key=key) as log:
+                record_verification(log, plan, report)
+                if all(store.has(r) for r in plan_requests(plan)):
+                    settle_after_verify(store, log, plan, report, workspace.config.policy.watch)
+    for request_id in closed:
+        err_console.print(f"request {request_id} is closed: its values were shredded at close; the certificate is its "
+                          "proof (the other requests of the plan were verified)", highlight=False)
     if output == "json":
         click.echo(report.model_dump_json(indent=2))
     else:
@@ -517,6 +716,25 @@ def _subject(value: str, label: str, request_id: str, received_at: datetime) -> 
     if not value.strip():
         raise PlanningError(f"{label}: a subject value must not be empty")
     return Subject(value=value, request_id=request_id, received_at=received_at)
+
+
+def _load_plan(workspace, plan_file: Path, master_key_file: Path | None) -> DeletionPlan:
+    """A plan file; its sealed values opened with the request store's keys (the master key is
+    loaded only when the file holds sealed values)."""
+    def cipher_for(request_ids):
+        with request_store(workspace, load_master_key(master_key_file)) as store:
+            return store.cipher(request_ids)
+
+    return load_plan(plan_file, cipher_for)
+
+
+def _redacted_json(plan: DeletionPlan) -> str:
+    """The plan as JSON for a terminal or a pipe, without -o: subject values replaced (a value must
+    not reach a terminal or a CI log); -o writes the executable file, values encrypted."""
+    data = json.loads(plan.to_json())
+    for number, subject in enumerate(data["subjects"], start=1):
+        subject["value"] = f"<redacted subject #{number}>"
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
 def _optional_audit_key(key_file: Path | None):

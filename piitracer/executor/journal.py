@@ -1,8 +1,10 @@
 """The execution journal (SQLite, embedded): every step before and after it runs, so a killed run
 resumes where it stopped and a committed step is never applied twice.
 
-The resolved subject values live here too, for resume: the file and its folder are created with
-mode 0600/0700. Nothing else of piitracer writes subject values to disk besides the plan file.
+The resolved subject values live here too, for resume, per request: each request's values are
+sealed under that request's own data key (``crypto.envelope``) when the caller gives a
+``ValueCipher`` (the CLI always does), and deleted when the request is closed. The file and its
+folder are created with mode 0600/0700, and ``secure_delete`` overwrites deleted values in the file.
 """
 
 from __future__ import annotations
@@ -26,11 +28,12 @@ CREATE TABLE IF NOT EXISTS steps (
     started_at TEXT, finished_at TEXT, outcome TEXT, message TEXT,
     PRIMARY KEY (plan_id, step_id)
 );
-CREATE TABLE IF NOT EXISTS value_sets (
-    plan_id TEXT NOT NULL, name TEXT NOT NULL, value_type TEXT NOT NULL, value_json TEXT NOT NULL,
-    PRIMARY KEY (plan_id, name)
+CREATE TABLE IF NOT EXISTS request_values (
+    plan_id TEXT NOT NULL, request_id TEXT NOT NULL, name TEXT NOT NULL, value_type TEXT NOT NULL,
+    value_json TEXT NOT NULL, PRIMARY KEY (plan_id, request_id, name)
 );
 """
+CLEAR = "clear"  # value_json is plain JSON (an API caller without a cipher); else it is sealed
 
 RUNNING, COMMITTED, FAILED, BLOCKED, PENDING = "running", "committed", "failed", "blocked", "pending"
 # A person's step (manual, manual_review, recompute): open until its owner attests it, then attested.
@@ -60,6 +63,7 @@ class Journal:
         os.chmod(self.path, 0o600)
         self._db = sqlite3.connect(self.path, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=DELETE")  # no -wal side files holding values
+        self._db.execute("PRAGMA secure_delete=ON")  # a deleted value is overwritten in the file, not left in a free page
         self._db.execute("PRAGMA synchronous=FULL")  # a step marked committed survives a kill
         self._db.executescript(SCHEMA)
 
@@ -74,6 +78,10 @@ class Journal:
 
     def finish_run(self, run_id: str, status: str) -> None:
         self._db.execute("UPDATE runs SET finished_at = ?, status = ? WHERE run_id = ?", (now(), status, run_id))
+
+    def plans_run(self) -> set[str]:
+        """Every plan id this journal ran (each was recorded in the audit log before its first step)."""
+        return {row[0] for row in self._db.execute("SELECT DISTINCT plan_id FROM runs")}
 
     def has_steps(self, plan_id: str) -> bool:
         return self._db.execute("SELECT 1 FROM steps WHERE plan_id = ? LIMIT 1", (plan_id,)).fetchone() is not None
@@ -119,18 +127,78 @@ class Journal:
 
     # ---- resolved values (sensitive) ------------------------------------------------------
 
-    def save_values(self, plan_id: str, value_sets: dict[str, list[Any]]) -> None:
+    def save_values(self, plan_id: str, per_request: dict[str, dict[str, list[Any]]], cipher=None) -> None:
+        """Keep each request's value sets (sealed under its data key when ``cipher`` is given)."""
         with self._db:
-            for name, values in sorted(value_sets.items()):
-                kind = _type_name(values)
-                self._db.execute("INSERT OR REPLACE INTO value_sets VALUES (?, ?, ?, ?)",
-                                 (plan_id, name, kind, json.dumps([_jsonable(v) for v in values])))
+            for request_id, value_sets in sorted(per_request.items()):
+                for name, values in sorted(value_sets.items()):
+                    kind = _type_name(values)
+                    text = json.dumps([_jsonable(v) for v in values])
+                    if cipher is not None:
+                        text = cipher.seal(request_id, text, f"journal|{plan_id}|{name}")
+                    self._db.execute("INSERT OR REPLACE INTO request_values VALUES (?, ?, ?, ?, ?)",
+                                     (plan_id, request_id, name, kind if cipher is not None else f"{kind}|{CLEAR}", text))
 
-    def load_values(self, plan_id: str) -> dict[str, list[Any]] | None:
-        rows = self._db.execute("SELECT name, value_type, value_json FROM value_sets WHERE plan_id = ?", (plan_id,)).fetchall()
+    def load_request_values(self, plan_id: str, cipher=None) -> dict[str, dict[str, list[Any]]] | None:
+        """request id -> value set -> values; None when the plan was never resolved. A request whose
+        values cannot be opened (shredded at close) raises ``ShreddedError`` from the cipher."""
+        rows = self._db.execute("SELECT request_id, name, value_type, value_json FROM request_values WHERE plan_id = ?",
+                                (plan_id,)).fetchall()
         if not rows:
             return None
-        return {name: [_from_json(kind, v) for v in json.loads(text)] for name, kind, text in rows}
+        found: dict[str, dict[str, list[Any]]] = {}
+        for request_id, name, kind, text in rows:
+            kind, _, clear = kind.partition("|")
+            if not clear:
+                if cipher is None:
+                    from piitracer.crypto.envelope import MasterKeyError
+
+                    raise MasterKeyError("the journal's values are encrypted: give the master key (--master-key-file)")
+                text = cipher.open(request_id, text, f"journal|{plan_id}|{name}")
+            found.setdefault(request_id, {})[name] = [_from_json(kind, v) for v in json.loads(text)]
+        return found
+
+    def load_values(self, plan_id: str, cipher=None, skip: set[str] | frozenset[str] = frozenset()) -> dict[str, list[Any]] | None:
+        """The union over the plan's requests (but ``skip``) of each value set; None when never resolved."""
+        per_request = self.load_request_values(plan_id, cipher) if not skip else self._readable(plan_id, cipher, skip)
+        if per_request is None:
+            return None
+        union: dict[str, set[Any]] = {}
+        for value_sets in per_request.values():
+            for name, values in value_sets.items():
+                union.setdefault(name, set()).update(values)
+        return {name: sorted(values, key=repr) for name, values in sorted(union.items())}
+
+    def _readable(self, plan_id: str, cipher, skip) -> dict[str, dict[str, list[Any]]] | None:
+        rows = self._db.execute("SELECT DISTINCT request_id FROM request_values WHERE plan_id = ?", (plan_id,)).fetchall()
+        if not rows:
+            return None
+        kept = {r for (r,) in rows} - set(skip)
+        everything = self.load_request_values(plan_id, _Only(cipher, kept)) or {}
+        return {rid: sets for rid, sets in everything.items() if rid in kept}
+
+    def resolved_requests(self, plan_id: str) -> set[str]:
+        return {r for (r,) in self._db.execute("SELECT DISTINCT request_id FROM request_values WHERE plan_id = ?", (plan_id,))}
+
+    def forget_request(self, request_id: str) -> int:
+        """Delete a request's resolved values and computed forms from every plan (close): the rows
+        are overwritten in place (secure_delete) and the file rebuilt."""
+        with self._db:
+            deleted = self._db.execute("DELETE FROM request_values WHERE request_id = ?", (request_id,)).rowcount
+        self._db.execute("VACUUM")
+        return deleted
+
+
+class _Only:
+    """A cipher view that opens only some requests (the others' rows are skipped, not opened)."""
+
+    def __init__(self, cipher, requests: set[str]) -> None:
+        self.cipher, self.requests = cipher, requests
+
+    def open(self, request_id: str, token: str, purpose: str) -> str:
+        if request_id not in self.requests:
+            return "[]"
+        return self.cipher.open(request_id, token, purpose)
 
 
 def _type_name(values: list[Any]) -> str:

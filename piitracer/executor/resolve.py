@@ -58,46 +58,63 @@ def subject_frame(spark: "SparkSession", values: list[Any], data_type) -> "DataF
     return spark.createDataFrame([(v,) for v in kept], schema).distinct()
 
 
-def subject_key_values(plan: DeletionPlan, dataset: str, column: str) -> list[Any]:
-    """The subjects' values as typed values of the source key column (strict parse; the
-    preflight already refused a plan whose values do not parse, so a failure here is a bug)."""
+def subject_key_values(plan: DeletionPlan, dataset: str, column: str) -> dict[Any, set[str]]:
+    """The subjects' values as typed values of the source key column, each with the requests that
+    name it (strict parse; the preflight already refused a plan whose values do not parse, so a
+    failure here is a bug)."""
     for capture in plan.resolve:
         if capture.dataset == dataset and column in capture.key_columns:
             key_type = parse_key_type(capture.key_types[column])
             steps = capture.normalised.get(column, ())
-            return sorted({parse_key_value(s.value, key_type, steps) for s in plan.subjects}, key=repr)
+            owners: dict[Any, set[str]] = {}
+            for subject in plan.subjects:
+                owners.setdefault(parse_key_value(subject.value, key_type, steps), set()).add(subject.request_id)
+            return owners
     raise KeyError(f"{dataset}.{column} is not a source key of the plan")
 
 
 def resolve_values(
     spark: "SparkSession", plan: DeletionPlan, source_frame: Callable[[str], "DataFrame"]
-) -> dict[str, list[Any]]:
-    """Value set name -> sorted distinct values, for every identifier and computed key of the plan."""
+) -> dict[str, dict[str, list[Any]]]:
+    """Request id -> value set name -> sorted distinct values, for every identifier and computed
+    key of the plan. Each value is attributed to the requests whose subject's rows hold it, so a
+    request's values can be destroyed when it is closed without touching another request's."""
     from pyspark.sql import functions as F
 
-    value_sets: dict[str, list[Any]] = {}
+    per_request: dict[str, dict[str, set[Any]]] = {s.request_id: {} for s in plan.subjects}
+
+    def add(request_id: str, name: str, values: Iterable[Any]) -> None:
+        per_request.setdefault(request_id, {}).setdefault(name, set()).update(v for v in values if v is not None)
+
     for capture in plan.resolve:
         frame = source_frame(capture.dataset)
-        matched = None
-        for key in capture.key_columns:
-            typed = subject_key_values(plan, capture.dataset, key)
-            subjects = subject_frame(spark, typed, frame.schema[key].dataType)
-            rows = frame.join(F.broadcast(subjects), frame[key] == subjects[SUBJECT_COLUMN], "left_semi")
-            matched = rows if matched is None else matched.unionByName(rows)
-            # The subjects' own key values count even where the source has no row of theirs (left
-            # over downstream after an earlier partial erasure).
-            value_sets[f"{capture.dataset}.{key}"] = typed
         computed = [v for v in capture.computed if v.kind is ValueKind.COMPUTED]
-        projections = [F.col(c).alias(f"i{i}") for i, c in enumerate(capture.identifiers)]
-        projections += [F.expr(v.expression).alias(f"c{i}") for i, v in enumerate(computed)]
-        collected = matched.select(*projections).distinct().collect() if matched is not None else []
-        for i, column in enumerate(capture.identifiers):
-            name = f"{capture.dataset}.{column}"
-            found = {row[f"i{i}"] for row in collected if row[f"i{i}"] is not None}
-            value_sets[name] = sorted(found | set(value_sets.get(name, [])), key=repr)
-        for i, value in enumerate(computed):
-            value_sets[value.name] = sorted({row[f"c{i}"] for row in collected if row[f"c{i}"] is not None}, key=repr)
-    return value_sets
+        for key in capture.key_columns:
+            owners = subject_key_values(plan, capture.dataset, key)
+            for value, requests in owners.items():
+                for request_id in requests:  # the subjects' own key values count even without a row
+                    add(request_id, f"{capture.dataset}.{key}", [value])
+            subjects = subject_frame(spark, list(owners), frame.schema[key].dataType)
+            rows = frame.join(F.broadcast(subjects), frame[key] == subjects[SUBJECT_COLUMN], "left_semi")
+            projections = [F.col(key).alias("k")]
+            projections += [F.col(c).alias(f"i{i}") for i, c in enumerate(capture.identifiers)]
+            projections += [F.expr(v.expression).alias(f"c{i}") for i, v in enumerate(computed)]
+            for row in rows.select(*projections).distinct().collect():
+                for request_id in owners.get(row["k"], ()):
+                    for i, column in enumerate(capture.identifiers):
+                        add(request_id, f"{capture.dataset}.{column}", [row[f"i{i}"]])
+                    for i, value in enumerate(computed):
+                        add(request_id, value.name, [row[f"c{i}"]])
+    return {rid: {name: sorted(values, key=repr) for name, values in sets.items()} for rid, sets in per_request.items()}
+
+
+def union_of(per_request: dict[str, dict[str, list[Any]]]) -> dict[str, list[Any]]:
+    """Value set name -> the union of every request's values."""
+    union: dict[str, set[Any]] = {}
+    for value_sets in per_request.values():
+        for name, values in value_sets.items():
+            union.setdefault(name, set()).update(values)
+    return {name: sorted(values, key=repr) for name, values in sorted(union.items())}
 
 
 def values_for(step_sources, value_sets: dict[str, list[Any]]) -> list[Any]:

@@ -17,7 +17,7 @@ from piitracer.executor.iceberg_eraser import IcebergEraser
 from piitracer.executor.journal import ATTESTED, AWAITING, BLOCKED, COMMITTED, FAILED, PENDING, RUNNING, Journal, StepRecord
 from piitracer.executor.outcome import Attempt, SafetyError, StepOutcome
 from piitracer.executor.preflight import Preflight, preflight
-from piitracer.executor.resolve import resolve_values, values_for
+from piitracer.executor.resolve import resolve_values, union_of, values_for
 from piitracer.executor.spark_session import spark_session
 from piitracer.model.plan import Action, DeletionPlan, Step
 from piitracer.model.workspace import CatalogDataset, DatasetFormat, SparkSettings
@@ -96,6 +96,9 @@ class ExecutionContext:
     warehouse_roots: tuple[Location, ...] = ()  # when set, every location touched must be under one
     attested: frozenset[str] = frozenset()  # ids of person steps their owners attested (from the audit log)
     store: Store = field(default_factory=Store)  # files at the locations (local, s3://, gs://...)
+    # Seals the values the journal keeps under each request's data key (None: kept in clear, for
+    # API callers without a request store; the CLI always gives one).
+    cipher: Any = None
 
 
 class PlanExecutor:
@@ -260,24 +263,28 @@ class PlanExecutor:
     # ---- resolve and values ---------------------------------------------------------------
 
     def _resolve(self, journal: Journal) -> StepOutcome:
-        saved = journal.load_values(self.plan.plan_id)
+        cipher = self.context.cipher
+        saved = journal.load_request_values(self.plan.plan_id, cipher)
         if saved is None or (self.options.rerun and not self._resolved_now):
             # A rerun reads the sources again: a subject's late rows may hold identifier values
             # the first run never saw. The first run's values stay (their rows are gone from the
             # sources, but a copy downstream may still hold them).
             found = resolve_values(self.spark(), self.plan, self._source_frame)
-            for name, values in (saved or {}).items():
-                found[name] = sorted(set(found.get(name, [])) | set(values), key=repr)
+            for request_id, value_sets in (saved or {}).items():
+                for name, values in value_sets.items():
+                    mine = found.setdefault(request_id, {})
+                    mine[name] = sorted(set(mine.get(name, [])) | set(values), key=repr)
             saved = found
-            journal.save_values(self.plan.plan_id, saved)
+            journal.save_values(self.plan.plan_id, saved, cipher)
             self._resolved_now = True  # one read of the sources per run, however many resolve steps
-        self._value_sets = saved
-        log.debug("value sets resolved: %s", {name: len(values) for name, values in sorted(saved.items())})
-        return StepOutcome(details={"value_sets": {name: len(values) for name, values in sorted(saved.items())}})
+        self._value_sets = union_of(saved)
+        counts = {name: len(values) for name, values in sorted(self._value_sets.items())}
+        log.debug("value sets resolved: %s", counts)
+        return StepOutcome(details={"value_sets": counts})
 
     def _values(self, journal: Journal) -> dict[str, list[Any]]:
         if self._value_sets is None:
-            self._value_sets = journal.load_values(self.plan.plan_id)
+            self._value_sets = journal.load_values(self.plan.plan_id, self.context.cipher)
             if self._value_sets is None:
                 raise SafetyError("the subjects' values were never resolved: run the resolve step first")
         return self._value_sets

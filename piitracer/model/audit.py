@@ -24,6 +24,7 @@ class EntryKind(str, Enum):
     STEP = "step"  # one executed (or refused) step: state, versions, metadata hash, counts, times
     VERIFICATION = "verification"  # the verifier's per-dataset verdicts and findings (no values)
     ATTESTATION = "attestation"  # a person confirmed a manual/manual_review/recompute step (who, when, evidence hash)
+    REQUEST = "request"  # a request changed state (queued, planned ... closed: the data key's fingerprint, never the key)
 
 
 class SubjectDigest(Frozen):

@@ -260,6 +260,17 @@ class StorageSettings(StorageOptions):
 
 class Policy(Frozen):
     deadline: Duration = Field(timedelta(days=30), description="Legal deadline for erasure.")
+    watch: Duration = Field(timedelta(days=30), description="How long a verified request is watched (re-verified "
+                            "against rows resurrected by late pipeline runs) before it may be closed.")
+
+
+class AuditSettings(Frozen):
+    """The ``audit:`` block."""
+
+    anchor: str | None = Field(
+        None, description="Where to write the audit log's anchor (its sealed head) at every append: a path or "
+        "URI outside the workspace, ideally write-once storage (a separate mount, a bucket with object lock). "
+        "`audit verify` checks the log still holds the anchored entry, so emptying the log is detected.")
 
 
 class SparkSettings(Frozen):
@@ -281,6 +292,7 @@ class WorkspaceConfig(Frozen):
     policy: Policy = Policy()
     spark: SparkSettings = SparkSettings()
     storage: StorageSettings = StorageSettings()
+    audit: AuditSettings = AuditSettings()
     warehouse_roots: tuple[str, ...] = Field(
         (),
         description="Folders (relative to the workspace unless absolute) every catalog location must be "

@@ -1,0 +1,1 @@
+"""Envelope encryption of the subject values piitracer keeps (``envelope``)."""

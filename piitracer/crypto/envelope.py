@@ -1,0 +1,204 @@
+"""Subject values at rest under envelope encryption, and crypto-shredding.
+
+Every subject value piitracer keeps — in the request store, in the plan files it writes, in the
+journal's resolved values and computed forms — is encrypted with its request's own 256-bit *data
+key* (AES-GCM). Data keys are stored only *wrapped* (encrypted) under the *master key*, which comes
+from a key file or an environment variable and is never stored by piitracer (no default). Closing
+a request destroys its wrapped data key: its values, wherever a copy of the ciphertext lies, can
+no longer be read by anyone, piitracer included (crypto-shredding). That is how piitracer stops
+being the last copy of the person it erased.
+
+Values are encrypted deterministically (the nonce is an HMAC of the value under the data key, the
+SIV idea): the same value under the same request always gives the same ciphertext, so a plan file
+written twice is byte-identical, and equality inside one request is all it reveals.
+
+A KMS takes the master key's place through :class:`KeyWrapper`: ``wrap``/``unwrap`` a data key
+for a context (the request id), and a ``fingerprint``. :class:`MasterKey` is the file/environment
+implementation.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Protocol
+
+from piitracer.model.errors import PiitracerError
+
+ENV_KEY = "PIITRACER_MASTER_KEY"
+ENV_KEY_FILE = "PIITRACER_MASTER_KEY_FILE"
+MIN_SECRET_BYTES = 32
+PREFIX = "enc:v1:"
+
+
+class MasterKeyError(PiitracerError):
+    """No usable master key, or not the one that wrapped a request's data key."""
+
+
+class ShreddedError(PiitracerError):
+    """A request's values were shredded at close: its data key is destroyed."""
+
+
+class KeyWrapper(Protocol):
+    """What wraps data keys: the master key here, a KMS elsewhere."""
+
+    fingerprint: str
+
+    def wrap(self, data_key: bytes, context: str) -> str: ...
+
+    def unwrap(self, blob: str, context: str) -> bytes: ...
+
+
+def _hkdf(secret: bytes, info: bytes) -> bytes:
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=b"piitracer", info=info).derive(secret)
+
+
+@dataclass(frozen=True)
+class MasterKey:
+    """The key-encryption key, from a file or the environment (never stored by piitracer)."""
+
+    secret: bytes = field(repr=False)
+    source: str
+    option: str = "--master-key-file"  # how the command that loaded it takes a key file, for messages
+
+    def __repr__(self) -> str:  # never print the secret
+        return f"MasterKey(source={self.source!r})"
+
+    @property
+    def fingerprint(self) -> str:
+        return hashlib.sha256(_hkdf(self.secret, b"fingerprint")).hexdigest()[:16]
+
+    def wrap(self, data_key: bytes, context: str) -> str:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        nonce = secrets.token_bytes(12)
+        sealed = AESGCM(_hkdf(self.secret, b"wrap")).encrypt(nonce, data_key, context.encode())
+        return base64.b64encode(nonce + sealed).decode("ascii")
+
+    def unwrap(self, blob: str, context: str) -> bytes:
+        from cryptography.exceptions import InvalidTag
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        raw = base64.b64decode(blob)
+        try:
+            return AESGCM(_hkdf(self.secret, b"wrap")).decrypt(raw[:12], raw[12:], context.encode())
+        except InvalidTag:
+            raise MasterKeyError(f"the master key ({self.source}) does not open the data key of {context}: it is not "
+                                 f"the master key the values were stored with (check {self.option}); nothing was changed") from None
+
+
+def load_master_key(key_file: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None,
+                    option: str = "--master-key-file") -> MasterKey:
+    """The master key from ``key_file``, ``$PIITRACER_MASTER_KEY_FILE`` or ``$PIITRACER_MASTER_KEY``
+    (at least 32 bytes of secret; a trailing newline is ignored). No default."""
+    environ = os.environ if environ is None else environ
+    if key_file is not None:
+        return _from_file(Path(key_file), f"{option} {key_file}", option)
+    if environ.get(ENV_KEY_FILE):
+        return _from_file(Path(environ[ENV_KEY_FILE]), f"${ENV_KEY_FILE}", option)
+    if environ.get(ENV_KEY):
+        return _checked(environ[ENV_KEY].encode(), f"${ENV_KEY}", option)
+    raise MasterKeyError(f"no master key: pass {option} PATH or set {ENV_KEY_FILE}=PATH (a file of at least "
+                         f"{MIN_SECRET_BYTES} random bytes, e.g. `piitracer requests keygen PATH`); subject values "
+                         "are only ever stored encrypted, and piitracer has no default key")
+
+
+def has_master_key(key_file: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None) -> bool:
+    environ = os.environ if environ is None else environ
+    return key_file is not None or bool(environ.get(ENV_KEY_FILE) or environ.get(ENV_KEY))
+
+
+def write_master_key(path: Path) -> MasterKey:
+    """A new random master key in a file only its owner can read (0600); refuses to overwrite."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    secret = secrets.token_hex(32)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(secret + "\n")
+    return MasterKey(secret.encode(), f"key file {path}")
+
+
+def _from_file(path: Path, source: str, option: str) -> MasterKey:
+    try:
+        secret = path.read_bytes()
+    except OSError as error:
+        raise MasterKeyError(f"{source}: cannot read the master key: {error.strerror or error} (check {option})") from None
+    return _checked(secret.rstrip(b"\r\n"), source, option)
+
+
+def _checked(secret: bytes, source: str, option: str) -> MasterKey:
+    if len(secret) < MIN_SECRET_BYTES:
+        raise MasterKeyError(f"master key from {source} is {len(secret)} bytes; at least {MIN_SECRET_BYTES} are needed "
+                             f"({option})")
+    return MasterKey(secret, source, option)
+
+
+@dataclass(frozen=True)
+class DataKey:
+    """One request's data key (plaintext only in memory)."""
+
+    secret: bytes = field(repr=False)
+
+    @classmethod
+    def generate(cls) -> "DataKey":
+        return cls(secrets.token_bytes(32))
+
+    @property
+    def fingerprint(self) -> str:
+        """A public name of the key (kept in the audit log after the key is destroyed)."""
+        return hashlib.sha256(b"piitracer/data-key/" + self.secret).hexdigest()[:16]
+
+    def seal(self, text: str, purpose: str) -> str:
+        """``enc:v1:...``: ``text`` encrypted for ``purpose`` (the same text and purpose, the same result)."""
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        aad = purpose.encode()
+        nonce = hmac.new(self.secret, aad + b"\x00" + text.encode(), hashlib.sha256).digest()[:12]
+        sealed = AESGCM(self.secret).encrypt(nonce, text.encode(), aad)
+        return PREFIX + base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
+
+    def open(self, token: str, purpose: str) -> str:
+        from cryptography.exceptions import InvalidTag
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        raw = base64.urlsafe_b64decode(token[len(PREFIX):])
+        try:
+            return AESGCM(self.secret).decrypt(raw[:12], raw[12:], purpose.encode()).decode()
+        except InvalidTag:
+            raise MasterKeyError(f"a stored value of {purpose} does not decrypt: altered, or from another request") from None
+
+
+def is_sealed(text: str) -> bool:
+    return isinstance(text, str) and text.startswith(PREFIX)
+
+
+class ValueCipher:
+    """The data keys of the requests a command works on: seals and opens their values. A request
+    whose key was destroyed at close cannot be opened (:class:`ShreddedError`)."""
+
+    def __init__(self, keys: Mapping[str, DataKey | None]) -> None:
+        self._keys = dict(keys)
+
+    def knows(self, request_id: str) -> bool:
+        return request_id in self._keys
+
+    def key(self, request_id: str) -> DataKey:
+        if request_id not in self._keys:
+            raise MasterKeyError(f"request {request_id} is not in the request store: no data key to use")
+        key = self._keys[request_id]
+        if key is None:
+            raise ShreddedError(f"request {request_id}: values shredded at close; the certificate is the proof")
+        return key
+
+    def seal(self, request_id: str, text: str, purpose: str) -> str:
+        return self.key(request_id).seal(text, f"{request_id}|{purpose}")
+
+    def open(self, request_id: str, token: str, purpose: str) -> str:
+        return self.key(request_id).open(token, f"{request_id}|{purpose}")

@@ -1,0 +1,207 @@
+"""The request store: every erasure request piitracer operates, its state and deadline, and its
+subjects' values — encrypted under the request's own data key, which is wrapped by the master key.
+
+One SQLite file beside the journal (``.piitracer/requests.sqlite``, mode 0600, folder 0700), with
+``secure_delete`` on: a deleted row's bytes are overwritten, so a destroyed data key is gone from
+the file's pages too (crypto-shredding must not leave the key in a free page). Closing a request
+deletes its wrapped data key and its sealed values; its row stays (id, dates, state, the key's
+fingerprint), so the board and the audit trail still tell what happened.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from piitracer.crypto.envelope import DataKey, KeyWrapper, ValueCipher
+from piitracer.model.errors import NotFoundError, PiitracerError
+from piitracer.model.requests import TRANSITIONS, ErasureRequest, RequestState
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS requests (
+    request_id TEXT PRIMARY KEY, received_at TEXT NOT NULL, deadline_at TEXT NOT NULL, sources TEXT NOT NULL,
+    subjects INTEGER NOT NULL, sealed_values TEXT NOT NULL, state TEXT NOT NULL, plan_id TEXT,
+    last_action TEXT NOT NULL, last_action_at TEXT NOT NULL, watch_until TEXT, closed_at TEXT, key_fingerprint TEXT
+);
+CREATE TABLE IF NOT EXISTS data_keys (
+    request_id TEXT PRIMARY KEY, wrapped TEXT NOT NULL, master_fingerprint TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS plans (
+    plan_id TEXT PRIMARY KEY, plan_json TEXT NOT NULL, written_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS history (
+    request_id TEXT NOT NULL, at TEXT NOT NULL, from_state TEXT, to_state TEXT NOT NULL, action TEXT NOT NULL,
+    reason TEXT, plan_id TEXT
+);
+"""
+
+
+class RequestError(PiitracerError):
+    """A request that cannot be added or moved (already there, not ready for that step)."""
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class RequestStore:
+    """One workspace's requests (see the module docstring). ``wrapper`` is the master key (or a
+    KMS): needed to add requests and to read their values, not to read the board."""
+
+    def __init__(self, path: Path, wrapper: KeyWrapper | None = None) -> None:
+        self.path = Path(path)
+        self.wrapper = wrapper
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not self.path.exists():
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
+        os.chmod(self.path, 0o600)
+        self._db = sqlite3.connect(self.path, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=DELETE")  # no -wal side file keeping old pages
+        self._db.execute("PRAGMA secure_delete=ON")  # deleted keys and values are overwritten in the file
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> "RequestStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- reading ------------------------------------------------------------------------------
+
+    def get(self, request_id: str) -> ErasureRequest:
+        row = self._db.execute(f"SELECT {_COLUMNS} FROM requests WHERE request_id = ?", (request_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"no request {request_id!r} in the request store")
+        return _request(row)
+
+    def has(self, request_id: str) -> bool:
+        return self._db.execute("SELECT 1 FROM requests WHERE request_id = ?", (request_id,)).fetchone() is not None
+
+    def all(self) -> list[ErasureRequest]:
+        """Every request, by deadline then id."""
+        rows = self._db.execute(f"SELECT {_COLUMNS} FROM requests ORDER BY deadline_at, request_id").fetchall()
+        return [_request(row) for row in rows]
+
+    def history(self, request_id: str) -> list[tuple[str, str | None, str, str, str | None]]:
+        """(at, from, to, action, reason) of every change of a request, in order."""
+        return self._db.execute("SELECT at, from_state, to_state, action, reason FROM history WHERE request_id = ? "
+                                "ORDER BY rowid", (request_id,)).fetchall()
+
+    def cipher(self, request_ids: Iterable[str]) -> ValueCipher:
+        """The data keys of these requests (``None`` for a closed one: its values are shredded)."""
+        keys: dict[str, DataKey | None] = {}
+        for request_id in sorted(set(request_ids)):
+            row = self._db.execute("SELECT wrapped FROM data_keys WHERE request_id = ?", (request_id,)).fetchone()
+            if row is None:
+                if self.has(request_id):
+                    keys[request_id] = None
+                continue
+            keys[request_id] = DataKey(self._wrapper().unwrap(row[0], request_id))
+        return ValueCipher(keys)
+
+    def values(self, request_id: str) -> list[str]:
+        """The request's subject values, decrypted (refused once shredded)."""
+        cipher = self.cipher([request_id])
+        cipher.key(request_id)  # ShreddedError for a closed request
+        (sealed,) = self._db.execute("SELECT sealed_values FROM requests WHERE request_id = ?", (request_id,)).fetchone()
+        return [cipher.open(request_id, token, "subject") for token in json.loads(sealed)]
+
+    def plan_json(self, plan_id: str) -> str:
+        row = self._db.execute("SELECT plan_json FROM plans WHERE plan_id = ?", (plan_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"no plan {plan_id[:16]} in the request store")
+        return row[0]
+
+    # ---- writing ------------------------------------------------------------------------------
+
+    def add(self, request_id: str, received_at: datetime, deadline_at: datetime, sources: Sequence[str],
+            values: Sequence[str], action: str = "added") -> ErasureRequest:
+        """A new queued request: a fresh data key, wrapped by the master key, seals its values."""
+        if self.has(request_id):
+            raise RequestError(f"request {request_id} is already in the request store (state {self.get(request_id).state.value})")
+        wrapper = self._wrapper()
+        key = DataKey.generate()
+        sealed = json.dumps([key.seal(v, f"{request_id}|subject") for v in values])
+        now = utc_now().isoformat()
+        with self._db:
+            self._db.execute("INSERT INTO data_keys VALUES (?, ?, ?)", (request_id, wrapper.wrap(key.secret, request_id),
+                                                                      wrapper.fingerprint))
+            self._db.execute(f"INSERT INTO requests ({_COLUMNS}) VALUES ({', '.join('?' * 13)})",
+                             (request_id, received_at.isoformat(), deadline_at.isoformat(), json.dumps(list(sources)),
+                              len(values), sealed, RequestState.QUEUED.value, None, action, now, None, None,
+                              key.fingerprint))
+            self._db.execute("INSERT INTO history VALUES (?, ?, NULL, ?, ?, NULL, NULL)",
+                             (request_id, now, RequestState.QUEUED.value, action))
+        return self.get(request_id)
+
+    def move(self, request_id: str, to: RequestState, action: str, *, plan_id: str | None = None,
+             reason: str | None = None, watch_until: datetime | None = None) -> tuple[RequestState, ErasureRequest]:
+        """Change a request's state (only along :data:`TRANSITIONS`); returns (from, the request now)."""
+        current = self.get(request_id)
+        if to not in TRANSITIONS[current.state]:
+            raise RequestError(f"request {request_id} is {current.state.value}: it cannot become {to.value} ({action})")
+        now = utc_now().isoformat()
+        with self._db:
+            self._db.execute("UPDATE requests SET state = ?, last_action = ?, last_action_at = ?, plan_id = COALESCE(?, plan_id), "
+                             "watch_until = COALESCE(?, watch_until) WHERE request_id = ?",
+                             (to.value, action, now, plan_id, watch_until.isoformat() if watch_until else None, request_id))
+            self._db.execute("INSERT INTO history VALUES (?, ?, ?, ?, ?, ?, ?)",
+                             (request_id, now, current.state.value, to.value, action, reason, plan_id))
+        return current.state, self.get(request_id)
+
+    def note(self, request_id: str, action: str) -> None:
+        """Record an action that does not change the state (an attestation)."""
+        self._db.execute("UPDATE requests SET last_action = ?, last_action_at = ? WHERE request_id = ?",
+                         (action, utc_now().isoformat(), request_id))
+
+    def keep_plan(self, plan_id: str, plan_json: str) -> None:
+        """Keep a plan (values sealed) for later re-verification without its file."""
+        self._db.execute("INSERT OR REPLACE INTO plans VALUES (?, ?, ?)", (plan_id, plan_json, utc_now().isoformat()))
+
+    def shred(self, request_id: str, action: str, reason: str | None) -> str:
+        """Close: destroy the request's data key and its sealed values; returns the key's fingerprint."""
+        current = self.get(request_id)
+        if RequestState.CLOSED not in TRANSITIONS[current.state]:
+            raise RequestError(f"request {request_id} is {current.state.value}: only a watching request can be closed")
+        now = utc_now().isoformat()
+        with self._db:
+            self._db.execute("DELETE FROM data_keys WHERE request_id = ?", (request_id,))
+            self._db.execute("UPDATE requests SET sealed_values = '[]', state = ?, last_action = ?, last_action_at = ?, "
+                             "closed_at = ? WHERE request_id = ?", (RequestState.CLOSED.value, action, now, now, request_id))
+            self._db.execute("INSERT INTO history VALUES (?, ?, ?, ?, ?, ?, NULL)",
+                             (request_id, now, current.state.value, RequestState.CLOSED.value, action, reason))
+        self._db.execute("VACUUM")  # rebuild the file: no page keeps the key, whatever secure_delete missed
+        return current.key_fingerprint or ""
+
+    def forget_plan(self, plan_id: str) -> None:
+        """Drop a kept plan (all its requests are closed: its sealed values can no longer be read)."""
+        self._db.execute("DELETE FROM plans WHERE plan_id = ?", (plan_id,))
+
+    def _wrapper(self) -> KeyWrapper:
+        if self.wrapper is None:
+            from piitracer.crypto.envelope import load_master_key
+
+            self.wrapper = load_master_key()
+        return self.wrapper
+
+
+_COLUMNS = ("request_id, received_at, deadline_at, sources, subjects, sealed_values, state, plan_id, last_action, "
+            "last_action_at, watch_until, closed_at, key_fingerprint")
+
+
+def _request(row: tuple) -> ErasureRequest:
+    (request_id, received, deadline, sources, subjects, _, state, plan_id, action, action_at, watch, closed, fingerprint) = row
+    return ErasureRequest(
+        request_id=request_id, received_at=datetime.fromisoformat(received), deadline_at=datetime.fromisoformat(deadline),
+        sources=tuple(json.loads(sources)), subjects=subjects, state=RequestState(state), plan_id=plan_id,
+        last_action=action, last_action_at=datetime.fromisoformat(action_at),
+        watch_until=datetime.fromisoformat(watch) if watch else None,
+        closed_at=datetime.fromisoformat(closed) if closed else None, key_fingerprint=fingerprint)
