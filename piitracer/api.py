@@ -444,6 +444,40 @@ def audit_report(workspace: Workspace, log: AuditLog, request_id: str, fmt: str 
     return report_html(trail, graph, generated_at)
 
 
+def erasure_certificate(workspace: Workspace, log: AuditLog, request_id: str, signing_key,
+                        issued_at: datetime | None = None) -> dict[str, Any]:
+    """The signed erasure certificate of one request (see ``render.certificate`` and
+    ``crypto.signing``): refused (:class:`~piitracer.render.certificate.NotCertifiable`) unless the
+    whole log verifies — chain, anchor, journal — and the request's latest verification is complete."""
+    from piitracer.crypto.signing import sign
+    from piitracer.render.certificate import NotCertifiable, certificate_body
+
+    trail = request_trail(log, request_id)
+    checked = verify_audit(log, workspace)
+    if not checked.ok:
+        raise NotCertifiable(f"request {request_id}: the audit log is not intact ({checked.problem})")
+    issued = (issued_at or datetime.now(timezone.utc)).replace(microsecond=0)
+    return sign(certificate_body(trail, issued, log.key.key_id), signing_key)
+
+
+def check_certificate(path: Path, public_key_path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """(the certificate document, None) when ``path`` holds a certificate signed by the key at
+    ``public_key_path`` and unchanged since; (document or None, why not) otherwise. An unreadable
+    file or key is a :class:`~piitracer.model.errors.PiitracerError`."""
+    from piitracer.crypto.signing import check, load_public_key
+
+    public = load_public_key(public_key_path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise PlanningError(f"{path}: cannot read the certificate: {getattr(error, 'strerror', None) or error}") from None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        return None, f"{path}: not JSON (line {error.lineno}): a certificate changed or truncated"
+    return document, check(document, public)
+
+
 def table_metadata_hash(workspace: Workspace, dataset: str) -> tuple[str, str] | None:
     """(file relative to the location, SHA-256) of a table's newest metadata: Iceberg's current
     ``metadata.json``, Delta's last ``_delta_log`` commit; None for other formats or when the table
@@ -624,6 +658,9 @@ class DemoResult:
     attestations: list[AuditEntry] = field(default_factory=list)  # the simulated owners' attestations
     verification: VerificationReport | None = None  # the final one
     report_path: Path | None = None  # the audit report (HTML) of the batch's first request
+    certificate_path: Path | None = None  # its signed erasure certificate (when verification completed)
+    public_key_path: Path | None = None  # the demo signing key's public half, to check the certificate
+    closed: list[str] = field(default_factory=list)  # the requests closed (values shredded) at the end
     audit_intact: bool | None = None  # the audit log verified after recording this run
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -649,6 +686,7 @@ def run_demo(
     warehouse: str | os.PathLike[str] | None = None,
     progress: Callable[[str], None] | None = None,
     attest: bool = True,
+    close: bool = True,
 ) -> DemoResult:
     """The whole demo in ``folder``: copy the fixture workspace there (once), build its lakehouse
     (or reuse it; ``rebuild`` starts over), plan the erasure of user 8841302 — or of ``subjects``
@@ -658,7 +696,9 @@ def run_demo(
     table, an aggregate) are still awaiting attestation, so this first verification is not complete —
     and, unless ``attest`` is False, attests each as its simulated owner (the evidence says it is
     simulated), verifies again and writes the audit report. ``warehouse`` puts the Iceberg warehouse
-    elsewhere (tests point it at their running Spark session's). ``progress`` gets one line per phase."""
+    elsewhere (tests point it at their running Spark session's). ``progress`` gets one line per phase.
+    The subjects live only under their requests' data keys (the demo's own master key), and a
+    complete erasure ends by closing the requests (their values shredded) unless ``close`` is False."""
     from piitracer.demo import DEFAULT_ROWS, DEFAULT_SEED, SUBJECT_USER_ID, build_lakehouse
     from piitracer.demo.subjects import existing_subjects, subject_rows
     from piitracer.demo.workspace_files import prepare_workspace
@@ -690,28 +730,37 @@ def run_demo(
     batch = [Subject(value=v, request_id=f"demo-{received:%Y%m%dT%H%M%S}-{i + 1}", received_at=received) for i, v in enumerate(values)]
     key = load_audit_key(key_file=demo_audit_key(root))
     plan = seal_plan(plan_deletion(workspace, graph, [DEMO_SOURCE], batch), key)
-    plan_path, diagram_path = root / "plan.json", root / "lineage.svg"
-    write_private(plan_path, plan.to_json())
-    diagram_path.write_bytes(render_lineage(plan_diagram(graph, plan), "svg"))
-    phase("plan")
-    say(f"planned {len(plan.steps)} steps for {len(batch)} subject(s) ({found} source rows): {plan_path}")
-
-    result = DemoResult(folder=root, build=built, subjects=len(batch), subject_rows=found, plan=plan,
-                        plan_path=plan_path, diagram_path=diagram_path, seconds=seconds)
-    options = ExecuteOptions(no_concurrent_writers=True, drop_refs=True)
+    # The demo keeps the person only as piitracer would in production: under the request's data key
+    # (wrapped by the demo's own master key), shredded at close.
+    store = request_store(workspace, load_master_key(demo_master_key(root)))
     log = audit_log(workspace, key=key)
+    plan_path, diagram_path = root / "plan.json", root / "lineage.svg"
     try:
+        register_plan_requests(workspace, store, log, plan, "planned (demo)")
+        cipher = store.cipher(plan_requests(plan))
+        write_private(plan_path, plan_file_text(plan, cipher))
+        diagram_path.write_bytes(render_lineage(plan_diagram(graph, plan), "svg"))
+        phase("plan")
+        say(f"planned {len(plan.steps)} steps for {len(batch)} subject(s) ({found} source rows): {plan_path}")
+
+        result = DemoResult(folder=root, build=built, subjects=len(batch), subject_rows=found, plan=plan,
+                            plan_path=plan_path, diagram_path=diagram_path, seconds=seconds)
+        options = ExecuteOptions(no_concurrent_writers=True, drop_refs=True)
         record_plan(log, plan)
-        result.run = execute_plan(workspace, plan, options, attested=attested_steps(log, plan),
+        move_plan_requests(store, log, plan, RequestState.EXECUTING, "execute (demo)")
+        result.run = execute_plan(workspace, plan, options, attested=attested_steps(log, plan), cipher=cipher,
                                   on_step=lambda r: say(f"  {r.step.id} {r.step.action.value} {r.step.dataset}: {r.state}"))
         record_run(log, plan, result.run, workspace)
+        move_plan_requests(store, log, plan, RequestState.EXECUTED, f"executed: {result.run.status}")
         awaiting = result.run.awaiting()
         say(f"executed: {result.run.status}" + (f": {len(awaiting)} step(s) awaiting attestation: " + ", ".join(
             f"{r.step.id} {r.step.action.value} {r.step.dataset}" for r in awaiting) if awaiting else ""))
         phase("execute")
 
-        result.first_verification = result.verification = verify_plan(workspace, plan, attested=attested_steps(log, plan))
+        result.first_verification = result.verification = verify_plan(workspace, plan, attested=attested_steps(log, plan),
+                                                                      cipher=cipher)
         record_verification(log, plan, result.verification)
+        settle_after_verify(store, log, plan, result.verification, workspace.config.policy.watch)
         say("verified: " + ("complete" if result.verification.complete else
                             f"not complete (verify exits 1): {_open_summary(result.verification)}"))
         if attest and not result.verification.complete:
@@ -724,15 +773,30 @@ def run_demo(
                 result.attestations.append(attest_step(log, plan, step.id, f"{owner} (simulated)", Evidence.of(statement),
                                                        statement=statement))
                 say(f"  attested {step.id} {step.action.value} {step.dataset} as {owner} (simulated)")
-            result.verification = verify_plan(workspace, plan, attested=attested_steps(log, plan))
+            result.verification = verify_plan(workspace, plan, attested=attested_steps(log, plan), cipher=cipher)
             record_verification(log, plan, result.verification)
+            settle_after_verify(store, log, plan, result.verification, workspace.config.policy.watch)
             say("verified again: " + ("complete" if result.verification.complete else _open_summary(result.verification)))
         phase("verify")
-        result.audit_intact = log.verify().ok
+        if close and result.verification.complete:
+            for request_id in plan_requests(plan):
+                close_request(workspace, store, log, request_id, now_reason="demo: closed at once, no watching period")
+                result.closed.append(request_id)
+            say(f"closed {len(result.closed)} request(s): piitracer's own copies of the subject(s) shredded")
+        result.audit_intact = verify_audit(log, workspace).ok
         result.report_path = root / "report.html"
         result.report_path.write_text(audit_report(workspace, log, batch[0].request_id, graph=graph), encoding="utf-8")
+        if result.verification.complete:
+            from piitracer.crypto.signing import load_signing_key
+
+            signing_key, result.public_key_path = demo_signing_key(root)
+            document = erasure_certificate(workspace, log, batch[0].request_id, load_signing_key(signing_key))
+            result.certificate_path = root / "certificate.json"
+            result.certificate_path.write_text(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+                                               encoding="utf-8")
     finally:
         log.close()
+        store.close()
     phase("audit")
     say(f"audit trail recorded; report: {result.report_path}")
     return result
@@ -775,6 +839,30 @@ def demo_audit_key(folder: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         write_private(path, secrets.token_hex(32))
     return path
+
+
+def demo_master_key(folder: Path) -> Path:
+    """The demo's own master key (0600, made once per demo folder); outside the demo it comes from
+    ``--master-key-file`` or the environment."""
+    from piitracer.crypto.envelope import write_master_key
+
+    path = Path(folder) / ".piitracer" / "demo-master.key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_master_key(path)
+    return path
+
+
+def demo_signing_key(folder: Path) -> tuple[Path, Path]:
+    """The demo's own certificate signing key (private, 0600) and its public key, made once per
+    demo folder. Outside the demo: `piitracer audit keygen PATH`, the private key kept secret."""
+    from piitracer.crypto.signing import generate_signing_key, public_key_path
+
+    path = Path(folder) / ".piitracer" / "demo-signing.key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        generate_signing_key(path)
+    return path, public_key_path(path)
 
 
 def _demo_source(workspace: Workspace):

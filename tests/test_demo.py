@@ -9,6 +9,7 @@ The suite runs one Spark session per process, bound to one Iceberg warehouse (co
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -129,10 +130,35 @@ def test_a_second_build_reuses_the_lakehouse(demo, warehouse: Path) -> None:
 PERSON_STEPS = {"ml.payment_features": "manual_review", "stream.payments_cdc": "manual", "analytics.daily_revenue": "recompute"}
 
 
+CAPTURED: dict[str, list] = {}  # value set -> values of user 8841302, as the first demo run resolved them
+
+
+def demo_keys(root: Path) -> dict[str, str]:
+    """The demo's own audit and master keys, as a user would export them."""
+    from piitracer.api import demo_audit_key, demo_master_key
+
+    return {"PIITRACER_AUDIT_KEY_FILE": str(demo_audit_key(root)), "PIITRACER_MASTER_KEY_FILE": str(demo_master_key(root)),
+            "PIITRACER_AUDIT_KEY": "", "PIITRACER_MASTER_KEY": ""}
+
+
+def resolved_forms(workspace, plan) -> dict[str, list]:
+    """The journal's resolved value sets of ``plan`` (identifiers and computed forms), opened with
+    the demo's master key."""
+    from piitracer.api import demo_master_key, execution_context, plan_requests, request_store
+    from piitracer.crypto.envelope import load_master_key
+    from piitracer.executor.journal import Journal
+
+    with request_store(workspace, load_master_key(demo_master_key(workspace.root))) as store:
+        journal = Journal(execution_context(workspace).journal_path)
+        try:
+            return journal.load_values(plan.plan_id, store.cipher(plan_requests(plan)))
+        finally:
+            journal.close()
+
+
 def test_run_demo_erases_the_subject_end_to_end(demo, warehouse: Path) -> None:
     from click.testing import CliRunner
 
-    from piitracer.api import demo_audit_key
     from piitracer.cli.main import cli
 
     workspace, _ = demo
@@ -154,8 +180,12 @@ def test_run_demo_erases_the_subject_end_to_end(demo, warehouse: Path) -> None:
     assert {d.dataset: d.state.value for d in report.open_items()} == dict.fromkeys(PERSON_STEPS, "awaiting_attestation"), \
         [(d.dataset, d.state.value, d.findings[:2]) for d in report.open_items()]
 
+    # Every form of the person the plan resolved (kept for the last test, which looks for them all).
+    CAPTURED.update(resolved_forms(workspace, result.plan))
+    assert len(CAPTURED) >= 4 and CAPTURED["prod.payments.user_id"] == [SUBJECT_USER_ID]
+
     # What a person sees next: verify exits 1 while the steps are open; attest them; verify exits 0.
-    runner = CliRunner(env={"PIITRACER_AUDIT_KEY_FILE": str(demo_audit_key(workspace.root))})
+    runner = CliRunner(env=demo_keys(workspace.root))
     base = ["--workspace", str(workspace.root)]
     assert runner.invoke(cli, [*base, "verify", str(result.plan_path)]).exit_code == 1
     for step in result.run.awaiting():
@@ -184,3 +214,85 @@ def test_the_demo_attests_its_simulated_owners_and_ends_complete(demo, warehouse
                for e in result.attestations)
     assert result.verification.complete, [(d.dataset, d.state.value) for d in result.verification.open_items()]
     assert {d.state.value for d in result.verification.datasets} <= {"erased", "attested", "no_action"}
+    # the certificate states the attestations and checks with the demo's public key
+    from click.testing import CliRunner
+
+    from piitracer.cli.main import cli
+
+    certificate = json.loads(result.certificate_path.read_text(encoding="utf-8"))["certificate"]
+    assert sorted(a["step_id"] for a in certificate["attestations"]) == sorted(e.body["step_id"] for e in result.attestations)
+    assert {d["dataset"]: d["state"] for d in certificate["datasets"]} == {
+        d.dataset: d.state.value for d in result.verification.datasets}
+    checked = CliRunner().invoke(cli, ["audit", "check-certificate", str(result.certificate_path),
+                                       "--public-key", str(result.public_key_path)])
+    assert checked.exit_code == 0, checked.output
+
+
+
+def sqlite_cells(path: Path, values: list) -> list[str]:
+    """Every cell of every table of a SQLite file equal to a value, or a text holding one (typed:
+    the integer id matches integers and its decimal text inside a text cell)."""
+    import sqlite3
+
+    texts = [v for v in values if isinstance(v, str) and len(v) >= 4] + [str(v) for v in values if isinstance(v, int)]
+    found = []
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+            for row in db.execute(f'SELECT * FROM "{table}"'):
+                for cell in row:
+                    if (isinstance(cell, int) and cell in values) or (
+                            isinstance(cell, str) and any(text in cell for text in texts)):
+                        found.append(f"{path.name}: table {table}")
+    return found
+
+
+def test_after_the_demo_nothing_of_the_person_is_left_anywhere(demo, warehouse: Path) -> None:
+    """Issue 21: after the demo (and closing the request the first test left watching), an
+    independent decode of every file under the demo folder and every demo table location — data,
+    metadata, the journal, the request store and the audit log (cells and raw pages), the plan
+    files, the report, the certificate — finds no form of user 8841302."""
+    from click.testing import CliRunner
+
+    from byte_scan import find_values
+    from piitracer.cli.main import cli
+
+    workspace, _ = demo
+    assert CAPTURED, "the first demo test captures the person's resolved forms"
+    runner = CliRunner(env=demo_keys(workspace.root))
+    base = ["--workspace", str(workspace.root)]
+    board = runner.invoke(cli, [*base, "requests", "--output", "json"])
+    assert board.exit_code == 0, board.output
+    for request in json.loads(board.stdout):
+        if request["state"] != "closed":
+            assert request["state"] == "watching", request
+            closed = runner.invoke(cli, [*base, "requests", "close", request["request_id"], "--now", "test: end of the demo"])
+            assert closed.exit_code == 0, closed.output
+    board = json.loads(runner.invoke(cli, [*base, "requests", "--output", "json"]).stdout)
+    assert [r["state"] for r in board] == ["closed", "closed"]
+    assert runner.invoke(cli, [*base, "audit", "verify"]).exit_code == 0
+
+    values = sorted({v for forms in CAPTURED.values() for v in forms}, key=repr)
+    # The detector detects: every value in clear in a JSON file, and in a SQLite table.
+    import sqlite3
+
+    control = workspace.root.parent / "control"
+    control.mkdir(exist_ok=True)
+    (control / "plan.json").write_text(json.dumps({"subjects": [{"value": v} for v in values]}, default=str))
+    assert len(find_values(control, values)) == len(values)
+    with sqlite3.connect(control / "kept.sqlite") as db:
+        db.execute("CREATE TABLE t (v)")
+        db.executemany("INSERT INTO t VALUES (?)", [(v,) for v in values])
+    assert len(sqlite_cells(control / "kept.sqlite", values)) == len(values)
+    locations = {workspace.location_of(d) for d in workspace.config.catalog} - {None}
+    folders = [workspace.root] + sorted(p for p in locations if p.exists() and not p.is_relative_to(workspace.root))
+    found = []
+    for folder in folders:
+        found += [f"{folder.name}/{hit}" for hit in find_values(folder, values)]
+    texts = [v.encode() for v in values if isinstance(v, str) and len(v) >= 4] + [str(v).encode() for v in values
+                                                                                   if isinstance(v, int)]
+    for path in sorted(p for p in workspace.root.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        if data.startswith(b"SQLite format 3"):
+            found += sqlite_cells(path, values)
+            found += [f"{path.name}: raw page bytes" for text in texts if text in data]
+    assert found == []

@@ -17,7 +17,8 @@ import piitracer
 from piitracer.api import (Evidence, add_requests, attest_step, close_request, move_plan_requests, plan_file_text, plan_requests,
                            register_plan_requests, request_store, request_store_path, reverify_requests, settle_after_verify)
 from piitracer.model.requests import RequestState
-from piitracer.api import (audit_log, audit_report, check_plan_seal, execute_plan, journal_steps, load_plan, plan_deletion,
+from piitracer.api import (audit_log, audit_report, check_certificate, check_plan_seal, erasure_certificate, execute_plan,
+                           journal_steps, load_plan, plan_deletion,
                            prepare_execution, record_plan, record_run, record_verification, recorded_attestations, seal_plan,
                            verify_audit, verify_plan, write_private)
 from piitracer.api import DemoResult, run_demo
@@ -557,6 +558,79 @@ def audit_report_command(ctx: click.Context, request_id: str, out: Path | None, 
         err_console.print(f"wrote {out}", highlight=False)
 
 
+@audit.command("keygen")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def audit_keygen(path: Path, output: str) -> None:
+    """Make an Ed25519 signing key for certificates: the private key at PATH (mode 0600; keep it
+    like the audit key, never overwritten) and the public key at PATH.pub (give it to auditors)."""
+    from piitracer.crypto.signing import generate_signing_key
+
+    public_path, fingerprint = generate_signing_key(path)
+    if output == "json":
+        click.echo(json.dumps({"signing_key": str(path), "public_key": str(public_path), "fingerprint": fingerprint}))
+    else:
+        click.echo(f"wrote the signing key {path} (0600) and its public key {public_path}; fingerprint {fingerprint}")
+
+
+@audit.command("certificate")
+@click.option("--request", "request_id", required=True, metavar="ID", help="The request to certify.")
+@click.option("--signing-key", type=click.Path(dir_okay=False, path_type=Path),
+              help="Ed25519 private key (PEM; default: $PIITRACER_SIGNING_KEY_FILE; make one with `audit keygen`).")
+@click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the certificate here.")
+@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.pass_context
+def audit_certificate(ctx: click.Context, request_id: str, signing_key: Path | None, out: Path | None, output: str) -> None:
+    """A signed erasure certificate of one request: its HMAC'd subjects, each dataset's final state
+    with its evidence counts, the attestations, the close (shred time), the Merkle root and chain
+    head. Exit 0 written; 1 not certifiable (log not intact, latest verification not complete);
+    2 error (no key, unknown request)."""
+    from piitracer.crypto.signing import load_signing_key
+    from piitracer.render.certificate import NotCertifiable, certificate_text
+
+    key = load_signing_key(signing_key)
+    workspace, log = _audit_log(ctx)
+    try:
+        with log:
+            document = erasure_certificate(workspace, log, request_id, key)
+    except NotCertifiable as error:
+        click.echo(f"not certified: {error}", err=True)
+        sys.exit(EXIT_FOUND)
+    text = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    if out is not None:
+        out.write_text(text, encoding="utf-8")
+    if output == "json" and out is None:
+        click.echo(text, nl=False)
+    elif output == "json":
+        click.echo(json.dumps({"certificate": str(out), "request_id": request_id}))
+    else:
+        click.echo(certificate_text(document))
+        if out is not None:
+            click.echo(f"wrote {out}; check it with: piitracer audit check-certificate {out} --public-key KEY.pub")
+
+
+@audit.command("check-certificate")
+@click.argument("certificate", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--public-key", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The signer's Ed25519 public key (PEM), e.g. the .pub file `audit keygen` wrote.")
+@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def audit_check_certificate(certificate: Path, public_key: Path, output: str) -> None:
+    """Check a certificate's signature with the signer's public key (no audit key, no workspace
+    needed). Exit 0 valid; 1 changed since signing or signed by another key; 2 unreadable file or key."""
+    from piitracer.render.certificate import certificate_text
+
+    document, problem = check_certificate(certificate, public_key)
+    if output == "json":
+        click.echo(json.dumps({"valid": problem is None, "problem": problem,
+                               "request_id": (document or {}).get("certificate", {}).get("request_id")
+                               if isinstance(document, dict) and isinstance(document.get("certificate"), dict) else None}))
+    elif problem is None:
+        click.echo("certificate valid: signed by this key and unchanged\n" + certificate_text(document))
+    else:
+        click.echo(f"certificate NOT valid: {problem}", err=True)
+    sys.exit(EXIT_OK if problem is None else EXIT_FOUND)
+
+
 @cli.command("verify")
 @click.argument("plan_file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
@@ -644,10 +718,14 @@ def verification_table(report: VerificationReport) -> Table:
 @click.option("--rebuild", is_flag=True, help="Delete the demo lakehouse and build it again.")
 @click.option("--no-attest", is_flag=True, help="Stop after the first verification, leaving the person steps open "
               "(attest them yourself with piitracer attest, then piitracer verify).")
-def demo_command(folder: Path, subjects: int | None, rows: int | None, rebuild: bool, no_attest: bool) -> None:
+@click.option("--no-close", is_flag=True, help="Leave the request open at the end (verified, watching) instead of "
+              "closing it: its values stay (encrypted) so you can explore and verify again.")
+def demo_command(folder: Path, subjects: int | None, rows: int | None, rebuild: bool, no_attest: bool,
+                 no_close: bool) -> None:
     """Build the demo lakehouse (once), plan and execute the erasure of a user, verify, attest the
-    person steps as their simulated owners, verify again; print what it took."""
-    result = run_demo(folder, subjects=subjects, rows=rows, rebuild=rebuild, attest=not no_attest,
+    person steps as their simulated owners, verify again, close the request (piitracer's own copies
+    of the person shredded) and write the signed certificate; print what it took."""
+    result = run_demo(folder, subjects=subjects, rows=rows, rebuild=rebuild, attest=not no_attest, close=not no_close,
                       progress=lambda line: err_console.print(line, highlight=False, markup=False))
     console.print(demo_summary(result))
     sys.exit(EXIT_OK if result.verification is not None and result.verification.complete else EXIT_FOUND)
@@ -679,6 +757,11 @@ def demo_summary(result: DemoResult) -> Table:
         verdict = ("[green]complete: no subject data found, every person step attested[/]" if result.verification.complete
                    else "[red]not complete: subject data found, pending or awaiting attestation[/]")
         table.add_row("verification", f"{verdict} ({', '.join(f'{n} {state}' for state, n in sorted(states.items()))})")
+    if result.closed:
+        table.add_row("closed", f"{', '.join(result.closed)}: data key destroyed, piitracer's own copies shredded")
+    elif result.verification is not None and result.verification.complete:
+        table.add_row("not closed", "watching (--no-close); PIITRACER_MASTER_KEY_FILE="
+                      f"{result.folder / '.piitracer' / 'demo-master.key'} opens the plan for verify")
     if result.audit_intact is not None:
         table.add_row("audit trail", "recorded, chain intact" if result.audit_intact else "[red]chain broken[/]")
     for phase, seconds in result.seconds.items():
@@ -688,6 +771,9 @@ def demo_summary(result: DemoResult) -> Table:
     table.add_row("lineage diagram", str(result.diagram_path))
     if result.report_path is not None:
         table.add_row("audit report", str(result.report_path))
+    if result.certificate_path is not None:
+        table.add_row("erasure certificate", f"{result.certificate_path} (check: piitracer audit check-certificate "
+                      f"{result.certificate_path} --public-key {result.public_key_path})")
     return table
 
 

@@ -5,6 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
+from piitracer.storage.locations import Location
+from piitracer.storage.store import Store
+
+# Lineage sources are workspace files: listed through the storage layer like every other file walk.
+_FILES = Store()
+
 
 def files_under(paths: Sequence[Path], suffixes: Iterable[str]) -> Iterator[Path]:
     """Each given file as is, and every file with one of ``suffixes`` under each given folder,
@@ -13,7 +19,8 @@ def files_under(paths: Sequence[Path], suffixes: Iterable[str]) -> Iterator[Path
     wanted = {s.lower() for s in suffixes}
     for path in map(Path, paths):
         if path.is_dir():
-            found = (p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in wanted)
+            found = (path / entry.relative for entry in _FILES.list_files(Location.parse(str(path)))
+                     if Path(entry.relative).suffix.lower() in wanted)
             yield from sorted(found, key=lambda p: p.as_posix())
         else:
             yield path

@@ -58,6 +58,9 @@ def report_html(trail: RequestTrail, graph: LineageGraph | None, generated_at: d
                       s.get("finished_at") or "", _versions(s), _num(s.get("rows_deleted")), _num(s.get("files_rewritten")),
                       _num(s.get("files_removed")), _num(s.get("bytes_removed")), _hash_cell(s.get("metadata_hash"), 16),
                       _hash_cell(s.get("run_id"), 12)] for s in facts.steps]),
+        '<h2 id="attestations">Attestations</h2>',
+        _html_table(ATTESTATION_HEADERS, _attestation_rows(facts)) if facts.attestations
+        else '<p class="muted">No person\'s step attested.</p>',
         '<h2 id="verification">Verification evidence</h2>', _verification_html(facts),
         '<h2 id="integrity">Integrity</h2>', _html_table(["", ""], _html_rows(_integrity_rows(facts, trail)), header=False),
         "<p class=\"muted\">Merkle leaves: SHA-256(0x00 ‖ entry hash) of this request's entries in sequence order; "
@@ -88,7 +91,9 @@ def report_markdown(trail: RequestTrail, generated_at: datetime | None = None) -
                          s.get("finished_at") or "", _versions(s), _text(s.get("rows_deleted")), _text(s.get("files_rewritten")),
                          _text(s.get("files_removed")), _text(s.get("bytes_removed")), (s.get("metadata_hash") or "")[:16]]
                         for s in facts.steps]), "",
-             "## Verification evidence", ""]
+             "## Attestations", "",
+             _md_table(ATTESTATION_HEADERS, _attestation_rows(facts)) if facts.attestations else "No person's step attested.",
+             "", "## Verification evidence", ""]
     if facts.verification is None:
         lines.append("No verification recorded yet.")
     else:
@@ -104,6 +109,13 @@ def report_markdown(trail: RequestTrail, generated_at: datetime | None = None) -
 
 
 # ---- pieces ---------------------------------------------------------------------------------
+
+ATTESTATION_HEADERS = ["step", "dataset", "action", "attested by", "attested at", "evidence SHA-256"]
+
+
+def _attestation_rows(facts: ReportFacts) -> list[list[str]]:
+    return [[str(a["step_id"]), str(a["dataset"]), str(a["action"]), str(a["attested_by"]), str(a["attested_at"]),
+             str(a["evidence_sha256"] or "")] for a in facts.attestations]
 
 
 def _request_rows(facts: ReportFacts, trail: RequestTrail) -> list[list[str]]:

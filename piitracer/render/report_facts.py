@@ -41,6 +41,8 @@ class ReportFacts:
     verification: dict[str, Any] | None
     deadline: DeadlineStatus
     entries: list[AuditEntry] = field(default_factory=list)
+    # who confirmed each person's step, when, and the SHA-256 of the evidence (attestation entries)
+    attestations: list[dict[str, Any]] = field(default_factory=list)
 
 
 def report_facts(trail: RequestTrail, now: datetime) -> ReportFacts:
@@ -77,7 +79,11 @@ def report_facts(trail: RequestTrail, now: datetime) -> ReportFacts:
         subject_hmacs=[s.hmac for s in plans[-1].subjects if s.request_id == trail.request_id],
         received_at=request["received_at"] if request else None, sources=list(plan["sources"]),
         datasets=datasets, steps=steps, verification=verification,
-        deadline=deadline_status(plan, steps, datasets, verification, now), entries=list(trail.entries))
+        deadline=deadline_status(plan, steps, datasets, verification, now), entries=list(trail.entries),
+        attestations=[{key: e.body.get(key) for key in ATTESTATION_FIELDS} for e in mine if e.kind is EntryKind.ATTESTATION])
+
+
+ATTESTATION_FIELDS = ("step_id", "dataset", "action", "attested_by", "attested_at", "evidence_sha256", "statement")
 
 
 def dataset_state(status: str, verified: str | None) -> str:
