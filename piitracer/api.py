@@ -910,6 +910,58 @@ def move_request(store, log: AuditLog, request_id: str, to: RequestState, action
     return now
 
 
+@dataclass
+class BatchPlan:
+    """What :func:`batch_plan` chose: the plan (None when no request is due), the requests in it,
+    the queued requests left out that are due before the next window, and the estimate."""
+
+    plan: DeletionPlan | None
+    requests: list[ErasureRequest]
+    cannot_wait: list[ErasureRequest]
+    estimate: Any = None  # executor.estimate.PlanEstimate
+
+
+def batch_plan(workspace: Workspace, store, due_within: timedelta | None, sources: Sequence[str] = (),
+               now: datetime | None = None) -> BatchPlan:
+    """Plan every queued request (of ``sources`` when given) whose deadline falls within
+    ``due_within`` from ``now`` (None: every queued request) as one batch, and estimate it from
+    table metadata. Requests left out but due before the next window (``policy.batch_every``) are
+    returned as ``cannot_wait``. Requests of different source columns are not mixed: say which
+    with ``sources``."""
+    now = now or datetime.now(timezone.utc)
+    wanted = {text.strip().lower() for text in sources}
+    queued = [r for r in store.all() if r.state is RequestState.QUEUED
+              and (not wanted or set(r.sources) <= wanted)]
+    chosen = [r for r in queued if due_within is None or r.deadline_at <= now + due_within]
+    next_window = now + workspace.config.policy.batch_every
+    cannot_wait = [r for r in queued if r not in chosen and r.deadline_at < next_window]
+    if not chosen:
+        return BatchPlan(None, [], cannot_wait)
+    kinds = sorted({r.sources for r in chosen})
+    if len(kinds) > 1:
+        raise PlanningError("the due requests name different sources (" + "; ".join(", ".join(k) for k in kinds)
+                            + "): plan one batch per source with --source DATASET.COLUMN")
+    subjects = [Subject(value=value, request_id=r.request_id, received_at=r.received_at)
+                for r in chosen for value in store.values(r.request_id)]
+    plan = plan_deletion(workspace, build_lineage_graph(workspace), list(kinds[0]), subjects)
+    return BatchPlan(plan, chosen, cannot_wait, estimate_plan_cost(workspace, plan))
+
+
+def estimate_plan_cost(workspace: Workspace, plan: DeletionPlan):
+    """What ``plan`` will rewrite and cost (``executor.estimate``), with the throughput measured on
+    this workspace's journal."""
+    from piitracer.executor.estimate import estimate_plan
+
+    context = execution_context(workspace)
+    journal = Journal(context.journal_path) if context.journal_path.exists() else None
+    try:
+        return estimate_plan(plan, workspace.config.catalog, context.locations, context.store,
+                             workspace.config.pricing, journal)
+    finally:
+        if journal is not None:
+            journal.close()
+
+
 def add_requests(workspace: Workspace, store, log: AuditLog, sources: Sequence[str], subjects: Sequence[Subject],
                  labels: Sequence[str] = (), action: str = "added") -> list[ErasureRequest]:
     """Queue requests (grouped by request id), their values checked strictly against the source key

@@ -6,7 +6,7 @@ import json
 import logging
 import sys
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import click
@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 import piitracer
-from piitracer.api import (Evidence, add_requests, attest_step, close_request, move_plan_requests, plan_file_text, plan_requests,
+from piitracer.api import (Evidence, add_requests, attest_step, batch_plan, close_request, move_plan_requests, plan_file_text, plan_requests,
                            register_plan_requests, request_store, request_store_path, reverify_requests, settle_after_verify)
 from piitracer.model.requests import RequestState
 from piitracer.api import (audit_log, audit_report, check_certificate, check_plan_seal, erasure_certificate, execute_plan,
@@ -496,6 +496,91 @@ def requests_keygen(path: Path) -> None:
     except FileExistsError:
         raise PlanningError(f"{path} exists: a master key is never overwritten") from None
     click.echo(f"wrote a master key to {path} (fingerprint {key.fingerprint}); set PIITRACER_MASTER_KEY_FILE={path}")
+
+
+@cli.group("batch")
+def batch_group() -> None:
+    """Batch windows: plan the queued requests that are due, within a budget."""
+
+
+@batch_group.command("plan")
+@click.option("--due-within", "due_within", type=click.IntRange(min=0), metavar="DAYS",
+              help="Plan the queued requests whose deadline falls within DAYS from now.")
+@click.option("--all-open", is_flag=True, help="Plan every queued request, whatever its deadline.")
+@click.option("--source", "sources", multiple=True, metavar="DATASET.COLUMN",
+              help="Only requests for this source column (needed when the due requests name different ones).")
+@click.option("--budget", type=click.FloatRange(min=0), metavar="AMOUNT",
+              help="The most this batch may cost (in pricing.currency): over it, exit 1 and nothing is written.")
+@click.option("--over-budget", type=click.Choice(["OK"]), help="Write the plan even when the estimate is over --budget.")
+@click.option("-o", "--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the batch's plan here (mode 0600, values encrypted).")
+@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_AUDIT_OPTION
+@_MASTER_OPTION
+@click.pass_context
+def batch_plan_command(ctx, due_within: int | None, all_open: bool, sources, budget: float | None, over_budget: str | None,
+                       out: Path, output: str, audit_key_file, master_key_file) -> None:
+    """Plan the due queued requests as one batch (one pass per table) and estimate it from table
+    metadata and statistics: files and bytes to rewrite per step, archive objects, cost (the
+    workspace's pricing) and run time (throughput measured on this lakehouse). Requests left out but
+    due before the next window are flagged 'cannot wait'. Exit 0 planned (or nothing due); 1 over
+    --budget (nothing written) unless --over-budget OK; 2 error."""
+    if (due_within is None) == (not all_open):
+        raise click.UsageError("give either --due-within DAYS or --all-open")
+    workspace = _workspace(ctx)
+    key = load_audit_key(key_file=audit_key_file, option="--audit-key-file")
+    master = load_master_key(master_key_file)
+    with request_store(workspace, master) as store:
+        chosen = batch_plan(workspace, store, timedelta(days=due_within) if due_within is not None else None, sources)
+        estimate = chosen.estimate
+        over = budget is not None and estimate is not None and estimate.cost > budget
+        written = chosen.plan is not None and not (over and over_budget != "OK")
+        if written:
+            plan = seal_plan(chosen.plan, key)
+            with audit_log(workspace, key=key) as log:
+                register_plan_requests(workspace, store, log, plan, "planned (batch)")
+            write_private(out, plan_file_text(plan, store.cipher(plan_requests(plan))))
+    if output == "json":
+        click.echo(json.dumps({
+            "plan_file": str(out) if written else None, "requests": [r.request_id for r in chosen.requests],
+            "cannot_wait": [{"request_id": r.request_id, "deadline_at": r.deadline_at.isoformat()} for r in chosen.cannot_wait],
+            "estimate": estimate.as_dict() if estimate else None, "budget": budget, "over_budget": over}, indent=2))
+    else:
+        _print_batch(chosen, budget, over, out if written else None)
+    sys.exit(EXIT_FOUND if over and over_budget != "OK" else EXIT_OK)
+
+
+def _print_batch(chosen, budget: float | None, over: bool, out: Path | None) -> None:
+    for request in chosen.cannot_wait:
+        console.print(f"[yellow]cannot wait[/]: request {request.request_id} is due {request.deadline_at:%Y-%m-%d}, before "
+                      "the next window; plan it now (--due-within a longer window, or plan it alone)", highlight=False)
+    if chosen.plan is None:
+        console.print("no queued request is due within the window: nothing planned", highlight=False)
+        return
+    estimate = chosen.estimate
+    table = Table(title=f"batch of {len(chosen.requests)} request(s): estimate from table metadata")
+    tables.name_column(table, "step", [s.step_id for s in estimate.steps])
+    tables.name_column(table, "dataset", [s.dataset for s in estimate.steps])
+    tables.name_column(table, "action", [s.action for s in estimate.steps])
+    for name in ("files", "bytes", f"cost ({estimate.currency})"):
+        tables.name_column(table, name, [], justify="right")
+    tables.text_column(table, "basis")
+    for step in estimate.steps:
+        table.add_row(step.step_id, step.dataset, step.action, f"{step.files:,}", f"{step.bytes:,}", f"{step.cost:,.2f}",
+                      step.basis + (f"; restore delay {step.delay}" if step.delay else ""))
+    console.print(table)
+    seconds = estimate.seconds
+    timing = (f"about {seconds:,.0f} s at {estimate.throughput:,.0f} bytes/s measured here" if seconds is not None
+              else "run time unknown: no rewrite measured on this lakehouse yet")
+    console.print(f"total: {estimate.files:,} files, {estimate.bytes:,} bytes, {estimate.cost:,.2f} {estimate.currency}; "
+                  f"{timing}", highlight=False)
+    if over:
+        console.print(f"[red]over budget[/]: {estimate.cost:,.2f} > {budget:,.2f} {estimate.currency}; top costs: " + ", ".join(
+            f"{s.step_id} {s.dataset} {s.cost:,.2f}" for s in estimate.top_costs(3)), highlight=False)
+    if out is not None:
+        console.print(f"wrote {out}: requests {', '.join(r.request_id for r in chosen.requests)} planned", highlight=False)
+    else:
+        console.print("nothing written (--over-budget OK writes it anyway)", highlight=False)
 
 
 @cli.group()

@@ -95,11 +95,15 @@ class Journal:
             return None
         return StepRecord(step_id, row[0], json.loads(row[1]) if row[1] else None, row[2])
 
-    def steps(self, plan_id: str) -> list[dict[str, Any]]:
-        """Every journaled step of a plan, in plan order."""
+    def all_steps(self) -> list[dict[str, Any]]:
+        """Every journaled step of every plan (as :meth:`steps`), e.g. to measure throughput."""
+        return self.steps(None)
+
+    def steps(self, plan_id: str | None) -> list[dict[str, Any]]:
+        """Every journaled step of a plan (``None``: of every plan), in plan order."""
         rows = self._db.execute(
             "SELECT step_id, step_order, dataset, action, state, started_at, finished_at, outcome, message, run_id "
-            "FROM steps WHERE plan_id = ? ORDER BY step_order", (plan_id,)).fetchall()
+            "FROM steps WHERE ? IS NULL OR plan_id = ? ORDER BY plan_id, step_order", (plan_id, plan_id)).fetchall()
         keys = ("step_id", "order", "dataset", "action", "state", "started_at", "finished_at", "outcome", "message", "run_id")
         records = [dict(zip(keys, row)) for row in rows]
         for record in records:

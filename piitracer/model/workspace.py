@@ -260,8 +260,21 @@ class StorageSettings(StorageOptions):
 
 class Policy(Frozen):
     deadline: Duration = Field(timedelta(days=30), description="Legal deadline for erasure.")
+    batch_every: Duration = Field(timedelta(days=7), description="How often a batch window runs (`batch plan`): a "
+                                  "queued request due before the next window is flagged 'cannot wait'.")
     watch: Duration = Field(timedelta(days=30), description="How long a verified request is watched (re-verified "
                             "against rows resurrected by late pipeline runs) before it may be closed.")
+
+
+class Pricing(Frozen):
+    """What an erasure costs, for `batch plan`'s estimate and budget (the workspace's own prices)."""
+
+    currency: str = Field("INR", description="Shown with every amount.")
+    per_gb_rewritten: float = Field(0.0, ge=0, description="Rewriting a gigabyte of table data (compute, requests, egress).")
+    per_object_deleted: float = Field(0.0, ge=0, description="Deleting or replacing one object of a table.")
+    archive_per_object_deleted: float = Field(0.0, ge=0, description="Deleting or replacing one archived object "
+                                              "(e.g. a Glacier early-delete charge); a dataset's archive_of restore "
+                                              "cost per GB is added.")
 
 
 class AuditSettings(Frozen):
@@ -293,6 +306,7 @@ class WorkspaceConfig(Frozen):
     spark: SparkSettings = SparkSettings()
     storage: StorageSettings = StorageSettings()
     audit: AuditSettings = AuditSettings()
+    pricing: Pricing = Pricing()
     warehouse_roots: tuple[str, ...] = Field(
         (),
         description="Folders (relative to the workspace unless absolute) every catalog location must be "
