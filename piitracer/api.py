@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from piitracer.crypto.envelope import (KeyWrapper, MasterKeyError, ShreddedError, ValueCipher, has_master_key,
                                        is_sealed, load_master_key)
-from piitracer.audit import (AnchorFile, AuditError, AuditKey, AuditLog, AuditProblem, StepEvidence, VerifyResult, load_audit_key,
+from piitracer.audit import (AnchorFile, AuditError, AuditKey, AuditLog, AuditProblem, VerifyResult, load_audit_key,
                              record_attestation_entry, record_plan_entry, record_step_entries, record_verification_entry)
 from piitracer.executor.journal import Journal
 from piitracer.executor.runner import ExecuteOptions, ExecutionContext, PlanExecutor, RunSummary, StepResult
@@ -28,6 +28,7 @@ from piitracer.model.errors import NotFoundError
 from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import DeletionPlan, PlanRequest, Subject
 from piitracer.model.requests import ErasureRequest, RequestState
+from piitracer.model.steps import StepRecord
 from piitracer.model.table_state import TableState
 from piitracer.model.verification import VerificationReport
 from piitracer.model.workspace import DatasetFormat
@@ -351,41 +352,33 @@ def record_plan(log: AuditLog, plan: DeletionPlan) -> AuditEntry:
     return record_plan_entry(log, plan)
 
 
-def record_run(log: AuditLog, plan: DeletionPlan, run: RunSummary | Sequence[Mapping[str, Any]],
+def record_run(log: AuditLog, plan: DeletionPlan, run: RunSummary | Sequence[StepRecord],
                workspace: Workspace) -> list[AuditEntry]:
     """Append a step entry per step of a run: ``run`` is the executor's :class:`RunSummary` (the
-    journal adds start/finish times and original run ids) or ``Journal.steps(plan_id)``. Each entry
-    carries the SHA-256 of the dataset's newest table metadata file at recording time. Steps already
-    recorded unchanged are skipped; the plan entry is added first if missing."""
+    journal's records add start/finish times and original run ids) or the journal's records
+    (:func:`journal_steps`). Each entry carries the SHA-256 of the dataset's newest table metadata
+    file at recording time. Steps already recorded unchanged are skipped; the plan entry is added
+    first if missing."""
     if isinstance(run, RunSummary) and run.status == "dry-run":
         raise ValueError("a dry run changes nothing: there is no run to record")
     record_plan_entry(log, plan)
     recorded = list(run) if not isinstance(run, RunSummary) else journal_steps(workspace, plan.plan_id)
-    by_id = {record["step_id"]: record for record in recorded}
+    by_id = {record.step_id: record for record in recorded}
     if isinstance(run, RunSummary):
         for result in run.results:  # a step the journal does not hold (journal missing): the summary's facts
             if result.step.id not in by_id:
-                by_id[result.step.id] = {
-                    "step_id": result.step.id, "order": result.step.order, "dataset": result.step.dataset,
-                    "action": result.step.action.value, "state": result.state, "run_id": run.run_id,
-                    "outcome": result.outcome.as_dict() if result.outcome else None, "message": result.message}
+                by_id[result.step.id] = StepRecord.of(
+                    step_id=result.step.id, order=result.step.order, dataset=result.step.dataset,
+                    action=result.step.action.value, state=result.state, run_id=run.run_id,
+                    outcome=result.outcome.as_dict() if result.outcome else None, message=result.message)
     fingerprints: dict[str, tuple[str, str] | None] = {}
-    evidence = []
+    records = []
     for record in by_id.values():
-        dataset = record["dataset"]
-        if dataset not in fingerprints:
-            fingerprints[dataset] = table_metadata_hash(workspace, dataset)
-        outcome = record.get("outcome") or {}
-        metadata_file, metadata_hash = fingerprints[dataset] or (None, None)
-        evidence.append(StepEvidence(
-            step_id=record["step_id"], order=int(record["order"]), dataset=dataset, action=record["action"],
-            state=record["state"], run_id=record.get("run_id"), started_at=record.get("started_at"),
-            finished_at=record.get("finished_at"), version_before=_text(outcome.get("version_before")),
-            version_after=_text(outcome.get("version_after")), metadata_file=metadata_file, metadata_hash=metadata_hash,
-            rows_deleted=int(outcome.get("rows_deleted") or 0), files_rewritten=int(outcome.get("files_rewritten") or 0),
-            files_removed=int(outcome.get("files_removed") or 0), bytes_removed=int(outcome.get("bytes_removed") or 0),
-            message=record.get("message"), details=outcome.get("details") or {}))
-    return record_step_entries(log, plan, evidence)
+        if record.dataset not in fingerprints:
+            fingerprints[record.dataset] = table_metadata_hash(workspace, record.dataset)
+        metadata_file, metadata_hash = fingerprints[record.dataset] or (None, None)
+        records.append(record.model_copy(update={"metadata_file": metadata_file, "metadata_hash": metadata_hash}))
+    return record_step_entries(log, plan, records)
 
 
 def record_verification(log: AuditLog, plan: DeletionPlan, report: VerificationReport) -> AuditEntry:
@@ -500,7 +493,7 @@ def table_metadata_hash(workspace: Workspace, dataset: str) -> tuple[str, str] |
     return location.relative(newest), hashlib.sha256(store.read_bytes(newest)).hexdigest()
 
 
-def journal_steps(workspace: Workspace, plan_id: str) -> list[dict[str, Any]]:
+def journal_steps(workspace: Workspace, plan_id: str) -> list[StepRecord]:
     """Every journaled step of a plan (empty when it never ran): what :func:`record_run` records
     when a run stopped with an error instead of returning its summary."""
     path = execution_context(workspace).journal_path
@@ -508,13 +501,11 @@ def journal_steps(workspace: Workspace, plan_id: str) -> list[dict[str, Any]]:
         return []
     journal = Journal(path)
     try:
-        return journal.steps(plan_id)
+        return journal.records(plan_id)
     finally:
         journal.close()
 
 
-def _text(value: Any) -> str | None:
-    return None if value is None else str(value)
 def verify_plan(
     workspace: Workspace,
     plan: DeletionPlan,

@@ -19,6 +19,7 @@ from piitracer.audit import AuditError, AuditKeyError, load_audit_key
 from piitracer.audit.hashing import entry_hash, merkle_root
 from piitracer.cli.main import cli
 from piitracer.model.audit import EntryKind
+from piitracer.model.steps import StepRecord
 
 
 @pytest.fixture()
@@ -149,10 +150,10 @@ def test_sqlite_refuses_updates_and_deletes(recorded) -> None:
 def test_recording_a_run_again_adds_nothing_and_journal_steps_are_accepted(recorded) -> None:
     before = len(recorded.log.entries())
     assert record_run(recorded.log, recorded.plan, recorded.summary, recorded.workspace) == []
-    # The journal's form (Journal.steps): a pending step later committed adds one entry.
-    journal_steps = [{"step_id": "s057", "order": 57, "dataset": "stream.payments_cdc", "action": "manual",
-                      "state": "committed", "started_at": "2026-01-08T10:00:00.000+00:00",
-                      "finished_at": "2026-01-08T11:00:00.000+00:00", "outcome": None, "message": None, "run_id": "run-0002"}]
+    # The journal's form (Journal.records): a pending step later committed adds one entry.
+    journal_steps = [StepRecord(step_id="s057", order=57, dataset="stream.payments_cdc", action="manual",
+                                state="committed", started_at="2026-01-08T10:00:00.000+00:00",
+                                finished_at="2026-01-08T11:00:00.000+00:00", run_id="run-0002")]
     added = record_run(recorded.log, recorded.plan, journal_steps, recorded.workspace)
     assert [(e.seq, e.body["state"], e.body["finished_at"]) for e in added] == [(before + 1, "committed", "2026-01-08T11:00:00.000+00:00")]
     assert recorded.log.verify().ok
@@ -360,3 +361,9 @@ def test_a_malformed_log_file_is_exit_2_cannot_read(recorded, damage: str) -> No
     recorded.db.write_bytes(b"not a database at all " * 200 if damage == "garbage" else data[: len(data) // 3])
     code, _, err = cli_verify(recorded.workspace.root)
     assert code == 2 and "cannot read audit log" in err and "Traceback" not in err
+
+
+def test_a_step_entry_is_the_journals_step_record_whole(recorded) -> None:
+    """One shape from the journal to the audit log (issue 15): every field of StepRecord, nothing else."""
+    steps = [e for e in recorded.log.entries() if e.kind is EntryKind.STEP]
+    assert steps and all(set(e.body) == {"plan_id"} | set(StepRecord.model_fields) for e in steps)

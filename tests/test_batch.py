@@ -76,9 +76,8 @@ def test_batch_plan_takes_the_due_requests_estimates_and_keeps_to_its_budget(tmp
     # files the delete tombstoned, which vacuum then removes (log cleanup removes log files, not data).
     actual: dict[str, int] = {}
     for record in journal_steps(load_workspace(root), plan_id):
-        if record["action"] in ("rewrite_files", "rewrite_archive", "vacuum"):
-            removed = int((record["outcome"] or {}).get("bytes_removed") or 0)
-            actual[record["dataset"]] = actual.get(record["dataset"], 0) + removed
+        if record.action in ("rewrite_files", "rewrite_archive", "vacuum"):
+            actual[record.dataset] = actual.get(record.dataset, 0) + record.bytes_removed
     for dataset, estimated in (("crm.people", source), ("archive.people_weekly", archive)):
         assert actual[dataset] > 0
         assert abs(estimated["bytes"] - actual[dataset]) <= 0.2 * actual[dataset], (dataset, estimated["bytes"], actual[dataset])

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from audit_builders import KEY, RAW_VALUES, record_all, verification
 from piitracer.api import audit_log, audit_report, record_run, record_verification
 from piitracer.cli.main import cli
+from piitracer.model.steps import StepRecord
 from piitracer.render.lineage_diagram import STATE_FILLS
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -117,9 +118,9 @@ def test_deadline_status_open_then_missed(recorded) -> None:
 
 def test_deadline_met_when_verified_and_nothing_open(tmp_path: Path) -> None:
     recorded = record_all(tmp_path, found=None)
-    done = [{"step_id": s.id, "order": s.order, "dataset": s.dataset, "action": s.action.value, "state": "attested",
-             "started_at": "2026-01-08T10:00:00+00:00", "finished_at": "2026-01-08T11:00:00+00:00", "outcome": None,
-             "message": None, "run_id": "run-0002"} for s in recorded.plan.steps if s.action.value in ("manual", "manual_review", "recompute")]
+    done = [StepRecord(step_id=s.id, order=s.order, dataset=s.dataset, action=s.action.value, state="attested",
+                       started_at="2026-01-08T10:00:00+00:00", finished_at="2026-01-08T11:00:00+00:00", run_id="run-0002")
+            for s in recorded.plan.steps if s.action.value in ("manual", "manual_review", "recompute")]
     record_run(recorded.log, recorded.plan, done, recorded.workspace)
     page = fresh_report(recorded, now=AFTER_DEADLINE)
     assert '<span class="verdict met">met</span>' not in page  # the person's datasets are not verified attested yet

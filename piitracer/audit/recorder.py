@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from piitracer.audit.records import StepEvidence, plan_body, step_body, verification_body
+from piitracer.audit.records import plan_body, step_body, verification_body
 from piitracer.audit.store import AuditLog
 from piitracer.model.audit import AuditEntry, EntryKind
 from piitracer.model.plan import DeletionPlan
+from piitracer.model.steps import StepRecord
 from piitracer.model.verification import VerificationReport
 
 
@@ -24,7 +25,7 @@ def record_plan_entry(log: AuditLog, plan: DeletionPlan) -> AuditEntry:
     return log.append(EntryKind.PLAN, plan.plan_id, _subjects(plan), plan_body(plan))
 
 
-def record_step_entries(log: AuditLog, plan: DeletionPlan, steps: Iterable[StepEvidence]) -> list[AuditEntry]:
+def record_step_entries(log: AuditLog, plan: DeletionPlan, steps: Iterable[StepRecord]) -> list[AuditEntry]:
     """Append a ``step`` entry per evidence, skipping one already recorded with the same state, run
     and finish time, so recording a resumed run's journal again adds only what changed."""
     seen = {(e.body.get("step_id"), e.body.get("state"), e.body.get("run_id"), e.body.get("finished_at"))

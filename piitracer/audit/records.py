@@ -8,35 +8,11 @@ here except for request ids and arrival times.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from piitracer.model.plan import DeletionPlan
+from piitracer.model.steps import StepRecord
 from piitracer.model.verification import VerificationReport
-
-
-@dataclass(frozen=True)
-class StepEvidence:
-    """What one step did, as the caller (API) gathered it from the run summary or the journal."""
-
-    step_id: str
-    order: int
-    dataset: str
-    action: str
-    state: str  # committed | pending | blocked | failed | running
-    run_id: str | None = None
-    started_at: str | None = None
-    finished_at: str | None = None
-    version_before: str | None = None
-    version_after: str | None = None
-    metadata_file: str | None = None  # relative to the dataset's location
-    metadata_hash: str | None = None  # SHA-256 of that file when the step was recorded
-    rows_deleted: int = 0
-    files_rewritten: int = 0
-    files_removed: int = 0
-    bytes_removed: int = 0
-    message: str | None = None
-    details: dict[str, Any] = field(default_factory=dict)
 
 
 def plan_body(plan: DeletionPlan) -> dict[str, Any]:
@@ -74,10 +50,10 @@ def plan_body(plan: DeletionPlan) -> dict[str, Any]:
     }
 
 
-def step_body(plan_id: str, evidence: StepEvidence) -> dict[str, Any]:
-    """The ``step`` entry: every field of the evidence, plus the plan id."""
-    body = {"plan_id": plan_id, **evidence.__dict__}
-    body["details"] = _plain(evidence.details)
+def step_body(plan_id: str, record: StepRecord) -> dict[str, Any]:
+    """The ``step`` entry: every field of the step's record, plus the plan id."""
+    body = {"plan_id": plan_id, **record.model_dump()}
+    body["details"] = _plain(record.details)
     return body
 
 

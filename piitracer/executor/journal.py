@@ -17,6 +17,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from piitracer.model.steps import StepRecord
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY, plan_id TEXT NOT NULL, started_at TEXT NOT NULL,
@@ -41,7 +43,10 @@ AWAITING, ATTESTED = "awaiting_attestation", "attested"
 
 
 @dataclass(frozen=True)
-class StepRecord:
+class JournaledStep:
+    """A step's row as the executor resumes from it: state, the stored outcome (with an attempt's
+    facts while running) and message. What is recorded and reported is a :class:`StepRecord`."""
+
     step_id: str
     state: str
     outcome: dict[str, Any] | None
@@ -88,12 +93,18 @@ class Journal:
 
     # ---- steps ----------------------------------------------------------------------------
 
-    def step(self, plan_id: str, step_id: str) -> StepRecord | None:
+    def step(self, plan_id: str, step_id: str) -> JournaledStep | None:
         row = self._db.execute("SELECT state, outcome, message FROM steps WHERE plan_id = ? AND step_id = ?",
                                (plan_id, step_id)).fetchone()
         if row is None:
             return None
-        return StepRecord(step_id, row[0], json.loads(row[1]) if row[1] else None, row[2])
+        return JournaledStep(step_id, row[0], json.loads(row[1]) if row[1] else None, row[2])
+
+    def records(self, plan_id: str) -> list[StepRecord]:
+        """Every journaled step of a plan as the audit trail records it, in plan order."""
+        return [StepRecord.of(step_id=r["step_id"], order=r["order"], dataset=r["dataset"], action=r["action"],
+                              state=r["state"], outcome=r["outcome"], run_id=r["run_id"], started_at=r["started_at"],
+                              finished_at=r["finished_at"], message=r["message"]) for r in self.steps(plan_id)]
 
     def all_steps(self) -> list[dict[str, Any]]:
         """Every journaled step of every plan (as :meth:`steps`), e.g. to measure throughput."""

@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping
 
 from piitracer.executor.failpoints import during, failpoint
 from piitracer.executor.iceberg_eraser import IcebergEraser
-from piitracer.executor.journal import ATTESTED, AWAITING, BLOCKED, COMMITTED, FAILED, PENDING, RUNNING, Journal, StepRecord
+from piitracer.executor.journal import ATTESTED, AWAITING, BLOCKED, COMMITTED, FAILED, PENDING, RUNNING, Journal, JournaledStep
 from piitracer.executor.outcome import Attempt, SafetyError, StepOutcome
 from piitracer.executor.preflight import Preflight, preflight
 from piitracer.executor.resolve import resolve_values, union_of, values_for
@@ -175,7 +175,7 @@ class PlanExecutor:
         return summary
 
     def _run_step(self, journal: Journal, run_id: str, step: Step, states: dict[str, str],
-                  record: StepRecord | None = None) -> StepResult:
+                  record: JournaledStep | None = None) -> StepResult:
         waiting = [d for d in step.depends_on if states.get(d) in (BLOCKED, FAILED) or
                    (states.get(d) == PENDING and self._gates(d))]
         if waiting:
