@@ -69,27 +69,25 @@ def load_signing_key(path: str | os.PathLike[str] | None = None, environ: Mappin
     if source is None:
         raise SigningKeyError(f"no signing key: pass {option} PATH or set {ENV_SIGNING_KEY_FILE}=PATH "
                               "(make one with `piitracer audit keygen PATH`)")
-    try:
-        key = serialization.load_pem_private_key(source.read_bytes(), password=None)
-    except OSError as error:
-        raise SigningKeyError(f"{option} {source}: cannot read the signing key: {error.strerror or error}") from None
-    except (ValueError, TypeError) as error:
-        raise SigningKeyError(f"{option} {source}: not a PEM private key ({str(error).splitlines()[0]})") from None
-    if not isinstance(key, Ed25519PrivateKey):
-        raise SigningKeyError(f"{option} {source}: expected an Ed25519 private key, got {type(key).__name__}")
-    return key
+    return _load_pem(source, option, "private", lambda data: serialization.load_pem_private_key(data, password=None),
+                     Ed25519PrivateKey)
 
 
 def load_public_key(path: Path, option: str = "--public-key") -> Ed25519PublicKey:
     """An Ed25519 public key from a PEM file."""
+    return _load_pem(path, option, "public", serialization.load_pem_public_key, Ed25519PublicKey)
+
+
+def _load_pem(path: Path, option: str, kind: str, loader, expected: type):
+    """A key of type ``expected`` from a PEM file, or one clear SigningKeyError naming ``option``."""
     try:
-        key = serialization.load_pem_public_key(path.read_bytes())
+        key = loader(path.read_bytes())
     except OSError as error:
-        raise SigningKeyError(f"{option} {path}: cannot read the public key: {error.strerror or error}") from None
+        raise SigningKeyError(f"{option} {path}: cannot read the {kind} key: {error.strerror or error}") from None
     except (ValueError, TypeError) as error:
-        raise SigningKeyError(f"{option} {path}: not a PEM public key ({str(error).splitlines()[0]})") from None
-    if not isinstance(key, Ed25519PublicKey):
-        raise SigningKeyError(f"{option} {path}: expected an Ed25519 public key, got {type(key).__name__}")
+        raise SigningKeyError(f"{option} {path}: not a PEM {kind} key ({str(error).splitlines()[0]})") from None
+    if not isinstance(key, expected):
+        raise SigningKeyError(f"{option} {path}: expected an Ed25519 {kind} key, got {type(key).__name__}")
     return key
 
 
