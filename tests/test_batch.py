@@ -82,6 +82,15 @@ def test_batch_plan_takes_the_due_requests_estimates_and_keeps_to_its_budget(tmp
         assert actual[dataset] > 0
         assert abs(estimated["bytes"] - actual[dataset]) <= 0.2 * actual[dataset], (dataset, estimated["bytes"], actual[dataset])
 
+    # The report sets the estimate beside what the run removed.
+    code, report, err = run(root, "audit", "report", "--request", "r-soon", "--format", "md")
+    assert code == 0, err
+    section = report.split("## Estimate and run", 1)[1].split("## Attestations", 1)[0]
+    rows = {cells[0]: cells for cells in ([c.strip() for c in line.strip("|").split("|")]
+                                          for line in section.splitlines() if line.startswith("| crm.") or line.startswith("| archive."))}
+    assert rows["crm.people"][2] == f"{source['bytes']:,}" and rows["crm.people"][4] == f"{actual['crm.people']:,}"
+    assert rows["crm.cards"][5] == "upper bound: values resolved at run time"
+
     # Over budget: exit 1 naming the top costs, nothing written, nothing moved; --over-budget OK writes it.
     over = tmp_path / "over.json"
     code, out, err = run(root, "batch", "plan", "--due-within", "7", "--budget", "1", "-o", str(over))

@@ -38,6 +38,13 @@ def record_step_entries(log: AuditLog, plan: DeletionPlan, steps: Iterable[StepR
     return added
 
 
+def record_estimate_entry(log: AuditLog, plan: DeletionPlan, estimate: dict) -> AuditEntry:
+    """Append an ``estimate`` entry: per rewriting step, the files and bytes the plan was estimated
+    to rewrite and their cost (``executor.estimate.PlanEstimate.as_dict``), for the report to set
+    against what the run did."""
+    return log.append(EntryKind.ESTIMATE, plan.plan_id, _subjects(plan), {"plan_id": plan.plan_id, **estimate})
+
+
 def record_attestation_entry(log: AuditLog, plan: DeletionPlan, *, step_id: str, dataset: str, action: str,
                              attested_by: str, evidence_sha256: str | None, evidence_kind: str | None,
                              statement: str | None) -> AuditEntry:

@@ -22,7 +22,7 @@ from piitracer.api import (audit_log, audit_report, check_certificate, check_pla
                            prepare_execution, record_plan, record_run, record_verification, recorded_attestations, seal_plan,
                            verify_audit, verify_plan, write_private)
 from piitracer.api import DemoResult, run_demo
-from piitracer.audit import load_audit_key
+from piitracer.audit import load_audit_key, record_estimate_entry
 from piitracer.crypto.envelope import has_master_key, load_master_key
 from piitracer.executor.runner import ExecuteOptions, ExecutionError, RunSummary, StepResult
 from piitracer.ingest.requests import read_labelled_requests
@@ -539,6 +539,8 @@ def batch_plan_command(ctx, due_within: int | None, all_open: bool, sources, bud
             plan = seal_plan(chosen.plan, key)
             with audit_log(workspace, key=key) as log:
                 register_plan_requests(workspace, store, log, plan, "planned (batch)")
+                record_plan(log, plan)
+                record_estimate_entry(log, plan, estimate.as_dict())
             write_private(out, plan_file_text(plan, store.cipher(plan_requests(plan))))
     if output == "json":
         click.echo(json.dumps({

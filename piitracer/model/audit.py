@@ -25,6 +25,7 @@ class EntryKind(str, Enum):
     VERIFICATION = "verification"  # the verifier's per-dataset verdicts and findings (no values)
     ATTESTATION = "attestation"  # a person confirmed a manual/manual_review/recompute step (who, when, evidence hash)
     REQUEST = "request"  # a request changed state (queued, planned ... closed: the data key's fingerprint, never the key)
+    ESTIMATE = "estimate"  # what a batch plan was estimated to rewrite and cost, from table metadata
 
 
 class SubjectDigest(Frozen):

@@ -58,6 +58,8 @@ def report_html(trail: RequestTrail, graph: LineageGraph | None, generated_at: d
                       s.get("finished_at") or "", _versions(s), _num(s.get("rows_deleted")), _num(s.get("files_rewritten")),
                       _num(s.get("files_removed")), _num(s.get("bytes_removed")), _hash_cell(s.get("metadata_hash"), 16),
                       _hash_cell(s.get("run_id"), 12)] for s in facts.steps]),
+        *(['<h2 id="estimate">Estimate and run</h2>', _html_table(ESTIMATE_HEADERS, _estimate_rows(facts))]
+          if facts.estimate else []),
         '<h2 id="attestations">Attestations</h2>',
         _html_table(ATTESTATION_HEADERS, _attestation_rows(facts)) if facts.attestations
         else '<p class="muted">No person\'s step attested.</p>',
@@ -91,6 +93,7 @@ def report_markdown(trail: RequestTrail, generated_at: datetime | None = None) -
                          s.get("finished_at") or "", _versions(s), _text(s.get("rows_deleted")), _text(s.get("files_rewritten")),
                          _text(s.get("files_removed")), _text(s.get("bytes_removed")), (s.get("metadata_hash") or "")[:16]]
                         for s in facts.steps]), "",
+             *(["## Estimate and run", "", _md_table(ESTIMATE_HEADERS, _estimate_rows(facts)), ""] if facts.estimate else []),
              "## Attestations", "",
              _md_table(ATTESTATION_HEADERS, _attestation_rows(facts)) if facts.attestations else "No person's step attested.",
              "", "## Verification evidence", ""]
@@ -109,6 +112,16 @@ def report_markdown(trail: RequestTrail, generated_at: datetime | None = None) -
 
 
 # ---- pieces ---------------------------------------------------------------------------------
+
+ESTIMATE_HEADERS = ["dataset", "estimated files", "estimated bytes", "estimated cost", "bytes the run removed", "note"]
+
+
+def _estimate_rows(facts: ReportFacts) -> list[list[str]]:
+    return [[row["dataset"], f"{row['files']:,}", f"{row['bytes']:,}", f"{row['cost']:,.2f} {row['currency']}",
+             "not run yet" if row["removed_bytes"] is None else f"{row['removed_bytes']:,}",
+             "upper bound: values resolved at run time" if row["upper_bound"] else "from table metadata"]
+            for row in facts.estimate]
+
 
 ATTESTATION_HEADERS = ["step", "dataset", "action", "attested by", "attested at", "evidence SHA-256"]
 

@@ -43,6 +43,8 @@ class ReportFacts:
     entries: list[AuditEntry] = field(default_factory=list)
     # who confirmed each person's step, when, and the SHA-256 of the evidence (attestation entries)
     attestations: list[dict[str, Any]] = field(default_factory=list)
+    # per dataset the batch estimate (files, bytes, cost) beside the bytes its run removed
+    estimate: list[dict[str, Any]] = field(default_factory=list)
 
 
 def report_facts(trail: RequestTrail, now: datetime) -> ReportFacts:
@@ -80,7 +82,38 @@ def report_facts(trail: RequestTrail, now: datetime) -> ReportFacts:
         received_at=request["received_at"] if request else None, sources=list(plan["sources"]),
         datasets=datasets, steps=steps, verification=verification,
         deadline=deadline_status(plan, steps, datasets, verification, now), entries=list(trail.entries),
-        attestations=[{key: e.body.get(key) for key in ATTESTATION_FIELDS} for e in mine if e.kind is EntryKind.ATTESTATION])
+        attestations=[{key: e.body.get(key) for key in ATTESTATION_FIELDS} for e in mine if e.kind is EntryKind.ATTESTATION],
+        estimate=estimate_rows([e.body for e in mine if e.kind is EntryKind.ESTIMATE], steps))
+
+
+# The steps whose removed bytes are the data a batch estimate is about: rewrites of Parquet files
+# and archives, and the removal of the files a Delta or Iceberg delete replaced.
+REMOVING_DATA = {"rewrite_files", "rewrite_archive", "vacuum", "expire_snapshots", "remove_orphan_files"}
+
+
+def estimate_rows(estimates: list[dict[str, Any]], steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per dataset of the latest estimate: estimated files, bytes, cost, whether an upper bound,
+    and the bytes the run's steps removed (None before the run)."""
+    if not estimates:
+        return []
+    latest = estimates[-1]
+    removed: dict[str, int] = {}
+    ran: set[str] = set()
+    for step in steps:
+        if step.get("action") in REMOVING_DATA and step.get("state") == "committed":
+            removed[step["dataset"]] = removed.get(step["dataset"], 0) + int(step.get("bytes_removed") or 0)
+            ran.add(step["dataset"])
+    rows: dict[str, dict[str, Any]] = {}
+    for item in latest.get("steps", []):
+        row = rows.setdefault(item["dataset"], {"dataset": item["dataset"], "files": 0, "bytes": 0, "cost": 0.0,
+                                                "upper_bound": False, "currency": latest.get("currency")})
+        row["files"] += int(item["files"])
+        row["bytes"] += int(item["bytes"])
+        row["cost"] = round(row["cost"] + float(item["cost"]), 2)
+        row["upper_bound"] = row["upper_bound"] or bool(item.get("upper_bound"))
+    for row in rows.values():
+        row["removed_bytes"] = removed.get(row["dataset"]) if row["dataset"] in ran else None
+    return [rows[name] for name in sorted(rows)]
 
 
 ATTESTATION_FIELDS = ("step_id", "dataset", "action", "attested_by", "attested_at", "evidence_sha256", "statement")
