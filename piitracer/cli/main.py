@@ -822,7 +822,11 @@ def demo_summary(result: DemoResult) -> Table:
     """Datasets erased, rows removed, files rewritten, bytes removed, time per phase, the files written."""
     totals = result.totals()
     build = result.build
-    table = Table(title=f"piitracer demo: {result.run.status if result.run else 'not executed'}", show_header=False)
+    if result.verification is not None and result.verification.complete:
+        status = "complete (verified" + (", closed)" if result.closed else ")")
+    else:
+        status = result.run.status if result.run else "not executed"
+    table = Table(title=f"piitracer demo: {status}", show_header=False)
     table.add_row("lakehouse", f"{'reused' if build.reused else 'built'}: {build.rows:,} payments up to {build.anchor}")
     table.add_row("subjects", f"{result.subjects} ({result.subject_rows} source rows before the erasure)")
     if result.subject_rows == 0:
