@@ -7,9 +7,8 @@ from __future__ import annotations
 from piitracer.ingest.sql_lineage import ingest_sql_text
 from piitracer.model.lineage import LineageBatch, ProblemSeverity
 from piitracer.model.naming import DatasetNamer
+from sql_edges import AGG, D, I, ID, TR, edges
 
-D, I = "DIRECT", "INDIRECT"
-ID, TR, AGG = "IDENTITY", "TRANSFORMATION", "AGGREGATION"
 
 SCHEMAS = {
     "prod.payments": ["user_id", "pan", "phone", "email", "amount", "merchant_id", "dt"],
@@ -22,14 +21,6 @@ SCHEMAS = {
 def ingest(sql: str, dialect: str = "spark", schemas: dict | None = None) -> LineageBatch:
     return ingest_sql_text(sql, file="job.sql", namer=DatasetNamer(), dialect=dialect,
                            schemas=SCHEMAS if schemas is None else schemas)
-
-
-def edges(batch: LineageBatch) -> set[tuple]:
-    """(source, target dataset, target column, kind, subtype, masking, expression) of every edge."""
-    return {
-        (str(e.source), e.target_dataset, e.target_column, e.kind.value, e.subtype.value, e.masking, e.expression)
-        for e in batch.column_edges
-    }
 
 
 def lines(batch: LineageBatch) -> set[tuple[str, int]]:

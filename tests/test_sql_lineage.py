@@ -13,9 +13,8 @@ from piitracer.model.lineage import (
     ProblemSeverity,
 )
 from piitracer.model.naming import DatasetNamer
+from sql_edges import AGG, D, I, ID, TR, edges
 
-D, I = "DIRECT", "INDIRECT"
-ID, TR, AGG = "IDENTITY", "TRANSFORMATION", "AGGREGATION"
 
 SCHEMAS = {
     "prod.payments": ["user_id", "pan", "phone", "email", "amount", "merchant_id", "dt"],
@@ -28,14 +27,6 @@ SCHEMAS = {
 
 def ingest(sql: str, schemas: dict | None = None, file: str = "job.sql") -> LineageBatch:
     return ingest_sql_text(sql, file=file, namer=DatasetNamer(), schemas=SCHEMAS if schemas is None else schemas)
-
-
-def edges(batch: LineageBatch) -> set[tuple]:
-    """(source, target dataset, target column, kind, subtype, masking, expression) of every edge."""
-    return {
-        (str(e.source), e.target_dataset, e.target_column, e.kind.value, e.subtype.value, e.masking, e.expression)
-        for e in batch.column_edges
-    }
 
 
 def no_problems(batch: LineageBatch) -> None:
