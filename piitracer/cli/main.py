@@ -198,14 +198,7 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
         raise click.UsageError("give at least one --source DATASET.COLUMN")
     if bool(subject_values) == bool(requests_file):
         raise click.UsageError("give either --subject VALUE (repeatable) or --requests FILE")
-    arrived = _aware(received_at)
-    if requests_file:
-        labelled = read_labelled_requests(requests_file, default_request_id=request_id, default_received_at=arrived)
-        labels, subjects = [label for label, _ in labelled], [subject for _, subject in labelled]
-    else:
-        labels = [f"--subject #{number}" for number in range(1, len(subject_values) + 1)]
-        default_id = request_id or f"cli-{arrived:%Y%m%dT%H%M%S}"
-        subjects = [_subject(value, label, default_id, arrived) for value, label in zip(subject_values, labels)]
+    labels, subjects = _labelled_subjects(subject_values, requests_file, request_id, _aware(received_at), "cli")
     workspace = _workspace(ctx)
     stores = out is not None
     # Keys first: a plan that would be written but cannot be recorded or encrypted is refused before work.
@@ -416,26 +409,10 @@ def requests_group(ctx: click.Context, state: str | None, overdue: bool, output:
 def requests_add(ctx, sources, subject_values, requests_file, request_id, received_at, audit_key_file, master_key_file) -> None:
     """Queue one request, or a file of them: values parsed strictly as for plan, stored encrypted
     under each request's own data key, every request recorded in the audit log."""
-    import sys as _sys
-    import tempfile
-
     if bool(subject_values) == bool(requests_file):
         raise click.UsageError("give either --subject VALUE (repeatable) or --requests FILE")
-    arrived = _aware(received_at)
-    if requests_file is not None:
-        if str(requests_file) == "-":
-            with tempfile.TemporaryDirectory() as folder:  # private: the values never sit in a named file
-                path = Path(folder) / "stdin.jsonl"
-                write_private(path, _sys.stdin.read())
-                labelled = read_labelled_requests(path, default_request_id=request_id, default_received_at=arrived)
-                labelled = [(label.replace(str(path), "<stdin>"), subject) for label, subject in labelled]
-        else:
-            labelled = read_labelled_requests(requests_file, default_request_id=request_id, default_received_at=arrived)
-        labels, subjects = [label for label, _ in labelled], [subject for _, subject in labelled]
-    else:
-        labels = [f"--subject #{number}" for number in range(1, len(subject_values) + 1)]
-        default_id = request_id or f"req-{arrived:%Y%m%dT%H%M%S}"
-        subjects = [_subject(value, label, default_id, arrived) for value, label in zip(subject_values, labels)]
+    labels, subjects = _labelled_subjects(subject_values, requests_file, request_id, _aware(received_at), "req",
+                                          stdin=True)
     workspace = _workspace(ctx)
     key = load_audit_key(key_file=audit_key_file, option="--audit-key-file")
     master = load_master_key(master_key_file)
@@ -887,6 +864,29 @@ def _aware(moment: datetime | None) -> datetime:
     if moment is None:
         return datetime.now(timezone.utc).replace(microsecond=0)
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def _labelled_subjects(subject_values, requests_file: Path | None, request_id: str | None, arrived: datetime,
+                       id_prefix: str, stdin: bool = False) -> tuple[list[str], list[Subject]]:
+    """(labels, subjects) from repeated --subject values or a --requests file (with ``stdin``,
+    ``-`` reads JSON lines from standard input). A label names each value's position for errors
+    (``--subject #2``, ``batch.csv:7``), never the value; --subject values without --request-id
+    share one id made of ``id_prefix`` and the arrival time."""
+    if requests_file is not None:
+        if stdin and str(requests_file) == "-":
+            import tempfile
+
+            with tempfile.TemporaryDirectory() as folder:  # private: the values never sit in a named file
+                path = Path(folder) / "stdin.jsonl"
+                write_private(path, sys.stdin.read())
+                labelled = read_labelled_requests(path, default_request_id=request_id, default_received_at=arrived)
+                labelled = [(label.replace(str(path), "<stdin>"), subject) for label, subject in labelled]
+        else:
+            labelled = read_labelled_requests(requests_file, default_request_id=request_id, default_received_at=arrived)
+        return [label for label, _ in labelled], [subject for _, subject in labelled]
+    labels = [f"--subject #{number}" for number in range(1, len(subject_values) + 1)]
+    default_id = request_id or f"{id_prefix}-{arrived:%Y%m%dT%H%M%S}"
+    return labels, [_subject(value, label, default_id, arrived) for value, label in zip(subject_values, labels)]
 
 
 def _subject(value: str, label: str, request_id: str, received_at: datetime) -> Subject:
