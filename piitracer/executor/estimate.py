@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from piitracer.executor.journal import COMMITTED, Journal
 from piitracer.executor.resolve import subject_key_values
 from piitracer.formats import delta, iceberg
-from piitracer.formats.parquet import data_files
+from piitracer.formats.parquet import data_files, key_ranges
 from piitracer.model.plan import Action, DeletionPlan, Step, ValueKind
 from piitracer.model.workspace import CatalogDataset, DatasetFormat, Pricing
 from piitracer.storage.locations import Location
@@ -176,15 +176,11 @@ def _parquet_files(location: Location, store: Store, key_column: str | None, val
             if any(partition == str(value) for value in values):
                 found.append((relative, sizes.get(relative, 0)))
             continue
-        metadata = pq.ParquetFile(store.open_input(location.child(relative))).metadata
-        leaf = next((i for i in range(metadata.num_columns) if metadata.schema.column(i).path == key_column), None)
-        if leaf is None:
+        ranges = key_ranges(pq.ParquetFile(store.open_input(location.child(relative))).metadata, key_column)
+        if ranges is None:
             continue  # no key column in this file: nothing of a subject to rewrite
-        for group in range(metadata.num_row_groups):
-            stats = metadata.row_group(group).column(leaf).statistics
-            if stats is None or not stats.has_min_max or _may_hold(stats.min, stats.max, values):
-                found.append((relative, sizes.get(relative, 0)))
-                break
+        if any(bounds is None or _may_hold(bounds[0], bounds[1], values) for bounds in ranges):
+            found.append((relative, sizes.get(relative, 0)))
     return found
 
 
@@ -210,13 +206,13 @@ def _iceberg_files(location: Location, store: Store, key_column: str | None, val
 def measured_throughput(journal: Journal) -> float | None:
     """Bytes per second of the rewriting steps this lakehouse committed (None when none did)."""
     total_bytes, total_seconds = 0, 0.0
-    for record in journal.all_steps():
-        if record["state"] != COMMITTED or record["action"] not in {a.value for a in REWRITING}:
+    rewriting = {action.value for action in REWRITING}
+    for record in journal.records(None):
+        if record.state != COMMITTED or record.action not in rewriting:
             continue
-        removed = int((record.get("outcome") or {}).get("bytes_removed") or 0)
-        seconds = _seconds(record.get("started_at"), record.get("finished_at"))
-        if removed and seconds:
-            total_bytes += removed
+        seconds = _seconds(record.started_at, record.finished_at)
+        if record.bytes_removed and seconds:
+            total_bytes += record.bytes_removed
             total_seconds += seconds
     return total_bytes / total_seconds if total_seconds else None
 

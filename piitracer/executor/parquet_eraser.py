@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from piitracer.executor.arrow_values import typed_values
 from piitracer.executor.failpoints import failpoint
 from piitracer.executor.outcome import Attempt, SafetyError, StepOutcome
-from piitracer.formats.parquet import data_files
+from piitracer.formats.parquet import data_files, key_ranges
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
 
@@ -106,18 +106,15 @@ def _replace_without(location: Location, store: Store, relative: str, handle: pq
 
 def _may_hold(handle: pq.ParquetFile, key_column: str, subjects: pa.Array) -> bool:
     """False only when every row group's min/max statistics exclude every subject value."""
-    metadata = handle.metadata
-    index = handle.schema_arrow.get_field_index(key_column)
-    leaf = next((i for i in range(metadata.num_columns) if metadata.schema.column(i).path == key_column), None)
-    if index < 0 or leaf is None:
+    ranges = key_ranges(handle.metadata, key_column)
+    if handle.schema_arrow.get_field_index(key_column) < 0 or ranges is None:
         return True
     lowest, highest = pc.min(subjects).as_py(), pc.max(subjects).as_py()
-    for group in range(metadata.num_row_groups):
-        stats = metadata.row_group(group).column(leaf).statistics
-        if stats is None or not stats.has_min_max:
+    for bounds in ranges:
+        if bounds is None:
             return True
         try:
-            if not (highest < stats.min or lowest > stats.max):
+            if not (highest < bounds[0] or lowest > bounds[1]):
                 return True
         except TypeError:  # statistics of a type that does not compare with the key's: read it
             return True

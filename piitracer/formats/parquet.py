@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
 
@@ -13,6 +15,20 @@ def data_files(location: Location, store: Store) -> list[str]:
     not data."""
     return [entry.relative for entry in store.list_files(location)
             if entry.relative.endswith(".parquet") and not any(part.startswith(HIDDEN) for part in entry.relative.split("/"))]
+
+
+def key_ranges(metadata, key_column: str) -> list[tuple[Any, Any] | None] | None:
+    """Per row group of a Parquet footer (``pyarrow`` ``FileMetaData``), the (min, max) statistics
+    of ``key_column``, or None for a group without them; None when the file has no such column.
+    What the rewrite and the batch estimate prune files by."""
+    leaf = next((i for i in range(metadata.num_columns) if metadata.schema.column(i).path == key_column), None)
+    if leaf is None:
+        return None
+    ranges: list[tuple[Any, Any] | None] = []
+    for group in range(metadata.num_row_groups):
+        stats = metadata.row_group(group).column(leaf).statistics
+        ranges.append((stats.min, stats.max) if stats is not None and stats.has_min_max else None)
+    return ranges
 
 
 def dataset(location: Location, store: Store):
