@@ -290,7 +290,7 @@ def execute_plan(
     The executor's preflight refuses a plan that does not match the workspace or would act outside
     its datasets' locations before anything is journaled. Person steps are ``awaiting_attestation``
     unless their ids are in ``attested``."""
-    return PlanExecutor(plan, execution_context(workspace, attested, cipher), options, on_step).run()
+    return prepare_execution(workspace, plan, options, on_step, attested, cipher).run()
 
 
 def prepare_execution(
@@ -412,13 +412,14 @@ def verify_audit(log: AuditLog, workspace: Workspace | None = None, expect_head:
     return replace(result, checks=result.checks + (f"journal: {len(ran)} executed plan(s), each recorded",))
 
 
-def request_trail(log: AuditLog, request_id: str) -> RequestTrail:
-    """Everything the log holds about one request, with its Merkle root and the chain's state;
-    KeyError when the log has no entry for it."""
+def request_trail(log: AuditLog, request_id: str, verified: VerifyResult | None = None) -> RequestTrail:
+    """Everything the log holds about one request, with its Merkle root and the chain's state
+    (``verified``: the log's verification already done, else it is done here); NotFoundError when
+    the log has no entry for it."""
     entries = log.entries(request_id=request_id)
     if not entries:
         raise NotFoundError(f"the audit log has no entry for request {request_id!r}")
-    result = log.verify()
+    result = verified if verified is not None else log.verify()
     return RequestTrail(request_id=request_id, entries=tuple(entries), merkle_root=log.request_root(request_id),
                         chain_head=log.head()[1], chain_entries=result.entries, chain_intact=result.ok,
                         chain_problem=str(result.problem) if result.problem else None)
@@ -445,10 +446,10 @@ def erasure_certificate(workspace: Workspace, log: AuditLog, request_id: str, si
     from piitracer.crypto.signing import sign
     from piitracer.render.certificate import NotCertifiable, certificate_body
 
-    trail = request_trail(log, request_id)
     checked = verify_audit(log, workspace)
     if not checked.ok:
         raise NotCertifiable(f"request {request_id}: the audit log is not intact ({checked.problem})")
+    trail = request_trail(log, request_id, checked)
     issued = (issued_at or datetime.now(timezone.utc)).replace(microsecond=0)
     return sign(certificate_body(trail, issued, log.key.key_id), signing_key)
 

@@ -100,15 +100,12 @@ class Journal:
             return None
         return JournaledStep(step_id, row[0], json.loads(row[1]) if row[1] else None, row[2])
 
-    def records(self, plan_id: str) -> list[StepRecord]:
-        """Every journaled step of a plan as the audit trail records it, in plan order."""
+    def records(self, plan_id: str | None) -> list[StepRecord]:
+        """Every journaled step of a plan (``None``: of every plan) as the audit trail records it,
+        in plan order."""
         return [StepRecord.of(step_id=r["step_id"], order=r["order"], dataset=r["dataset"], action=r["action"],
                               state=r["state"], outcome=r["outcome"], run_id=r["run_id"], started_at=r["started_at"],
                               finished_at=r["finished_at"], message=r["message"]) for r in self.steps(plan_id)]
-
-    def all_steps(self) -> list[dict[str, Any]]:
-        """Every journaled step of every plan (as :meth:`steps`), e.g. to measure throughput."""
-        return self.steps(None)
 
     def steps(self, plan_id: str | None) -> list[dict[str, Any]]:
         """Every journaled step of a plan (``None``: of every plan), in plan order."""

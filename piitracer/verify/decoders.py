@@ -206,7 +206,7 @@ def _avro(source: FileSource, index: ValueIndex) -> Iterator[tuple[str, set[str]
             if iceberg:
                 yield from _avro_record(record, index, field_types, f"record {number}", ())
             else:
-                for where, names in _walk(record, index, f"record {number}", (), lambda keys: Place.VALUE):
+                for where, names in _walk(record, index, f"record {number}", (), _any_place_holds_values):
                     yield where, names, "data"
 
 
@@ -299,6 +299,11 @@ DELTA_PATH_FIELDS = {"path"}
 ICEBERG_METADATA_PATH_FIELDS = {"location", "metadata-file", "manifest-list", "statistics-path", "path"}
 
 
+def _any_place_holds_values(keys: tuple[str, ...]) -> Place:
+    """Files whose layout piitracer does not know (unknown JSON, non-Iceberg Avro): every leaf may be a value."""
+    return Place.VALUE
+
+
 def delta_log_place(keys: tuple[str, ...]) -> Place:
     """Where a number in a Delta log (JSON commit, checkpoint, .crc) can be a subject value."""
     if any(key in DELTA_VALUE_FIELDS for key in keys):
@@ -331,7 +336,7 @@ def _json_text(text: str, index: ValueIndex, kind: str) -> Iterator[tuple[str, s
                 names = index.search_text(line)
                 if names:
                     yield f"line {number} (text)", names, "raw"
-    place_of = {"log": delta_log_place, "metadata": iceberg_metadata_place}.get(kind, lambda keys: Place.VALUE)
+    place_of = {"log": delta_log_place, "metadata": iceberg_metadata_place}.get(kind, _any_place_holds_values)
     for prefix, document in documents:
         for where, names in _walk(document, index, "", (), place_of):
             label = f"{prefix} {where}".strip() or "(document)"
