@@ -336,15 +336,29 @@ def audit_log(workspace: Workspace | str | os.PathLike[str], key: str | bytes | 
 
 def audit_anchor(workspace: Workspace) -> AnchorFile | None:
     """The workspace's ``audit.anchor`` (relative paths against the workspace folder), or None.
-    Refused inside the workspace: whoever can wipe the workspace's log could wipe it too."""
+    Refused inside the workspace (whoever can wipe the workspace's log could wipe it too), inside
+    a catalogued dataset's location or a warehouse root (every append replaces the anchor: it must
+    never land on table files), and where something that is not an anchor already lies."""
+    from piitracer.storage.guard import is_under
+
     text = workspace.config.audit.anchor
     if not text:
         return None
     location = Location.parse(text, base=workspace.root)
-    if location.is_local and location.path.resolve().is_relative_to(workspace.root.resolve()):
+    if is_under(location, Location.parse(str(workspace.root))):
         raise AuditError(f"audit.anchor: {text} is inside the workspace ({workspace.root}); expected a path or URI "
                          "outside it (a separate mount, a bucket with object lock)")
-    return AnchorFile(location, store_for(workspace.config.storage))
+    lakehouse = [(f"dataset {dataset}'s location", place) for dataset, place in sorted(dataset_locations(workspace).items())]
+    lakehouse += [("warehouse root", root) for root in warehouse_roots(workspace)]
+    for what, place in lakehouse:
+        if is_under(location, place):
+            raise AuditError(f"audit.anchor: {text} is inside {what} ({place}); expected a path or URI outside the "
+                             "lakehouse: the anchor is replaced at every append and must never touch table files")
+    anchor = AnchorFile(location, store_for(workspace.config.storage))
+    if anchor.foreign_object():
+        raise AuditError(f"audit.anchor: {text} already holds something that is not a piitracer audit anchor; "
+                         "expected a new path (nothing is written over it)")
+    return anchor
 
 
 def record_plan(log: AuditLog, plan: DeletionPlan) -> AuditEntry:

@@ -367,3 +367,30 @@ def test_a_step_entry_is_the_journals_step_record_whole(recorded) -> None:
     """One shape from the journal to the audit log (issue 15): every field of StepRecord, nothing else."""
     steps = [e for e in recorded.log.entries() if e.kind is EntryKind.STEP]
     assert steps and all(set(e.body) == {"plan_id"} | set(StepRecord.model_fields) for e in steps)
+
+
+def test_an_anchor_on_table_files_or_over_a_foreign_file_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    """The anchor is replaced at every append: a mistyped path must never overwrite a table's file
+    (inside a catalogued location, outside the workspace) or any file that is not an anchor."""
+    lake = tmp_path / "lake" / "merchants"
+    lake.mkdir(parents=True)
+    data_file = lake / "part-0.parquet"
+    data_file.write_bytes(b"PAR1 table bytes PAR1")
+    notes = tmp_path / "elsewhere" / "notes.txt"
+    notes.parent.mkdir()
+    notes.write_text("someone's file\n")
+    for anchor, expected in ((data_file, "inside dataset prod.merchants's location"),
+                             (notes, "not a piitracer audit anchor")):
+        root = tmp_path / f"case-{anchor.name}"
+        workspace = copy_workspace(root, anchor=anchor)
+        config = workspace.root / "piitracer.yaml"
+        config.write_text(config.read_text().replace("location: warehouse/prod/merchants", f"location: {lake}"))
+        before = anchor.read_bytes()
+        code, _, err = cli_verify(workspace.root)
+        assert code == 2 and expected in err, err
+        from piitracer.api import load_workspace
+
+        with pytest.raises(AuditError, match="audit.anchor"):
+            audit_log(load_workspace(workspace.root), key=KEY)
+        assert anchor.read_bytes() == before and not Path(str(anchor) + ".tmp").exists()
+        assert not (workspace.root / ".piitracer" / "audit.sqlite").exists()

@@ -54,6 +54,17 @@ class AnchorFile:
         except (StorageError, OSError) as error:
             raise AnchorError(f"audit.anchor {self.location}: cannot write the anchor: {error}") from None
 
+    def foreign_object(self) -> bool:
+        """Whether something that is not an anchor document is already at the anchor's place (a
+        mistyped path naming a data file): writing there would replace it."""
+        try:
+            if not self.store.exists(self.location):
+                return False
+            document = json.loads(self.store.read_bytes(self.location))
+        except (StorageError, OSError, ValueError):
+            return True
+        return not (isinstance(document, dict) and document.get("format") == ANCHOR_FORMAT)
+
     def read(self, key: AuditKey) -> Anchor | str | None:
         """The anchor; None when there is none; a sentence when it is there but not a valid anchor
         of this key (unreadable, edited, written with another key)."""
