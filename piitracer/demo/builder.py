@@ -168,7 +168,7 @@ class _DemoLoads:
             self.build.written.update(run.written)
             self.build.skipped.update(run.skipped)
             self._event_jobs(load)
-        self.say("dev clones and weekly archive exports")
+        self.say("dev clones, the DR replica and weekly archive exports")
         self._copies(payments, calendar)
 
     def _append(self, dataset: str, data: pa.Table, partitioned_by: tuple[str, ...] = ()) -> None:
@@ -197,12 +197,14 @@ class _DemoLoads:
                                      self.entry("dev.payments_shallow"), partitioned_by=("dt",))
         copies.iceberg_deep_clone(self.spark, source, self.entry("dev.payments_deep"), partitioned_by=("dt",))
         copies.delta_deep_clone(self.location("analytics.customer_txn"), self.location("dev.customer_txn_deep"))
+        copies.delta_deep_clone(self.location("analytics.customer_txn"), self.location("analytics.customer_txn@dr"))
         exports = calendar.dates[-ARCHIVE_EXPORTS:]
         copies.weekly_exports(payments, self.location("archive.payments_weekly"), exports)
         self.build.written.update({
             "dev.payments_shallow": "iceberg: add_files over prod.payments' data files (shallow clone)",
             "dev.payments_deep": "iceberg: full copy of prod.payments",
             "dev.customer_txn_deep": "delta: full copy of analytics.customer_txn",
+            "analytics.customer_txn@dr": "delta: the DR replica of analytics.customer_txn (its pipeline's copy)",
             "archive.payments_weekly": f"parquet: {len(exports)} weekly exports of prod.payments",
         })
 

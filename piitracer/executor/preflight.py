@@ -32,7 +32,7 @@ from piitracer.executor.outcome import SafetyError
 from piitracer.formats import FormatError, key_type_name, table_schema
 from piitracer.model.key_values import KeyValueError, parse_key_type, parse_key_value
 from piitracer.model.plan import Action, DatasetDecision, DatasetStatus, DeletionPlan, Step, ValueKind
-from piitracer.model.workspace import CatalogDataset, CloneMode, DatasetFormat, SparkSettings
+from piitracer.model.workspace import CatalogDataset, CloneMode, DatasetFormat, ReplicaManagement, SparkSettings
 from piitracer.storage.guard import Territory, canonical, symlinks_leaving
 from piitracer.storage.locations import Location
 from piitracer.storage.store import StorageError, Store
@@ -72,7 +72,7 @@ def preflight(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locatio
     result = Preflight()
     decisions = {d.dataset: d for d in plan.datasets}
     value_sets = _value_set_names(plan)
-    touched = sorted({s.dataset for s in plan.steps if s.action not in NOT_PERFORMED})
+    touched = sorted({s.dataset for s in plan.steps if s.action not in NOT_PERFORMED | {Action.AWAIT_REPLICATION}})
     for step in plan.steps:
         _check_step(step, catalog, decisions, value_sets)
     for capture in plan.resolve:
@@ -125,7 +125,8 @@ def _check_step(step: Step, catalog: Mapping[str, CatalogDataset], decisions: di
         if decision is None:
             raise PlanRefused(f"step {step.id}: dataset {step.dataset} has no decision in the plan's datasets")
         _same_catalog_facts(step, entry, decision)
-        if step.action not in NOT_PERFORMED:
+        _check_replica_step(step, entry)
+        if step.action not in NOT_PERFORMED | {Action.AWAIT_REPLICATION}:
             if step.action not in ACTIONS_BY_FORMAT[entry.format]:
                 raise PlanRefused(f"step {step.id}: {step.action.value} is not an action of a {entry.format.value} dataset "
                                   f"({step.dataset}): the plan was altered or made for another format")
@@ -141,6 +142,23 @@ def _check_step(step: Step, catalog: Mapping[str, CatalogDataset], decisions: di
     unknown = sorted({v.name for v in step.values_from} - value_sets)
     if unknown:
         raise PlanRefused(f"step {step.id}: reads value set(s) {', '.join(unknown)} that the resolve step does not make")
+
+
+def _check_replica_step(step: Step, entry: CatalogDataset) -> None:
+    """A replication-managed replica is only waited for and verified, never written: its
+    replication would copy the primary over it (or fight the write); anything else is a plan
+    altered or made for another catalog."""
+    replica = entry.replica_of
+    replicated = replica is not None and replica.managed_by is ReplicaManagement.REPLICATION
+    if step.action is Action.AWAIT_REPLICATION:
+        if not replicated:
+            raise PlanRefused(f"step {step.id}: await_replication on {step.dataset}, which the catalog does not "
+                              "declare a replication-managed replica: re-plan")
+        if step.params.primary != replica.dataset:
+            raise PlanRefused(f"step {step.id}: {step.dataset} replicates {replica.dataset}, not {step.params.primary}: re-plan")
+    elif replicated and step.action not in NOT_PERFORMED:
+        raise PlanRefused(f"step {step.id}: {step.action.value} on {step.dataset}, a replication-managed replica of "
+                          f"{replica.dataset}: piitracer only verifies it (its replication carries the erasure)")
 
 
 def _same_catalog_facts(step: Step, entry: CatalogDataset, decision: DatasetDecision) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from datetime import datetime, timedelta, timezone
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -182,7 +183,7 @@ class PlanExecutor:
             message = f"waits for {', '.join(waiting)}"
             journal.mark(self.plan.plan_id, run_id, step, BLOCKED, message=message)
             return StepResult(step, BLOCKED, message=message)
-        refusal = self._refusal(step)
+        refusal = self._refusal(step) or self._replication_due(journal, step)
         if refusal is not None:
             state, message = refusal
             journal.mark(self.plan.plan_id, run_id, step, state, message=message)
@@ -233,11 +234,29 @@ class PlanExecutor:
             return BLOCKED, f"{ref.ref_type} {ref.ref!r} retains a pre-delete snapshot: {ref.fix} (or run with --drop-refs)"
         return None
 
+    def _replication_due(self, journal: Journal, step: Step) -> tuple[str, str] | None:
+        """An ``await_replication`` step stays pending until its propagation wait has passed since
+        the primary's last step committed (its ``depends_on``): only then does a subject row in
+        the replica mean the replication failed rather than lags."""
+        if step.action is not Action.AWAIT_REPLICATION:
+            return None
+        finished = [r.finished_at for r in journal.records(self.plan.plan_id)
+                    if r.step_id in step.depends_on and r.state == COMMITTED and r.finished_at]
+        if len(finished) < len(step.depends_on):  # cannot happen after the dependency check above
+            return PENDING, f"waits for the erasure of {step.params.primary} to commit"
+        due = max(datetime.fromisoformat(f) for f in finished) + timedelta(seconds=step.params.propagation_seconds)
+        if datetime.now(timezone.utc) < due:
+            return PENDING, (f"the replication of {step.params.primary} has until {due:%Y-%m-%d %H:%M:%S} UTC "
+                             f"({step.params.propagation_wait} after its erasure) to carry it: run execute --resume then")
+        return None
+
     # ---- one step -------------------------------------------------------------------------
 
     def _perform(self, journal: Journal, step: Step, attempt: Attempt) -> StepOutcome:
         if step.action is Action.RESOLVE:
             return self._resolve(journal)
+        if step.action is Action.AWAIT_REPLICATION:  # nothing to write: the verifier looks at the replica
+            return StepOutcome(details={"primary": step.params.primary, "propagation_wait": step.params.propagation_wait})
         entry = self.context.catalog.get(step.dataset)
         if entry is None:
             raise SafetyError(f"{step.dataset} is not in the catalog")
@@ -421,6 +440,9 @@ def describe(step: Step, catalog: Mapping[str, CatalogDataset]) -> str:
     entry = catalog.get(step.dataset)
     table = entry.table if entry and entry.table else step.dataset
     shown = Shown(step, table, _quoted(step.key_column), " + ".join(f"<{v.name}>" for v in step.values_from) or "<no values>")
+    if step.action is Action.AWAIT_REPLICATION:
+        return (f"touch nothing in {table}: wait {step.params.propagation_wait} after {step.params.primary}'s erasure "
+                "commits, for its replication to carry it; verify then checks the replica")
     if step.action is Action.RESOLVE:
         return f"capture identifiers and computed keys of the subjects' rows in {table} (values bound as a broadcast view)"
     if step.action in NOT_PERFORMED:

@@ -151,7 +151,9 @@ class LineageGraph:
 
     def _add_catalog_relations(self, catalog: Mapping[str, CatalogDataset]) -> None:
         for dataset_id, entry in sorted(catalog.items()):
-            if entry.clone_of:
+            if entry.replica_of:
+                relation, source = DatasetRelation.REPLICA, entry.replica_of.dataset
+            elif entry.clone_of:
                 relation, source = _RELATION_OF_CLONE[entry.clone_of.mode], entry.clone_of.dataset
             elif entry.archive_of:
                 relation, source = DatasetRelation.ARCHIVE, entry.archive_of.dataset

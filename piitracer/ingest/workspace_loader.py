@@ -11,7 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from piitracer.model.naming import DEFAULT_SPARK_CATALOGS, DatasetNamer, normalise_location, split_table_name
-from piitracer.model.workspace import DatasetFormat, WorkspaceConfig
+from piitracer.model.workspace import REPLICA_SEPARATOR, DatasetFormat, WorkspaceConfig
 from piitracer.model.errors import PiitracerError
 
 WORKSPACE_FILE = "piitracer.yaml"
@@ -95,7 +95,12 @@ def workspace_warnings(workspace: Workspace, path: Path, document: Any) -> tuple
         location = workspace.location_of(dataset_id)
         if location is None or entry.format not in _STORED or "://" in str(entry.location):
             continue
-        where = f"{path}:{_line_of(document, ['catalog', dataset_id, 'location']) or 1}: catalog.{dataset_id}.location"
+        field = ["catalog", dataset_id, "location"]
+        if entry.replica_of is not None:  # declared under its primary's replicas:
+            primary, name = entry.replica_of.dataset, dataset_id.rsplit(REPLICA_SEPARATOR, 1)[1]
+            position = next(i for i, r in enumerate(workspace.config.catalog[primary].replicas) if r.name == name)
+            field = ["catalog", primary, "replicas", position, "location"]
+        where = f"{path}:{_line_of(document, field) or 1}: {'.'.join(str(part) for part in field)}"
         if not location.exists():
             warnings.append(f"{where}: {location} does not exist (a {entry.format.value} dataset's files are expected there)")
         if workspace.outside_roots(location):

@@ -130,12 +130,13 @@ class ColumnEdge(Frozen):
 
 
 class DatasetRelation(str, Enum):
-    """Dataset-level relations: a job's input->output flow, clones and archives."""
+    """Dataset-level relations: a job's input->output flow, clones, archives and replicas."""
 
     FLOW = "flow"
     SHALLOW_CLONE = "shallow_clone"
     DEEP_CLONE = "deep_clone"
     ARCHIVE = "archive"
+    REPLICA = "replica"
 
 
 class DatasetEdge(Frozen):

@@ -75,6 +75,7 @@ class Action(str, Enum):
     RECOMPUTE = "recompute"  # rebuild an aggregate after its inputs are erased
     MANUAL_REVIEW = "manual_review"  # a person decides how to find and erase the rows
     MANUAL = "manual"  # a system piitracer cannot touch: its owner erases it
+    AWAIT_REPLICATION = "await_replication"  # a replication-managed replica: wait for the primary's erasure to propagate
 
 
 class ValueKind(str, Enum):
@@ -198,8 +199,18 @@ class RewriteArchiveParams(Frozen):
     cost_per_gb_restore: float | None = Field(None, ge=0)
 
 
+class AwaitReplicationParams(Frozen):
+    """A replication-managed replica: nothing is erased in it; the replication carries the
+    primary's erasure, which the verifier checks once ``propagation_wait`` has passed since the
+    primary's last step committed."""
+
+    primary: str
+    propagation_wait: str  # e.g. '6h' (whole hours, minutes or seconds)
+    propagation_seconds: int = Field(ge=0)
+
+
 StepParams = Union[
-    RewriteDataFilesParams, ReleaseRefParams, ExpireSnapshotsParams, RemoveOrphanFilesParams,
+    AwaitReplicationParams, RewriteDataFilesParams, ReleaseRefParams, ExpireSnapshotsParams, RemoveOrphanFilesParams,
     PurgeDeletionVectorsParams, VacuumParams, CleanDeltaLogParams, RewriteFilesParams, RewriteArchiveParams, NoParams,
 ]
 
@@ -210,7 +221,7 @@ def _params_model(action: "Action") -> type[Frozen]:
         Action.EXPIRE_SNAPSHOTS: ExpireSnapshotsParams, Action.REMOVE_ORPHAN_FILES: RemoveOrphanFilesParams,
         Action.PURGE_DELETION_VECTORS: PurgeDeletionVectorsParams, Action.VACUUM: VacuumParams,
         Action.CLEAN_DELTA_LOG: CleanDeltaLogParams, Action.REWRITE_FILES: RewriteFilesParams,
-        Action.REWRITE_ARCHIVE: RewriteArchiveParams,
+        Action.REWRITE_ARCHIVE: RewriteArchiveParams, Action.AWAIT_REPLICATION: AwaitReplicationParams,
     }.get(action, NoParams)
 
 

@@ -38,6 +38,15 @@ def parse_duration(value: Any) -> timedelta:
 Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
 
 
+def duration_text(value: timedelta) -> str:
+    """A duration as the workspace writes it: '6h', '90m', '45s' (the largest whole unit)."""
+    seconds = int(value.total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
 class DatasetFormat(str, Enum):
     ICEBERG = "iceberg"
     DELTA = "delta"
@@ -97,6 +106,44 @@ class ArchiveOf(Frozen):
     cost_per_gb_restore: float | None = Field(None, ge=0, description="Restore cost, for the plan.")
 
 
+class ReplicaManagement(str, Enum):
+    """Who keeps a replica in step with its primary."""
+
+    REPLICATION = "replication"  # storage/table replication copies the primary: it carries the erasure
+    PIPELINE = "pipeline"  # a job writes it like any table: piitracer erases it with its own steps
+
+
+REPLICA_SEPARATOR = "@"  # a replica's dataset id: '<primary id>@<replica name>'
+
+
+class Replica(Frozen):
+    """One replica of a catalogued dataset (a DR copy in another region or bucket), listed under
+    the primary's ``replicas:``. The workspace turns it into its own dataset,
+    ``<primary>@<name>``, with the primary's format and columns."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", description="Short name, unique per primary: the "
+                      "replica's dataset id is '<primary>@<name>'.")
+    location: str = Field(description="Where the replica lives (a path relative to the workspace, or a URI).")
+    table: str | None = Field(None, description="Spark table identifier (Iceberg replicas that piitracer erases).")
+    managed_by: ReplicaManagement = Field(description="'pipeline': erased by its own steps after the primary; "
+                                          "'replication': verified only, after propagation_wait.")
+    propagation_wait: Duration = Field(timedelta(hours=1), description="Replication-managed: how long after the "
+                                       "primary's erasure the replica must show it (its replication lag).")
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _lower_name(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
+
+
+class ReplicaOf(Frozen):
+    """Set on a replica's own dataset: which dataset it copies and who keeps it in step."""
+
+    dataset: DatasetId
+    managed_by: ReplicaManagement
+    propagation_wait: Duration = timedelta(hours=1)
+
+
 class CatalogDataset(Frozen):
     """One dataset of the lakehouse, keyed by its canonical id (``db.table``) in ``catalog:``."""
 
@@ -123,6 +170,9 @@ class CatalogDataset(Frozen):
     retention: Retention = Retention()
     clone_of: CloneOf | None = None
     archive_of: ArchiveOf | None = None
+    replicas: tuple[Replica, ...] = Field((), description="Copies of this dataset elsewhere (DR regions, "
+                                          "other buckets): each becomes the dataset '<id>@<name>'.")
+    replica_of: ReplicaOf | None = Field(None, description="Set by the workspace on a replica's dataset.")
     owner: str | None = Field(None, description="Team or person responsible (required for external).")
     description: str | None = None
 
@@ -187,6 +237,13 @@ class CatalogDataset(Frozen):
             raise ValueError("an archive dataset needs 'archive_of'")
         if self.archive_of and self.format is not DatasetFormat.ARCHIVE:
             raise ValueError("'archive_of' applies to format 'archive' only")
+        names = [replica.name for replica in self.replicas]
+        if len(set(names)) != len(names):
+            raise ValueError(f"replicas: names must be unique, got {names}")
+        if self.replicas and self.format in (DatasetFormat.VIEW, DatasetFormat.EXTERNAL):
+            raise ValueError(f"a {self.format.value} dataset stores no files here: it cannot list replicas")
+        if self.replicas and self.replica_of:
+            raise ValueError("a replica cannot list replicas of its own: list them on the primary")
         needs_place = self.format not in (DatasetFormat.VIEW, DatasetFormat.EXTERNAL)
         if needs_place and not (self.location or self.table):
             raise ValueError(f"a {self.format.value} dataset needs a 'location' or a 'table'")
@@ -328,10 +385,33 @@ class WorkspaceConfig(Frozen):
             return {str(k).lower(): v for k, v in value.items()}
         return value
 
+    @field_validator("catalog")
+    @classmethod
+    def _replicas_as_datasets(cls, catalog: dict[str, CatalogDataset]) -> dict[str, CatalogDataset]:
+        """Each listed replica becomes a dataset of its own (``<primary>@<name>``): the graph,
+        the planner, the executor and the verifier then treat it like any table, with
+        ``replica_of`` saying who keeps it in step."""
+        expanded = dict(catalog)
+        for dataset_id, entry in sorted(catalog.items()):
+            if REPLICA_SEPARATOR in dataset_id and entry.replica_of is None:
+                raise ValueError(f"{dataset_id}: '{REPLICA_SEPARATOR}' is kept for replicas ('<primary>@<name>'); "
+                                 "list the replica under the primary's 'replicas:'")
+            for replica in entry.replicas:
+                replica_id = f"{dataset_id}{REPLICA_SEPARATOR}{replica.name}"
+                if replica_id in catalog:
+                    raise ValueError(f"{dataset_id}.replicas: {replica_id} is also declared on its own")
+                expanded[replica_id] = entry.model_copy(update={
+                    "location": replica.location, "table": replica.table, "replicas": (), "aliases": (),
+                    "clone_of": None, "description": f"replica {replica.name!r} of {dataset_id}",
+                    "replica_of": ReplicaOf(dataset=dataset_id, managed_by=replica.managed_by,
+                                            propagation_wait=replica.propagation_wait),
+                })
+        return expanded
+
     @model_validator(mode="after")
     def _references_exist(self) -> "WorkspaceConfig":
         for dataset_id, entry in self.catalog.items():
-            for ref in (entry.clone_of, entry.archive_of):
+            for ref in (entry.clone_of, entry.archive_of, entry.replica_of):
                 if ref and ref.dataset not in self.catalog:
                     raise ValueError(f"catalog.{dataset_id}: refers to {ref.dataset!r}, which is not in the catalog")
         return self

@@ -147,6 +147,7 @@ def _ordered_steps(
             keys_of[dataset].append(key)
     _upstream_first(order, templates, keys_of, depends)
     _shallow_clones_before_source_expiry(order, templates, keys_of, depends, catalog)
+    _replicas_after_primary(order, keys_of, depends, catalog)
     sequence = order_steps(nodes, depends)
     ids = {key: f"s{number:03d}" for number, key in enumerate(sequence, start=1)}
     steps = []
@@ -194,6 +195,19 @@ def _shallow_clones_before_source_expiry(order, templates, keys_of, depends, cat
         for key, template in zip(keys_of[source], templates[source]):
             if template.action in (Action.EXPIRE_SNAPSHOTS, Action.REMOVE_ORPHAN_FILES):
                 depends[key].add(clone_done)
+
+
+def _replicas_after_primary(order, keys_of, depends, catalog) -> None:
+    """A replica's first step waits for the primary's last: a pipeline-managed replica is erased
+    once the primary is clean (a pipeline copy made meanwhile carries no subject row), and a
+    replication-managed one's propagation wait starts when the primary's erasure is complete."""
+    for replica in order.datasets:
+        entry = catalog.get(replica)
+        if entry is None or entry.replica_of is None or not keys_of[replica]:
+            continue
+        primary = keys_of.get(entry.replica_of.dataset)
+        if primary:
+            depends[keys_of[replica][0]].add(primary[-1])
 
 
 def _resolve_step(number: int, step_id: str, source: str, decisions: dict[str, Decision]) -> Step:

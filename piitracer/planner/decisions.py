@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from piitracer.graph.lineage_graph import LineageGraph, Reach
 from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import DatasetStatus, ValueKind, ValueSource
-from piitracer.model.workspace import CatalogDataset, DatasetFormat
+from piitracer.model.workspace import CatalogDataset, DatasetFormat, ReplicaManagement
 from piitracer.planner.derivations import Derivation, DerivationKind, describe_path
 
 RULES = {
@@ -86,6 +86,11 @@ def decide(
                         f"piitracer cannot touch this system: its owner erases the subjects{key}",
                         key_column=decision.key_column, values_from=decision.values_from, path=decision.path,
                         forms=decision.forms)
+    if entry is not None and entry.replica_of is not None and decision.status is DatasetStatus.ERASE:
+        kept = ("its replication carries the primary's erasure: verified only, after the propagation wait"
+                if entry.replica_of.managed_by is ReplicaManagement.REPLICATION else
+                "a pipeline writes it: erased by its own steps after the primary")
+        decision.reason += f"; replica of {entry.replica_of.dataset}: {kept}"
     if entry is None and decision.status is not DatasetStatus.NO_ACTION:
         decision.warnings.append(f"{dataset} is not in the catalog: add it with its format and location")
         return Decision(dataset, DatasetStatus.MANUAL_REVIEW, RULE_UNCATALOGUED,

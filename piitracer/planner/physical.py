@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from piitracer.model.plan import (
     Action,
+    AwaitReplicationParams,
     CleanDeltaLogParams,
     DatasetStatus,
     ExpireSnapshotsParams,
@@ -25,7 +26,7 @@ from piitracer.model.plan import (
     VacuumParams,
 )
 from piitracer.model.table_state import RefType, TableState
-from piitracer.model.workspace import CatalogDataset, CloneMode, DatasetFormat, IcebergWriteMode
+from piitracer.model.workspace import CatalogDataset, CloneMode, DatasetFormat, IcebergWriteMode, ReplicaManagement, duration_text
 
 # rewrite_data_files options that applied every delete file in the measured runs. The size bounds
 # turn off bin-packing's own reasons to rewrite a file (smaller than 75% or larger than 180% of the
@@ -66,6 +67,15 @@ def steps_for(status: DatasetStatus, entry: CatalogDataset | None, state: TableS
         action = Action.MANUAL if external else Action.MANUAL_REVIEW
         return [StepTemplate(action, blocking=True, physical=False)]
     assert entry is not None, "an erase decision needs a catalog entry"
+    replica = entry.replica_of
+    if replica is not None and replica.managed_by is ReplicaManagement.REPLICATION:
+        # The replication copies the primary, erasure included: erasing the replica here would
+        # hide a broken replication (which would bring the rows back). Wait, then verify.
+        return [StepTemplate(Action.AWAIT_REPLICATION, physical=False, params=AwaitReplicationParams(
+            primary=replica.dataset, propagation_wait=duration_text(replica.propagation_wait),
+            propagation_seconds=int(replica.propagation_wait.total_seconds())),
+            reason=f"replication-managed replica of {replica.dataset}: verified only, once the replication "
+                   f"has had {duration_text(replica.propagation_wait)} to carry the primary's erasure")]
     template = TEMPLATES.get(entry.format)
     if template is None:
         raise ValueError(f"no physical erasure for format {entry.format.value}")
@@ -144,3 +154,4 @@ TEMPLATES = {
 
 def _duration(value) -> str:
     return f"{int(value.total_seconds() // 3600)}h"
+

@@ -41,6 +41,7 @@ _RELATION_LABELS = {
     DatasetRelation.SHALLOW_CLONE: "shallow clone",
     DatasetRelation.DEEP_CLONE: "deep clone",
     DatasetRelation.ARCHIVE: "archive",
+    DatasetRelation.REPLICA: "replica",
     DatasetRelation.FLOW: "job flow",
 }
 

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 
 from piitracer.model.plan import Action, DatasetDecision, DatasetStatus, DeletionPlan, ValueKind
 from piitracer.model.verification import DatasetVerification, ErasureState, Finding, VerificationReport
-from piitracer.model.workspace import CatalogDataset, DatasetFormat
+from piitracer.model.workspace import CatalogDataset, DatasetFormat, ReplicaManagement, duration_text
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
 from piitracer.verify.decoders import scan_location
@@ -128,6 +128,9 @@ def verify_dataset(plan: DeletionPlan, decision: DatasetDecision, entry: Catalog
             findings.append(Finding(file="", where=where, value_set=name, kind="snapshot"))
             removers.append(_logical_removers(entry, logical.current, logical.ref is not None))
 
+    replicated = entry.replica_of is not None and entry.replica_of.managed_by is ReplicaManagement.REPLICATION
+    if replicated:  # piitracer writes nothing here: only the replication removes a leftover
+        removers = [[Action.AWAIT_REPLICATION] for _ in findings]
     common = dict(dataset=dataset, files_scanned=len(scan.files), snapshots_checked=view.versions_checked,
                   findings=tuple(findings), value_sets=tuple(names), notes=tuple(notes))
     if person:
@@ -153,6 +156,12 @@ def verify_dataset(plan: DeletionPlan, decision: DatasetDecision, entry: Catalog
         for step in open_steps:
             if step.id not in covering:
                 covering.append(step.id)
+    if uncovered and replicated:
+        wait = duration_text(entry.replica_of.propagation_wait)
+        return DatasetVerification(state=ErasureState.FOUND, reason=(
+            f"replication failure: {uncovered} place(s) of this replica of {entry.replica_of.dataset} still hold "
+            f"resolved values after the propagation wait ({wait}) since the primary's erasure: the replication did "
+            "not carry it (check the replication job, then re-sync the replica or erase it by hand)"), **common)
     if uncovered:
         return DatasetVerification(state=ErasureState.FOUND, reason=f"{uncovered} of {len(findings)} place(s) hold "
                                    "resolved values that no remaining planned step removes", **common)
