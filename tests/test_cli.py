@@ -32,7 +32,7 @@ def test_stats_exit_zero_and_no_problems() -> None:
     stats = json.loads(out)
     assert code == 0
     assert stats["ingest_problems"] == 0 and stats["problems"] == []
-    assert stats["datasets"] == 21 and stats["datasets_not_in_catalog"] == []
+    assert stats["datasets"] == 22 and stats["datasets_not_in_catalog"] == []  # 21 tables and the DR replica
     code, text, _ = run("lineage", "stats")
     assert code == 0 and "ingest problems" in text
 

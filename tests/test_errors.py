@@ -74,3 +74,37 @@ def test_a_bug_is_a_traceback_not_a_user_error(monkeypatch, tmp_path: Path) -> N
     result = CliRunner().invoke(cli, ["--workspace", str(Path(__file__).parents[1] / "lineage_fixtures"), "plan",
                                       "--source", "prod.payments.user_id", "--requests", str(requests)])
     assert isinstance(result.exception, KeyError)  # not swallowed into "error: ..." and exit 2
+
+
+def test_the_cli_catches_piitracer_errors_only() -> None:
+    """Every ``except`` in the CLI names a PiitracerError class: a KeyError or an OSError caught
+    there would turn a bug (or an unplanned failure) into a one-line "user error"."""
+    import ast
+    import importlib
+
+    import piitracer.cli.main as main
+
+    caught = []
+    for path in sorted(Path(main.__file__).parent.glob("*.py")):
+        module = importlib.import_module(f"piitracer.cli.{path.stem}")
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ExceptHandler):
+                names = node.type.elts if isinstance(node.type, ast.Tuple) else [node.type]
+                caught += [(f"{path.name}:{node.lineno}", name) for name in names]
+    assert caught, "the CLI catches at least PiitracerError"
+    for where, name in caught:
+        assert isinstance(name, ast.Name), f"{where}: a bare or dotted except"
+        kind = getattr(main, name.id, None) or getattr(__import__("builtins"), name.id, None)
+        if kind is None:  # imported inside the function: find it where the CLI imports it from
+            source = Path(main.__file__).read_text()
+            line = next(l for l in source.splitlines() if "import" in l and f" {name.id}" in l)
+            kind = getattr(importlib.import_module(line.split()[1]), name.id)
+        assert isinstance(kind, type) and issubclass(kind, PiitracerError), f"{where}: catches {name.id}"
+
+
+def test_explain_of_a_dataset_the_plan_does_not_reach_is_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["--workspace", str(Path(__file__).parents[1] / "lineage_fixtures"), "plan",
+                                      "--source", "prod.payments.user_id", "--subject", "8841302",
+                                      "--explain", "no.such_table"])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit)
+    assert result.output.strip().splitlines()[-1] == "error: --explain no.such_table: the plan does not reach dataset 'no.such_table'"

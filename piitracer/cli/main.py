@@ -224,10 +224,7 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
         err_console.print(f"wrote {out} (mode 0600; subject values encrypted; {sealed}); requests "
                           f"{', '.join(plan_requests(plan))} planned", highlight=False)
     if explain_dataset:
-        try:
-            click.echo(explain_text(plan, explain_dataset.lower()))
-        except KeyError as error:
-            raise PlanningError(f"--explain {explain_dataset}: {error.args[0]}") from None
+        click.echo(explain_text(plan, explain_dataset.lower()))
     elif output == "json":
         click.echo(text or _redacted_json(plan), nl=False)
     else:
@@ -468,10 +465,7 @@ def requests_keygen(path: Path) -> None:
     open request's values are unreadable."""
     from piitracer.crypto.envelope import write_master_key
 
-    try:
-        key = write_master_key(path)
-    except FileExistsError:
-        raise PlanningError(f"{path} exists: a master key is never overwritten") from None
+    key = write_master_key(path)
     click.echo(f"wrote a master key to {path} (fingerprint {key.fingerprint}); set PIITRACER_MASTER_KEY_FILE={path}")
 
 

@@ -117,8 +117,12 @@ def has_master_key(key_file: str | os.PathLike[str] | None = None, environ: Mapp
 
 
 def write_master_key(path: Path) -> MasterKey:
-    """A new random master key in a file only its owner can read (0600); refuses to overwrite."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    """A new random master key in a file only its owner can read (0600); refuses to overwrite
+    (:class:`MasterKeyError`)."""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise MasterKeyError(f"{path} exists: a master key is never overwritten") from None
     secret = secrets.token_hex(32)
     with os.fdopen(descriptor, "w") as handle:
         handle.write(secret + "\n")

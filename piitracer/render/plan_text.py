@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from piitracer.model.plan import DatasetDecision, DeletionPlan, Step
+from piitracer.planner.build import PlanningError
 from piitracer.render.tables import name_column, text_column
 
 
@@ -48,7 +49,10 @@ def plan_tables(plan: DeletionPlan) -> Group:
 
 
 def explain_text(plan: DeletionPlan, dataset: str) -> str:
-    """Why the plan does what it does with one dataset: rule, key, values, lineage path, deadline."""
+    """Why the plan does what it does with one dataset: rule, key, values, lineage path, deadline.
+    Raises :class:`PlanningError` when the plan does not reach ``dataset``."""
+    if dataset not in {d.dataset for d in plan.datasets}:
+        raise PlanningError(f"--explain {dataset}: the plan does not reach dataset {dataset!r}")
     decision = plan.decision(dataset)
     lines = [
         f"{decision.dataset} ({decision.format or 'not in catalog'})",
