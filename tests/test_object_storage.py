@@ -47,8 +47,10 @@ def s3():
 def build(s3) -> dict[str, str]:
     table = pa.Table.from_pylist([dict(zip(SCHEMA.names, r)) for r in rows(1200)], SCHEMA)
     uris = {name: s3.uri(name.replace(".", "/")) for name in ("crm.people", "crm.people_copy", "crm.cards", "archive.people_weekly")}
+    uris["crm.people@dr"] = s3.uri("dr-region/crm/people")  # its DR copy, written by a pipeline
     for part in (table.slice(0, 500), table.slice(500, 400), table.slice(900)):
         write_deltalake(uris["crm.people"], part, mode="append")
+    write_deltalake(uris["crm.people@dr"], table)
     copy = table.select(["user_id", "pan", "amount"]).rename_columns(["cust", "pan", "amount"])
     write_deltalake(uris["crm.people_copy"], copy)
     fs = s3.filesystem()
@@ -75,6 +77,8 @@ def workspace(folder: Path, uris: dict[str, str], extra: dict | None = None) -> 
         "archive.people_weekly": {"format": "archive", "location": uris["archive.people_weekly"], "columns": SCHEMA.names,
                                   "archive_of": {"dataset": "crm.people", "schedule": "7d", "retention": "90d"}},
     }
+    if "crm.people@dr" in uris:
+        catalog["crm.people"]["replicas"] = [{"name": "dr", "location": uris["crm.people@dr"], "managed_by": "pipeline"}]
     config = {"lineage": {"sql": [{"path": "sql"}]}, "catalog": catalog,
               "spark": {"master": "local[1]", "driver_memory": "1g", "conf": {"spark.ui.showConsoleProgress": "false"}},
               "warehouse_roots": [f"s3://{uris['crm.people'].split('/')[2]}/"], **(extra or {})}
@@ -104,7 +108,7 @@ def is_subject(row: tuple) -> bool:
 def test_plan_execute_verify_audit_on_s3(s3, tmp_path: Path) -> None:
     uris = build(s3)
     ws = workspace(tmp_path / "ws", uris)
-    deltas = {"crm.people", "crm.people_copy"}
+    deltas = {"crm.people", "crm.people_copy", "crm.people@dr"}
     keep = {name: checksum(r for r in table_rows(uri, name in deltas, s3) if not is_subject(r)) for name, uri in uris.items()}
     assert find_values(s3.download(tmp_path / "before"), SUBJECTS + SUBJECT_PANS)  # the test can fail
 
