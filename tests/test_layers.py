@@ -25,6 +25,8 @@ LOWER["requests"] = {"model", "crypto", "audit"}
 # The demo lakehouse builder is wiring for `piitracer demo` only (it builds tables with Spark and
 # delta-rs from the workspace's catalog and SQL): it may use every layer below the verifier.
 LOWER["demo"] = {"model", "ingest", "graph", "planner", "storage", "formats", "executor"}
+# The OpenLineage endpoint: an ASGI app over the ingest layer's event store.
+LOWER["serve"] = {"model", "ingest"}
 WIRING = {"cli", "__init__", "api"}  # may import every layer
 # What "touches files or Spark" means for the pure layers.
 IMPURE_MODULES = {

@@ -768,6 +768,33 @@ def verification_table(report: VerificationReport) -> Table:
     return table
 
 
+@cli.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on (0.0.0.0: every interface).")
+@click.option("--port", default=5000, show_default=True, type=click.IntRange(1, 65535), help="TCP port.")
+@click.option("--token-file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="File holding the bearer token producers must send (Authorization: Bearer ...); "
+                   "default: PIITRACER_LINEAGE_TOKEN, else no token is asked.")
+@click.pass_context
+def serve(ctx: click.Context, host: str, port: int, token_file: Path | None) -> None:
+    """Receive OpenLineage events over HTTP (POST /api/v1/lineage, as Marquez does) into the
+    workspace's lineage store (.piitracer/lineage/events.jsonl), which every later command reads.
+    A malformed event is answered 400 with its defects and kept in .piitracer/lineage/rejected.jsonl."""
+    import os
+
+    import uvicorn
+
+    from piitracer.serve.app import create_app
+
+    workspace = _workspace(ctx)
+    token = token_file.read_text(encoding="utf-8").strip() if token_file else os.environ.get("PIITRACER_LINEAGE_TOKEN")
+    if token_file and not token:
+        raise PlanningError(f"--token-file {token_file}: the file is empty (expected the bearer token)")
+    err_console.print(f"piitracer: receiving OpenLineage events on http://{host}:{port}/api/v1/lineage into "
+                      f"{workspace.root / '.piitracer' / 'lineage'}" + (" (bearer token required)" if token else ""),
+                      highlight=False)
+    uvicorn.run(create_app(workspace.root, token), host=host, port=port, log_level="warning")
+
+
 @cli.command("demo")
 @click.option("--dir", "folder", type=click.Path(file_okay=False, path_type=Path), default=Path("demo"), show_default=True,
               help="Demo workspace folder (the fixture workspace is copied there once).")

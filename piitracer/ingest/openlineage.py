@@ -371,6 +371,13 @@ def _line_of(text: str, pos: int) -> int:
 
 # ---- validation --------------------------------------------------------------------------------
 
+def validate_event(value: Any) -> str | None:
+    """Why ``value`` is not an OpenLineage event piitracer can read (every defect found, ``; ``
+    separated), or None when it is one: the file ingest's rules, for events received over HTTP."""
+    model, reason = _validate_event(value)
+    return None if model is not None else reason
+
+
 def _validate_event(value: Any) -> tuple[BaseModel | None, str]:
     """The event model for ``value``, or ``None`` and the reason it is not a valid event."""
     if not isinstance(value, dict):

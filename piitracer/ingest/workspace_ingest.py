@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from piitracer.ingest.openlineage import ingest_openlineage_paths
+from piitracer.ingest.received_events import EVENTS_FILE
 from piitracer.ingest.sql_lineage import ingest_sql_paths
 from piitracer.ingest.workspace_loader import WORKSPACE_FILE, Workspace
 from piitracer.model.naming import DatasetNamer
@@ -12,7 +13,8 @@ from piitracer.model.lineage import IngestProblem, LineageBatch, Origin, OriginK
 
 
 def ingest_workspace(workspace: Workspace) -> LineageBatch:
-    """OpenLineage events first (their schema facets expand ``SELECT *``), then SQL files.
+    """OpenLineage events first (their schema facets expand ``SELECT *``): the workspace's event
+    files and folders, then the events ``piitracer serve`` received; then SQL files.
 
     A source path that does not exist is reported as a problem naming the workspace key; the
     other sources are still ingested.
@@ -26,6 +28,9 @@ def ingest_workspace(workspace: Workspace) -> LineageBatch:
             event_paths.append(path)
         else:
             batch = batch.merged(_missing(f"lineage.openlineage.{index}.path", source.path))
+    received = workspace.root / EVENTS_FILE  # what `piitracer serve` received over HTTP
+    if received.exists():
+        event_paths.append(received)
     batch = batch.merged(ingest_openlineage_paths(event_paths, namer=workspace.namer, display_root=workspace.root))
 
     schemas = {dataset_id: list(entry.columns) for dataset_id, entry in workspace.config.catalog.items() if entry.columns}

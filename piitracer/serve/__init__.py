@@ -1,0 +1,1 @@
+"""``piitracer serve``: an OpenLineage consumer endpoint that stores events in the workspace."""
