@@ -290,7 +290,43 @@ def execute_plan(
     The executor's preflight refuses a plan that does not match the workspace or would act outside
     its datasets' locations before anything is journaled. Person steps are ``awaiting_attestation``
     unless their ids are in ``attested``."""
-    return prepare_execution(workspace, plan, options, on_step, attested, cipher).run()
+    return run_execution(workspace, prepare_execution(workspace, plan, options, on_step, attested, cipher))
+
+
+def run_execution(workspace: Workspace, executor: PlanExecutor) -> RunSummary:
+    """``executor.run()``, reported as an OpenLineage job when the workspace has an
+    ``openlineage:`` block: START before, COMPLETE (the datasets changed as outputs) or FAIL after.
+    A dry run is not reported."""
+    settings = workspace.config.openlineage
+    if settings is None or executor.options.dry_run:
+        return executor.run()
+    from piitracer.executor.runner import ExecutionError
+    from piitracer.serve.emit import emit_run_event, run_uuid
+
+    plan_id = executor.plan.plan_id
+    run = run_uuid(plan_id, datetime.now(timezone.utc).isoformat())
+    emit_run_event(settings, "START", run, plan_id)
+    try:
+        summary = executor.run()
+    except ExecutionError as error:
+        changed = _changed_datasets(workspace, [(r.dataset, r.action, r.state) for r in journal_steps(workspace, plan_id)])
+        emit_run_event(settings, "FAIL", run, plan_id, changed, error=str(error))
+        raise
+    changed = _changed_datasets(workspace, [(r.step.dataset, r.step.action.value, r.state) for r in summary.results])
+    emit_run_event(settings, "COMPLETE", run, plan_id, changed)
+    return summary
+
+
+def _changed_datasets(workspace: Workspace, states: Sequence[tuple[str, str, str]]):
+    """The datasets a run wrote: a committed step that rewrites, deletes or expires something."""
+    from piitracer.model.plan import Action
+    from piitracer.serve.emit import ChangedDataset
+
+    touching_nothing = {Action.RESOLVE.value, Action.AWAIT_REPLICATION.value, Action.MANUAL.value,
+                        Action.MANUAL_REVIEW.value, Action.RECOMPUTE.value}
+    locations = dataset_locations(workspace)
+    names = sorted({dataset for dataset, action, state in states if state == "committed" and action not in touching_nothing})
+    return [ChangedDataset(name, str(locations[name]) if name in locations else None) for name in names]
 
 
 def prepare_execution(

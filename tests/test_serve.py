@@ -14,8 +14,10 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import yaml
@@ -45,27 +47,36 @@ def workspace(folder: Path) -> Path:
     return folder
 
 
+@contextmanager
+def serving(ws: Path, token_file: Path | None = None) -> Iterator[str]:
+    """`piitracer serve` for ``ws`` as its own process, as a user runs it; yields its URL."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    token = ["--token-file", str(token_file)] if token_file else []
+    process = subprocess.Popen([sys.executable, "-m", "piitracer.cli.main", "--workspace", str(ws), "serve",
+                                "--port", str(port), *token], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(f"{url}/healthz", timeout=1).read()
+                break
+            except OSError:
+                if process.poll() is not None:
+                    raise AssertionError(process.stderr.read().decode())
+                time.sleep(0.05)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
 @pytest.fixture()
 def server(tmp_path: Path):
     ws = workspace(tmp_path / "ws")
     (tmp_path / "token").write_text(TOKEN + "\n")
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen([sys.executable, "-m", "piitracer.cli.main", "--workspace", str(ws), "serve",
-                                "--port", str(port), "--token-file", str(tmp_path / "token")],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            urllib.request.urlopen(f"{url}/healthz", timeout=1).read()
-            break
-        except OSError:
-            if process.poll() is not None:
-                raise AssertionError(process.stderr.read().decode())
-            time.sleep(0.05)
-    yield ws, url
-    process.terminate()
-    process.wait(timeout=10)
+    with serving(ws, tmp_path / "token") as url:
+        yield ws, url
 
 
 def sync_event() -> RunEvent:
@@ -145,3 +156,53 @@ def test_without_the_token_nothing_is_stored(server) -> None:
     assert not (ws / ".piitracer" / "lineage").exists()
     assert post(url, body, {"Authorization": f"Bearer {TOKEN}"}) == (201, {"stored": "RunEvent"})
     assert len((ws / ".piitracer" / "lineage" / "events.jsonl").read_text().splitlines()) == 1
+
+
+def test_piitracer_reports_its_own_runs_as_openlineage_jobs(tmp_path: Path, warehouse: Path) -> None:
+    """An erasure with an `openlineage:` block: START, then COMPLETE with the datasets it changed,
+    received by an OpenLineage consumer (here `piitracer serve` of another workspace); no subject
+    value and no request id in what was sent. An unreachable consumer does not stop an erasure."""
+    from byte_scan import find_values
+    from delta_parquet_lakehouse import SUBJECT_PANS, SUBJECTS, build
+    from delta_parquet_lakehouse import workspace as lake_workspace
+
+    from piitracer.api import execute_plan
+    from piitracer.executor.runner import ExecuteOptions
+
+    receiver = workspace(tmp_path / "receiver")
+    locations = build(tmp_path / "lake")
+    folder = lake_workspace(tmp_path, warehouse, locations)
+    config = yaml.safe_load((folder / "piitracer.yaml").read_text())
+    with serving(receiver) as url:
+        config["openlineage"] = {"transport": {"type": "http", "url": url, "endpoint": "api/v1/lineage"}, "namespace": "lake-ops"}
+        (folder / "piitracer.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+        ws = piitracer.load_workspace(folder)
+        subjects = [Subject(value=str(v), request_id=f"dsr-{i}", received_at="2026-11-20T09:00:00Z") for i, v in enumerate(SUBJECTS)]
+        plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), ["crm.people.user_id"], subjects)
+        summary = execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
+    assert summary.status == "complete"
+    events = [json.loads(line) for line in (receiver / ".piitracer" / "lineage" / "events.jsonl").read_text().splitlines()]
+    assert [e["eventType"] for e in events] == ["START", "COMPLETE"]
+    assert events[0]["run"]["runId"] == events[1]["run"]["runId"]
+    assert {(e["job"]["namespace"], e["job"]["name"]) for e in events} == {("lake-ops", f"piitracer.erase.{plan.plan_id[:16]}")}
+    assert events[0]["outputs"] == []
+    outputs = {(o["namespace"], o["name"], o["facets"]["symlinks"]["identifiers"][0]["name"]) for o in events[1]["outputs"]}
+    assert outputs == {("file", str(path), name) for name, path in locations.items()}
+    text = (receiver / ".piitracer" / "lineage" / "events.jsonl").read_text()
+    assert find_values(receiver / ".piitracer" / "lineage", SUBJECTS + SUBJECT_PANS) == [] and "dsr-" not in text
+
+    # The consumer is gone: the erasure still runs (a warning is logged, nothing fails).
+    config["openlineage"]["transport"]["url"] = f"http://127.0.0.1:{free_port()}"
+    config["openlineage"]["transport"]["retry"] = {"total": 0}
+    (folder / "piitracer.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    ws = piitracer.load_workspace(folder)
+    assert execute_plan(ws, plan, ExecuteOptions(rerun=True, no_concurrent_writers=True)).status == "complete"
+
+
+def test_credentials_in_the_openlineage_block_are_refused(tmp_path: Path) -> None:
+    folder = workspace(tmp_path / "ws")
+    config = yaml.safe_load((folder / "piitracer.yaml").read_text())
+    config["openlineage"] = {"transport": {"type": "http", "url": "http://x", "auth": {"type": "api_key", "apiKey": "k"}}}
+    (folder / "piitracer.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    with pytest.raises(piitracer.WorkspaceError, match=r"openlineage\.transport: .*auth\.apiKey.*api_key_env"):
+        piitracer.load_workspace(folder)

@@ -19,7 +19,7 @@ from piitracer.api import (Evidence, add_requests, attest_step, batch_plan, clos
 from piitracer.model.requests import RequestState
 from piitracer.api import (audit_log, audit_report, check_certificate, check_plan_seal, erasure_certificate, execute_plan,
                            journal_steps, load_plan, plan_deletion,
-                           prepare_execution, record_plan, record_run, record_verification, recorded_attestations, seal_plan,
+                           prepare_execution, record_plan, run_execution, record_run, record_verification, recorded_attestations, seal_plan,
                            verify_audit, verify_plan, write_private)
 from piitracer.api import DemoResult, run_demo
 from piitracer.audit import load_audit_key, record_estimate_entry
@@ -290,7 +290,7 @@ def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bo
 
                 executor.on_step = on_step
                 try:
-                    summary = executor.run()
+                    summary = run_execution(workspace, executor)
                 except ExecutionError as error:
                     record_run(log, plan, journal_steps(workspace, plan.plan_id), workspace)  # the failed step too
                     move_plan_requests(store, log, plan, RequestState.EXECUTING, "execute failed", reason=str(error)[:300])

@@ -343,6 +343,43 @@ class AuditSettings(Frozen):
         "`audit verify` checks the log still holds the anchored entry, so emptying the log is detected.")
 
 
+SECRET_WORDS = ("SECRET", "PASSWORD", "TOKEN", "ACCESS_KEY", "APIKEY", "API_KEY")
+
+
+def _secret_keys(value: Any, path: str = "") -> list[str]:
+    """Keys of a nested mapping that name a credential (checked case-insensitively)."""
+    found = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            if any(word in str(key).upper().replace("-", "_") for word in SECRET_WORDS):
+                found.append(where)
+            found += _secret_keys(item, where)
+    return found
+
+
+class LineageEmitSettings(Frozen):
+    """The ``openlineage:`` block: piitracer reports its own runs as OpenLineage jobs (START, then
+    COMPLETE or FAIL, the datasets it changed as outputs) through openlineage-python's transport."""
+
+    transport: dict[str, Any] = Field(description="openlineage-python's transport config, e.g. {type: http, url: "
+                                      "'http://marquez:5000', endpoint: api/v1/lineage}; no credentials here.")
+    api_key_env: str | None = Field(None, description="Environment variable holding the HTTP transport's API key "
+                                    "(sent as a bearer token).")
+    namespace: str = Field("piitracer", description="The job namespace of piitracer's runs.")
+    job_name: str = Field("piitracer.erase", description="The job name of piitracer's runs.")
+
+    @field_validator("transport")
+    @classmethod
+    def _no_secrets(cls, value: dict[str, Any]) -> dict[str, Any]:
+        secret = _secret_keys(value)
+        if secret:
+            raise ValueError(f"{secret}: keep credentials in the environment (api_key_env), not in piitracer.yaml")
+        if not isinstance(value.get("type"), str):
+            raise ValueError("needs 'type' (http, console, file, kafka... as openlineage-python names them)")
+        return value
+
+
 class SparkSettings(Frozen):
     master: str = "local[2]"
     catalog: str = Field("lake", description="Name of the Iceberg catalog registered in Spark.")
@@ -364,6 +401,7 @@ class WorkspaceConfig(Frozen):
     storage: StorageSettings = StorageSettings()
     audit: AuditSettings = AuditSettings()
     pricing: Pricing = Pricing()
+    openlineage: LineageEmitSettings | None = None
     warehouse_roots: tuple[str, ...] = Field(
         (),
         description="Folders (relative to the workspace unless absolute) every catalog location must be "
