@@ -185,3 +185,18 @@ def test_an_erase_step_on_a_replicated_replica_is_refused_before_anything_runs(t
     with pytest.raises(PlanRefused, match="replication-managed replica of crm.people: piitracer only verifies it"):
         execute_plan(ws, plan, ExecuteOptions())
     assert {name: digests(folder) for name, folder in where.items()} == before
+
+
+def test_an_await_step_on_a_dataset_no_longer_replicated_is_refused(tmp_path: Path, warehouse: Path) -> None:
+    ws_folder, where = lake(tmp_path, warehouse)
+    _, plan = plan_for(ws_folder)
+    # 'eu' is now written by a pipeline: a plan that only waits for it would leave its rows, so
+    # it is re-planned, not run.
+    config = yaml.safe_load((ws_folder / "piitracer.yaml").read_text())
+    config["catalog"]["crm.people"]["replicas"][1]["managed_by"] = "pipeline"
+    (ws_folder / "piitracer.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    before = {name: digests(folder) for name, folder in where.items()}
+    with pytest.raises(PlanRefused, match="await_replication on crm.people@eu, which the catalog does not declare a "
+                                          "replication-managed replica: re-plan"):
+        execute_plan(piitracer.load_workspace(ws_folder), plan, ExecuteOptions())
+    assert {name: digests(folder) for name, folder in where.items()} == before
