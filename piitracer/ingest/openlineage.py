@@ -371,11 +371,14 @@ def _line_of(text: str, pos: int) -> int:
 
 # ---- validation --------------------------------------------------------------------------------
 
-def validate_event(value: Any) -> str | None:
-    """Why ``value`` is not an OpenLineage event piitracer can read (every defect found, ``; ``
-    separated), or None when it is one: the file ingest's rules, for events received over HTTP."""
+def validate_event(value: Any) -> tuple[str | None, str | None]:
+    """(kind, None) when ``value`` is an OpenLineage event piitracer can read (kind: RunEvent,
+    JobEvent or DatasetEvent), else (None, why: every defect found, ``; `` separated): the file
+    ingest's rules, for events received over HTTP."""
     model, reason = _validate_event(value)
-    return None if model is not None else reason
+    if model is None:
+        return None, reason
+    return _EVENT_KINDS[type(model)], None
 
 
 def _validate_event(value: Any) -> tuple[BaseModel | None, str]:
@@ -398,6 +401,9 @@ def _validate_event(value: Any) -> tuple[BaseModel | None, str]:
         return model_type.model_validate(value), ""
     except ValidationError as exc:
         return None, describe(exc)
+
+
+_EVENT_KINDS = {_RunEventModel: "RunEvent", _JobEventModel: "JobEvent", _DatasetEventModel: "DatasetEvent"}
 
 
 def _json_type(value: Any) -> str:

@@ -60,7 +60,7 @@ class ReceivedEvents:
         try:
             text = decompressed(body, content_encoding)
             event = parse_event(text)
-            reason = validate_event(event)
+            kind, reason = validate_event(event)
             if reason:
                 raise EventRejected(reason)
         except EventRejected as rejected:
@@ -70,7 +70,7 @@ class ReceivedEvents:
             })
             return Received(False, reason=str(rejected))
         self._append(self.events_path, event)
-        return Received(True, kind=_kind(event))
+        return Received(True, kind=kind)
 
     def _append(self, path: Path, record: dict[str, Any]) -> None:
         line = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
@@ -105,12 +105,6 @@ def parse_event(text: bytes) -> Any:
         raise EventRejected("body is not UTF-8 text") from None
     except json.JSONDecodeError as error:
         raise EventRejected(f"body is not JSON: {error.msg} at line {error.lineno} column {error.colno}") from None
-
-
-def _kind(event: dict[str, Any]) -> str:
-    if "run" in event or "eventType" in event:
-        return "RunEvent"
-    return "DatasetEvent" if "dataset" in event and "job" not in event else "JobEvent"
 
 
 def _now() -> str:
