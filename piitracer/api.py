@@ -26,7 +26,7 @@ from piitracer.ingest.workspace_loader import Workspace, WorkspaceError, load_wo
 from piitracer.model.audit import AuditEntry, EntryKind, RequestTrail
 from piitracer.model.errors import NotFoundError
 from piitracer.model.lineage import ColumnRef
-from piitracer.model.plan import DeletionPlan, PlanRequest, Subject
+from piitracer.model.plan import NO_FILE_WORK, PERSON_ACTIONS, DeletionPlan, PlanRequest, Subject
 from piitracer.model.requests import ErasureRequest, RequestState
 from piitracer.model.steps import StepRecord
 from piitracer.model.table_state import TableState
@@ -322,8 +322,7 @@ def _changed_datasets(workspace: Workspace, states: Sequence[tuple[str, str, str
     from piitracer.model.plan import Action
     from piitracer.serve.emit import ChangedDataset
 
-    touching_nothing = {Action.RESOLVE.value, Action.AWAIT_REPLICATION.value, Action.MANUAL.value,
-                        Action.MANUAL_REVIEW.value, Action.RECOMPUTE.value}
+    touching_nothing = {action.value for action in NO_FILE_WORK | {Action.RESOLVE}}  # resolve only reads
     locations = dataset_locations(workspace)
     names = sorted({dataset for dataset, action, state in states if state == "committed" and action not in touching_nothing})
     return [ChangedDataset(name, str(locations[name]) if name in locations else None) for name in names]
@@ -612,7 +611,6 @@ def verify_plan(
     return report
 
 
-PERSON_ACTIONS = ("manual", "manual_review", "recompute")
 
 
 class AttestationError(PlanningError):
@@ -645,9 +643,9 @@ def attest_step(log: AuditLog, plan: DeletionPlan, step_id: str, attested_by: st
     """Record that a person did a ``manual``/``manual_review``/``recompute`` step of the plan."""
     step = next((s for s in plan.steps if s.id == step_id), None)
     if step is None:
-        person = ", ".join(f"{s.id} ({s.action.value} {s.dataset})" for s in plan.steps if s.action.value in PERSON_ACTIONS)
+        person = ", ".join(f"{s.id} ({s.action.value} {s.dataset})" for s in plan.steps if s.action in PERSON_ACTIONS)
         raise AttestationError(f"--step {step_id}: no such step in plan {plan.plan_id[:16]} (its person steps: {person or 'none'})")
-    if step.action.value not in PERSON_ACTIONS:
+    if step.action not in PERSON_ACTIONS:
         raise AttestationError(f"--step {step_id}: {step.action.value} on {step.dataset} is a step piitracer performs and "
                                "proves itself: only manual, manual_review and recompute steps are attested")
     if not attested_by.strip():
@@ -806,7 +804,7 @@ def run_demo(
         say("verified: " + ("complete" if result.verification.complete else
                             f"not complete (verify exits 1): {_open_summary(result.verification)}"))
         if attest and not result.verification.complete:
-            for step in (s for s in plan.steps if s.action.value in PERSON_ACTIONS):
+            for step in (s for s in plan.steps if s.action in PERSON_ACTIONS):
                 if step.id in attested_steps(log, plan):
                     continue
                 owner = step.owner or _DEMO_OWNERS.get(step.action.value, "data-platform on-call")

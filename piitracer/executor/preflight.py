@@ -31,7 +31,7 @@ from typing import Mapping
 from piitracer.executor.outcome import SafetyError
 from piitracer.formats import FormatError, key_type_name, table_schema
 from piitracer.model.key_values import KeyValueError, parse_key_type, parse_key_value
-from piitracer.model.plan import Action, DatasetDecision, DatasetStatus, DeletionPlan, Step, ValueKind
+from piitracer.model.plan import NO_FILE_WORK, PERSON_ACTIONS, Action, DatasetDecision, DatasetStatus, DeletionPlan, Step, ValueKind
 from piitracer.model.workspace import CatalogDataset, CloneMode, DatasetFormat, ReplicaManagement, SparkSettings
 from piitracer.storage.guard import Territory, canonical, symlinks_leaving
 from piitracer.storage.locations import Location
@@ -39,7 +39,6 @@ from piitracer.storage.store import StorageError, Store
 
 log = logging.getLogger(__name__)
 
-NOT_PERFORMED = {Action.MANUAL, Action.MANUAL_REVIEW, Action.RECOMPUTE}
 ACTIONS_BY_FORMAT = {
     DatasetFormat.ICEBERG: {Action.DELETE_ROWS, Action.REWRITE_DATA_FILES, Action.REWRITE_MANIFESTS, Action.RELEASE_REF,
                             Action.EXPIRE_SNAPSHOTS, Action.REMOVE_ORPHAN_FILES},
@@ -72,7 +71,7 @@ def preflight(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locatio
     result = Preflight()
     decisions = {d.dataset: d for d in plan.datasets}
     value_sets = _value_set_names(plan)
-    touched = sorted({s.dataset for s in plan.steps if s.action not in NOT_PERFORMED | {Action.AWAIT_REPLICATION}})
+    touched = sorted({s.dataset for s in plan.steps if s.action not in NO_FILE_WORK})
     for step in plan.steps:
         _check_step(step, catalog, decisions, value_sets)
     for capture in plan.resolve:
@@ -126,7 +125,7 @@ def _check_step(step: Step, catalog: Mapping[str, CatalogDataset], decisions: di
             raise PlanRefused(f"step {step.id}: dataset {step.dataset} has no decision in the plan's datasets")
         _same_catalog_facts(step, entry, decision)
         _check_replica_step(step, entry)
-        if step.action not in NOT_PERFORMED | {Action.AWAIT_REPLICATION}:
+        if step.action not in NO_FILE_WORK:
             if step.action not in ACTIONS_BY_FORMAT[entry.format]:
                 raise PlanRefused(f"step {step.id}: {step.action.value} is not an action of a {entry.format.value} dataset "
                                   f"({step.dataset}): the plan was altered or made for another format")
@@ -156,7 +155,7 @@ def _check_replica_step(step: Step, entry: CatalogDataset) -> None:
                               "declare a replication-managed replica: re-plan")
         if step.params.primary != replica.dataset:
             raise PlanRefused(f"step {step.id}: {step.dataset} replicates {replica.dataset}, not {step.params.primary}: re-plan")
-    elif replicated and step.action not in NOT_PERFORMED:
+    elif replicated and step.action not in PERSON_ACTIONS:
         raise PlanRefused(f"step {step.id}: {step.action.value} on {step.dataset}, a replication-managed replica of "
                           f"{replica.dataset}: piitracer only verifies it (its replication carries the erasure)")
 

@@ -20,7 +20,7 @@ from piitracer.executor.outcome import Attempt, SafetyError, StepOutcome
 from piitracer.executor.preflight import Preflight, preflight
 from piitracer.executor.resolve import resolve_values, union_of, values_for
 from piitracer.executor.spark_session import spark_session
-from piitracer.model.plan import Action, DeletionPlan, Step
+from piitracer.model.plan import PERSON_ACTIONS, Action, DeletionPlan, Step
 from piitracer.model.workspace import CatalogDataset, DatasetFormat, SparkSettings
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
@@ -29,8 +29,6 @@ from piitracer.model.errors import PiitracerError
 # Logs name steps, datasets and counts; never a subject value (tests/test_no_leaks.py).
 log = logging.getLogger(__name__)
 
-# Steps piitracer records but does not perform: a person (or the dataset's own job) does them.
-NOT_PERFORMED = {Action.MANUAL, Action.MANUAL_REVIEW, Action.RECOMPUTE}
 ICEBERG_ACTIONS = {Action.DELETE_ROWS, Action.REWRITE_DATA_FILES, Action.REWRITE_MANIFESTS, Action.EXPIRE_SNAPSHOTS,
                    Action.REMOVE_ORPHAN_FILES, Action.RELEASE_REF}
 
@@ -219,10 +217,10 @@ class PlanExecutor:
         """A step piitracer leaves to a person (manual, recompute) does not hold back others: the
         rest of the erasure goes on; only refused physical steps (orphans, refs) do."""
         step = next(s for s in self.plan.steps if s.id == step_id)
-        return step.action not in NOT_PERFORMED
+        return step.action not in PERSON_ACTIONS
 
     def _refusal(self, step: Step) -> tuple[str, str] | None:
-        if step.action in NOT_PERFORMED:
+        if step.action in PERSON_ACTIONS:
             if step.id in self.context.attested:
                 return ATTESTED, "attested by its owner (see the audit log)"
             who = f" by {step.owner}" if step.owner else ""
@@ -445,7 +443,7 @@ def describe(step: Step, catalog: Mapping[str, CatalogDataset]) -> str:
                 "commits, for its replication to carry it; verify then checks the replica")
     if step.action is Action.RESOLVE:
         return f"capture identifiers and computed keys of the subjects' rows in {table} (values bound as a broadcast view)"
-    if step.action in NOT_PERFORMED:
+    if step.action in PERSON_ACTIONS:
         return f"{step.action.value}: {step.reason or ''}".strip()
     text = DESCRIPTIONS.get((entry.format if entry else None, step.action))
     return text(shown) if text else f"{step.action.value} on {table}"

@@ -78,6 +78,12 @@ class Action(str, Enum):
     AWAIT_REPLICATION = "await_replication"  # a replication-managed replica: wait for the primary's erasure to propagate
 
 
+# Steps a person (or the dataset's own job) does and attests: piitracer records them, never runs them.
+PERSON_ACTIONS = frozenset({Action.MANUAL, Action.MANUAL_REVIEW, Action.RECOMPUTE})
+# Steps that read and write no file of their dataset: a person's, and a replica's wait.
+NO_FILE_WORK = PERSON_ACTIONS | {Action.AWAIT_REPLICATION}
+
+
 class ValueKind(str, Enum):
     IDENTIFIER = "identifier"  # a raw identifier value captured from the source rows
     COMPUTED = "computed"  # an expression evaluated on the source rows

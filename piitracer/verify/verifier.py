@@ -20,7 +20,7 @@ import logging
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
-from piitracer.model.plan import Action, DatasetDecision, DatasetStatus, DeletionPlan, ValueKind
+from piitracer.model.plan import PERSON_ACTIONS, Action, DatasetDecision, DatasetStatus, DeletionPlan, ValueKind
 from piitracer.model.verification import DatasetVerification, ErasureState, Finding, VerificationReport
 from piitracer.model.workspace import CatalogDataset, DatasetFormat, ReplicaManagement, duration_text
 from piitracer.storage.locations import Location
@@ -252,7 +252,6 @@ LOGICAL_REMOVERS = {
 }
 
 
-PERSON_ACTIONS = (Action.MANUAL_REVIEW, Action.MANUAL, Action.RECOMPUTE)
 
 
 def _person_steps(plan: DeletionPlan, dataset: str) -> list:
