@@ -285,6 +285,22 @@ class LineageSources(Frozen):
         return value
 
 
+SECRET_WORDS = ("SECRET", "PASSWORD", "TOKEN", "ACCESS_KEY")  # in a key's name: it holds a credential
+
+
+def _secret_keys(value: Any, words: tuple[str, ...] = SECRET_WORDS, path: str = "") -> list[str]:
+    """Keys of a (nested) mapping whose names hold one of ``words`` (case-insensitive; '-' as '_'):
+    credentials, which belong in the environment or a profile, never in piitracer.yaml."""
+    found = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            if any(word in str(key).upper().replace("-", "_") for word in words):
+                found.append(where)
+            found += _secret_keys(item, words, where)
+    return found
+
+
 class StorageOptions(Frozen):
     """How piitracer reaches an object store. Never secrets: credentials come from the
     ecosystem's own places (AWS_* variables and profiles, GOOGLE_APPLICATION_CREDENTIALS, ...)."""
@@ -300,7 +316,7 @@ class StorageOptions(Frozen):
     @field_validator("extra")
     @classmethod
     def _no_secrets(cls, value: dict[str, str]) -> dict[str, str]:
-        secret = [k for k in value if any(w in k.upper() for w in ("SECRET", "PASSWORD", "TOKEN", "ACCESS_KEY"))]
+        secret = _secret_keys(value)
         if secret:
             raise ValueError(f"{secret}: keep credentials in the environment or a profile, not in piitracer.yaml")
         return value
@@ -343,21 +359,6 @@ class AuditSettings(Frozen):
         "`audit verify` checks the log still holds the anchored entry, so emptying the log is detected.")
 
 
-SECRET_WORDS = ("SECRET", "PASSWORD", "TOKEN", "ACCESS_KEY", "APIKEY", "API_KEY")
-
-
-def _secret_keys(value: Any, path: str = "") -> list[str]:
-    """Keys of a nested mapping that name a credential (checked case-insensitively)."""
-    found = []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            where = f"{path}.{key}" if path else str(key)
-            if any(word in str(key).upper().replace("-", "_") for word in SECRET_WORDS):
-                found.append(where)
-            found += _secret_keys(item, where)
-    return found
-
-
 class LineageEmitSettings(Frozen):
     """The ``openlineage:`` block: piitracer reports its own runs as OpenLineage jobs (START, then
     COMPLETE or FAIL, the datasets it changed as outputs) through openlineage-python's transport."""
@@ -372,7 +373,7 @@ class LineageEmitSettings(Frozen):
     @field_validator("transport")
     @classmethod
     def _no_secrets(cls, value: dict[str, Any]) -> dict[str, Any]:
-        secret = _secret_keys(value)
+        secret = _secret_keys(value, SECRET_WORDS + ("APIKEY", "API_KEY"))  # openlineage-python's auth.apiKey
         if secret:
             raise ValueError(f"{secret}: keep credentials in the environment (api_key_env), not in piitracer.yaml")
         if not isinstance(value.get("type"), str):
