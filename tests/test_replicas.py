@@ -172,31 +172,21 @@ def test_a_replica_inside_its_propagation_wait_is_pending_not_failed(tmp_path: P
     assert eu.state is ErasureState.PENDING and "await_replication (pending)" in eu.pending_until
 
 
-def test_an_erase_step_on_a_replicated_replica_is_refused_before_anything_runs(tmp_path: Path, warehouse: Path) -> None:
+@pytest.mark.parametrize("replica, now_managed_by, refusal", [
+    # The replication now keeps 'dr' in step: the plan's erase steps would write into a replicated copy.
+    (0, "replication", "replication-managed replica of crm.people: piitracer only verifies it"),
+    # A pipeline now writes 'eu': a plan that only waits for it would leave its rows.
+    (1, "pipeline", "await_replication on crm.people@eu, which the catalog does not declare a "
+                    "replication-managed replica: re-plan"),
+])
+def test_a_replica_step_the_catalog_no_longer_matches_is_refused_before_anything_runs(
+        tmp_path: Path, warehouse: Path, replica: int, now_managed_by: str, refusal: str) -> None:
     ws_folder, where = lake(tmp_path, warehouse)
     _, plan = plan_for(ws_folder)
-    # The catalog now says the replication keeps 'dr' in step: the plan's erase steps for it
-    # would write into a replicated copy. Nothing may run.
     config = yaml.safe_load((ws_folder / "piitracer.yaml").read_text())
-    config["catalog"]["crm.people"]["replicas"][0]["managed_by"] = "replication"
-    (ws_folder / "piitracer.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    ws = piitracer.load_workspace(ws_folder)
-    before = {name: digests(folder) for name, folder in where.items()}
-    with pytest.raises(PlanRefused, match="replication-managed replica of crm.people: piitracer only verifies it"):
-        execute_plan(ws, plan, ExecuteOptions())
-    assert {name: digests(folder) for name, folder in where.items()} == before
-
-
-def test_an_await_step_on_a_dataset_no_longer_replicated_is_refused(tmp_path: Path, warehouse: Path) -> None:
-    ws_folder, where = lake(tmp_path, warehouse)
-    _, plan = plan_for(ws_folder)
-    # 'eu' is now written by a pipeline: a plan that only waits for it would leave its rows, so
-    # it is re-planned, not run.
-    config = yaml.safe_load((ws_folder / "piitracer.yaml").read_text())
-    config["catalog"]["crm.people"]["replicas"][1]["managed_by"] = "pipeline"
+    config["catalog"]["crm.people"]["replicas"][replica]["managed_by"] = now_managed_by
     (ws_folder / "piitracer.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     before = {name: digests(folder) for name, folder in where.items()}
-    with pytest.raises(PlanRefused, match="await_replication on crm.people@eu, which the catalog does not declare a "
-                                          "replication-managed replica: re-plan"):
+    with pytest.raises(PlanRefused, match=refusal):
         execute_plan(piitracer.load_workspace(ws_folder), plan, ExecuteOptions())
     assert {name: digests(folder) for name, folder in where.items()} == before
