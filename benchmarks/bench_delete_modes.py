@@ -31,7 +31,7 @@ import bench_erasure as erasure
 
 from piitracer.executor.spark_session import spark_session
 from piitracer.model.workspace import SparkSettings
-from piitracer.planner.physical import REWRITE_OPTIONS
+from piitracer.planner.templates.iceberg import REWRITE_OPTIONS
 
 
 def timed_sql(spark, statement: str) -> float:

@@ -31,7 +31,6 @@ from piitracer.model.requests import ErasureRequest, RequestState
 from piitracer.model.steps import StepRecord
 from piitracer.model.table_state import TableState
 from piitracer.model.verification import VerificationReport
-from piitracer.model.workspace import DatasetFormat
 from piitracer.storage.locations import Location, LocationError
 from piitracer.storage.store import StorageError, Store, store_for
 from piitracer.planner.build import PlanningError, build_plan
@@ -127,19 +126,20 @@ def source_key_types(workspace: Workspace, sources: Sequence[ColumnRef]) -> dict
 
 
 def live_table_states(workspace: Workspace) -> dict[str, TableState]:
-    """Tags and branches of every catalogued Iceberg table that exists (local or object store)."""
-    from piitracer.formats import FormatError, iceberg
+    """Tags and branches of every catalogued table whose format has them (Iceberg) and that
+    exists (local or object store)."""
+    from piitracer.formats import FormatError, support_for
 
     states = {}
     locations, store = dataset_locations(workspace), workspace_store(workspace)
     for dataset, entry in sorted(workspace.config.catalog.items()):
-        location = locations.get(dataset)
-        if entry.format is not DatasetFormat.ICEBERG or location is None:
+        location, support = locations.get(dataset), support_for(entry.format)
+        if location is None or not support.keeps_refs:
             continue
         try:
             if not store.exists(location):
                 continue
-            state = iceberg.table_state(dataset, location, store)
+            state = support.table_state(dataset, location, store)
         except (FormatError, StorageError) as error:
             raise PlanningError(f"dataset {dataset}: {error}") from None
         if state is not None:
@@ -522,22 +522,17 @@ def check_certificate(path: Path, public_key_path: Path) -> tuple[dict[str, Any]
 
 
 def table_metadata_hash(workspace: Workspace, dataset: str) -> tuple[str, str] | None:
-    """(file relative to the location, SHA-256) of a table's newest metadata: Iceberg's current
-    ``metadata.json``, Delta's last ``_delta_log`` commit; None for other formats or when the table
-    is not there."""
-    from piitracer.formats import delta, iceberg
+    """(file relative to the location, SHA-256) of a table's newest metadata (its format's
+    ``newest_metadata``: Iceberg's current ``metadata.json``, Delta's last ``_delta_log`` commit);
+    None for formats without one or when the table is not there."""
+    from piitracer.formats import support_for
 
     entry = workspace.config.catalog.get(dataset)
     location = dataset_locations(workspace).get(dataset)
     if entry is None or location is None:
         return None
     store = workspace_store(workspace)
-    if entry.format is DatasetFormat.ICEBERG:
-        newest = iceberg.newest_metadata_file(location, store)
-    elif entry.format is DatasetFormat.DELTA:
-        newest = delta.newest_commit(location, store)
-    else:
-        return None
+    newest = support_for(entry.format).newest_metadata(location, store)
     if newest is None:
         return None
     return location.relative(newest), hashlib.sha256(store.read_bytes(newest)).hexdigest()

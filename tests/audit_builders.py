@@ -12,7 +12,7 @@ from pathlib import Path
 import piitracer
 from piitracer.api import audit_log, plan_deletion, record_plan, record_run, record_verification
 from piitracer.audit import AuditLog
-from piitracer.executor.outcome import StepOutcome
+from piitracer.model.outcome import StepOutcome
 from piitracer.executor.runner import RunSummary, StepResult
 from piitracer.model.plan import Action, DeletionPlan, Subject
 from piitracer.model.verification import DatasetVerification, ErasureState, Finding, VerificationReport

@@ -2,7 +2,7 @@
 tests/test_concurrent_writer.py): its own SparkSession on the same Hadoop-catalog warehouse for
 Iceberg, delta-rs for Delta.
 
-It follows the executor through pause points (``piitracer.executor.failpoints``): the executor
+It follows the executor through pause points (``piitracer.storage.failpoints``): the executor
 waits at ``<control>/<point>.paused`` until ``<point>.go`` exists, so each write lands at an exact
 moment of the run, never by sleep-based luck:
 

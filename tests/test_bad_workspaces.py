@@ -15,7 +15,7 @@ from piitracer.storage.locations import Location
 from click.testing import CliRunner
 
 from piitracer.cli.main import cli
-from piitracer.executor.outcome import SafetyError
+from piitracer.model.outcome import SafetyError
 from piitracer.executor.runner import check_location
 from piitracer.model.plan import Action, Step
 

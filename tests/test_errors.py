@@ -49,7 +49,7 @@ def test_a_table_whose_metadata_is_broken_is_one_line_naming_the_file(tmp_path: 
 def test_every_user_facing_error_is_a_piitracer_error() -> None:
     from piitracer.api import PlanSealError
     from piitracer.audit import AuditError, AuditKeyError
-    from piitracer.executor.outcome import SafetyError
+    from piitracer.model.outcome import SafetyError
     from piitracer.executor.preflight import PlanRefused
     from piitracer.executor.runner import ExecutionError
     from piitracer.formats import FormatError

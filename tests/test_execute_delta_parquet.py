@@ -18,7 +18,7 @@ from spark_lakehouse import checksum, write_workspace
 
 import piitracer
 from piitracer.api import execute_plan, plan_deletion
-from piitracer.executor import parquet_eraser
+from piitracer.formats import parquet as parquet_eraser
 from piitracer.executor.runner import ExecuteOptions
 from piitracer.model.plan import Action, Subject
 from piitracer.storage.locations import Location

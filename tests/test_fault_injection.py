@@ -3,7 +3,7 @@ JVM included) is SIGKILLed at step boundaries and in the middle of the long step
 with ``piitracer execute PLAN --resume``, on one lakehouse holding Iceberg (merge-on-read and
 copy-on-write), Delta, plain Parquet and an archive.
 
-The kills are deterministic: ``piitracer.executor.failpoints`` (a test-only hook, inert unless
+The kills are deterministic: ``piitracer.storage.failpoints`` (a test-only hook, inert unless
 ``PIITRACER_FAILPOINT`` is set) kills the process at a named point. The kills are chained: every
 process start covers one fault (run 1 dies at fault 1, its resume dies at fault 2, ...) and the
 last resume runs to the end. Every killed run must really have died by SIGKILL at its point.

@@ -143,12 +143,12 @@ def test_a_rewrite_killed_before_its_replacement_is_in_place_on_s3(s3, tmp_path:
     table = pa.table({"pan": [f"{i:04d}" for i in range(1000)], "n": list(range(1000))})
     for number in range(3):
         pq.write_table(table.slice(number * 300, 300 if number < 2 else 400), f"{s3.bucket}/kill/cards/part-{number}.parquet", filesystem=fs)
-    from piitracer.executor import parquet_eraser
+    from piitracer.formats import parquet as parquet_eraser
     from piitracer.storage.locations import Location
     from piitracer.storage.store import Store
 
     location, store = Location.parse(s3.uri("kill/cards")), Store()
-    code = ("import sys; from piitracer.executor import parquet_eraser; from piitracer.storage.locations import Location;"
+    code = ("import sys; from piitracer.formats import parquet as parquet_eraser; from piitracer.storage.locations import Location;"
             "from piitracer.storage.store import Store;"
             f"parquet_eraser.rewrite_files(Location.parse({location.uri!r}), Store(), 'pan', ['0003', '0500', '0950'])")
     killed = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT),

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
-from piitracer.executor import delta_eraser, parquet_eraser
-from piitracer.executor.outcome import Attempt
+from piitracer.formats import delta as delta_eraser, parquet as parquet_eraser
+from piitracer.model.outcome import Attempt
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
 

@@ -22,9 +22,9 @@ from spark_lakehouse import checksum, cow_properties, mor_properties, new_namesp
 import piitracer
 from piitracer.api import execute_plan, plan_deletion, write_private
 from piitracer.cli.main import cli
-from piitracer.executor.arrow_values import typed_values
+from piitracer.formats.values import typed_values
 from piitracer.executor.preflight import PlanRefused
-from piitracer.executor.resolve import exact_values
+from piitracer.model.key_values import exact_values
 from piitracer.executor.runner import ExecuteOptions
 from piitracer.model.key_values import KeyValueError, parse_key_type, parse_key_value
 from piitracer.model.plan import DeletionPlan, Subject

@@ -17,7 +17,7 @@ from deltalake import DeltaTable, write_deltalake
 
 import piitracer
 from piitracer.api import audit_log, plan_deletion, verify_plan, write_private
-from piitracer.executor import delta_eraser
+from piitracer.formats import delta as delta_eraser
 from piitracer.executor.journal import COMMITTED, Journal
 from piitracer.model.plan import Action, Subject
 from piitracer.model.verification import ErasureState

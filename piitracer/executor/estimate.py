@@ -22,14 +22,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Mapping
 
-import pyarrow.parquet as pq
-
 from piitracer.executor.journal import COMMITTED, Journal
 from piitracer.executor.resolve import subject_key_values
-from piitracer.formats import delta, iceberg
-from piitracer.formats.parquet import data_files, key_ranges
+from piitracer.formats import support_for
 from piitracer.model.plan import Action, DeletionPlan, Step, ValueKind
-from piitracer.model.workspace import CatalogDataset, DatasetFormat, Pricing
+from piitracer.model.workspace import CatalogDataset, Pricing
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
 
@@ -105,12 +102,8 @@ def estimate_plan(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], loc
         estimate.steps.append(StepEstimate(
             step_id=step.id, dataset=step.dataset, action=step.action.value, files=len(files), bytes=sum(sizes),
             cost=round(cost, 2), upper_bound=values is None, delay=delay,
-            basis=BASIS[entry.format] + ("; values known only at run time: every file" if values is None else "")))
+            basis=support_for(entry.format).estimate_basis + ("; values known only at run time: every file" if values is None else "")))
     return estimate
-
-
-BASIS = {DatasetFormat.DELTA: "Delta add actions' min/max statistics", DatasetFormat.PARQUET: "Parquet footer statistics",
-         DatasetFormat.ARCHIVE: "Parquet footer statistics", DatasetFormat.ICEBERG: "Iceberg manifest bounds (scan plan)"}
 
 
 def known_values(plan: DeletionPlan, step: Step) -> list[Any] | None:
@@ -129,78 +122,7 @@ def candidate_files(entry: CatalogDataset, location: Location, store: Store, key
                     values: list[Any] | None) -> list[tuple[str, int]]:
     """(file, size) of every file whose metadata says it may hold one of ``values`` in
     ``key_column`` (every file when ``values`` is None or no statistics exclude it)."""
-    if entry.format is DatasetFormat.DELTA:
-        return _delta_files(location, store, key_column, values)
-    if entry.format is DatasetFormat.ICEBERG:
-        return _iceberg_files(location, store, key_column, values)
-    if entry.format in (DatasetFormat.PARQUET, DatasetFormat.ARCHIVE):
-        return _parquet_files(location, store, key_column, values)
-    return []
-
-
-def _may_hold(low: Any, high: Any, values: list[Any] | None) -> bool:
-    if values is None or low is None or high is None:
-        return True
-    try:
-        return any(low <= value <= high for value in values)
-    except TypeError:  # statistics of another type than the key's values: cannot exclude
-        return True
-
-
-def _delta_files(location: Location, store: Store, key_column: str | None, values: list[Any] | None):
-    import pyarrow as pa
-
-    # delta-rs returns an arro3 table: read it through the Arrow C stream interface.
-    actions = pa.table(delta.open_table(location, store).get_add_actions(flatten=True)).to_pylist()
-    found = []
-    for action in actions:
-        partition = action.get(f"partition.{key_column}")
-        if partition is not None and values is not None:
-            keep = any(str(partition) == str(value) for value in values)
-        else:
-            keep = _may_hold(action.get(f"min.{key_column}"), action.get(f"max.{key_column}"), values)
-        if keep:
-            found.append((str(action["path"]), int(action["size_bytes"])))
-    return sorted(found)
-
-
-def _parquet_files(location: Location, store: Store, key_column: str | None, values: list[Any] | None):
-    sizes = store.sizes(location)
-    found = []
-    for relative in data_files(location, store):
-        if values is None or key_column is None:
-            found.append((relative, sizes.get(relative, 0)))
-            continue
-        partition = _hive_value(relative, key_column)
-        if partition is not None:
-            if any(partition == str(value) for value in values):
-                found.append((relative, sizes.get(relative, 0)))
-            continue
-        ranges = key_ranges(pq.ParquetFile(store.open_input(location.child(relative))).metadata, key_column)
-        if ranges is None:
-            continue  # no key column in this file: nothing of a subject to rewrite
-        if any(bounds is None or _may_hold(bounds[0], bounds[1], values) for bounds in ranges):
-            found.append((relative, sizes.get(relative, 0)))
-    return found
-
-
-def _hive_value(relative: str, key_column: str) -> str | None:
-    for segment in relative.split("/")[:-1]:
-        name, _, value = segment.partition("=")
-        if name == key_column and _:
-            return value
-    return None
-
-
-def _iceberg_files(location: Location, store: Store, key_column: str | None, values: list[Any] | None):
-    from pyiceberg.expressions import AlwaysTrue, In
-
-    table = iceberg.static_table(location, store)
-    if table is None or table.current_snapshot() is None:
-        return []
-    row_filter = In(key_column, values) if values is not None and key_column else AlwaysTrue()
-    return sorted((task.file.file_path, int(task.file.file_size_in_bytes))
-                  for task in table.scan(row_filter=row_filter).plan_files())
+    return support_for(entry.format).candidate_files(location, store, key_column, values)
 
 
 def measured_throughput(journal: Journal) -> float | None:

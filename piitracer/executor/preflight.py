@@ -28,28 +28,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from piitracer.executor.outcome import SafetyError
-from piitracer.formats import FormatError, key_type_name, table_schema
+from piitracer.model.outcome import SafetyError
+from piitracer.formats import FormatError, key_type_name, support_for, table_schema
 from piitracer.model.key_values import KeyValueError, parse_key_type, parse_key_value
 from piitracer.model.plan import NO_FILE_WORK, PERSON_ACTIONS, Action, DatasetDecision, DatasetStatus, DeletionPlan, Step, ValueKind
-from piitracer.model.workspace import CatalogDataset, CloneMode, DatasetFormat, ReplicaManagement, SparkSettings
+from piitracer.model.workspace import CatalogDataset, CloneMode, ReplicaManagement, SparkSettings
 from piitracer.storage.guard import Territory, canonical, symlinks_leaving
 from piitracer.storage.locations import Location
 from piitracer.storage.store import StorageError, Store
 
 log = logging.getLogger(__name__)
 
-ACTIONS_BY_FORMAT = {
-    DatasetFormat.ICEBERG: {Action.DELETE_ROWS, Action.REWRITE_DATA_FILES, Action.REWRITE_MANIFESTS, Action.RELEASE_REF,
-                            Action.EXPIRE_SNAPSHOTS, Action.REMOVE_ORPHAN_FILES},
-    DatasetFormat.DELTA: {Action.DELETE_ROWS, Action.PURGE_DELETION_VECTORS, Action.VACUUM, Action.CLEAN_DELTA_LOG},
-    DatasetFormat.PARQUET: {Action.REWRITE_FILES},
-    DatasetFormat.ARCHIVE: {Action.REWRITE_ARCHIVE},
-    DatasetFormat.VIEW: set(),
-    DatasetFormat.EXTERNAL: set(),
-}
 KEYED_ACTIONS = {Action.DELETE_ROWS, Action.REWRITE_FILES, Action.REWRITE_ARCHIVE}
-STORED_FORMATS = {DatasetFormat.ICEBERG, DatasetFormat.DELTA, DatasetFormat.PARQUET, DatasetFormat.ARCHIVE}
 MAX_NAMED_PATHS = 3
 
 
@@ -95,12 +85,13 @@ def _check_dataset(dataset: str, catalog: Mapping[str, CatalogDataset], location
     """The location guard and the live schema of one dataset a step touches."""
     entry = catalog[dataset]
     location = locations.get(dataset)
-    if entry.format not in STORED_FORMATS:
+    support = support_for(entry.format)
+    if not support.stores_rows:
         return None
     if location is None:
         raise PlanRefused(f"dataset {dataset}: no location in the catalog: piitracer needs it to find and check its files")
     guard_location(dataset, entry, location, catalog, locations, roots, store)
-    if entry.format is DatasetFormat.ICEBERG:
+    if support.spark_table:
         _check_spark_path(dataset, entry, location, spark, warehouse)
     try:
         return table_schema(entry, location, store)
@@ -117,7 +108,7 @@ def _check_step(step: Step, catalog: Mapping[str, CatalogDataset], decisions: di
         raise PlanRefused(f"step {step.id}: dataset {step.dataset} is not in this workspace's catalog "
                           "(a plan made in another workspace, or a catalog changed since planning): re-plan here")
     if step.action is Action.RESOLVE:
-        if entry.format not in (DatasetFormat.ICEBERG, DatasetFormat.DELTA, DatasetFormat.PARQUET):
+        if support_for(entry.format).source_rows is None:
             raise PlanRefused(f"step {step.id}: resolve reads {step.dataset}, a {entry.format.value} dataset with no rows to read")
     else:
         decision = decisions.get(step.dataset)
@@ -126,7 +117,7 @@ def _check_step(step: Step, catalog: Mapping[str, CatalogDataset], decisions: di
         _same_catalog_facts(step, entry, decision)
         _check_replica_step(step, entry)
         if step.action not in NO_FILE_WORK:
-            if step.action not in ACTIONS_BY_FORMAT[entry.format]:
+            if step.action not in support_for(entry.format).actions:
                 raise PlanRefused(f"step {step.id}: {step.action.value} is not an action of a {entry.format.value} dataset "
                                   f"({step.dataset}): the plan was altered or made for another format")
             if decision.status is not DatasetStatus.ERASE:
@@ -258,7 +249,7 @@ def guard_location(dataset: str, entry: CatalogDataset, location: Location, cata
         raise PlanRefused(f"dataset {dataset}: {len(leaving)} symlink(s) under {location} lead outside it "
                           f"(first: {leaving[0]}): refusing to act through them")
     try:
-        named = list(_named_paths(entry, location, store))
+        named = list(support_for(entry.format).referenced_paths(location, store))
     except FormatError as error:
         raise PlanRefused(f"dataset {dataset}: {error}") from None
     strays = [(what, path) for what, path in named if not territory.admits(path, base=location)]
@@ -272,22 +263,13 @@ def guard_location(dataset: str, entry: CatalogDataset, location: Location, cata
             "paths, or a deep clone) and catalogue that")
 
 
-def _named_paths(entry: CatalogDataset, location: Location, store: Store):
-    if entry.format is DatasetFormat.ICEBERG:
-        from piitracer.formats import iceberg
-
-        yield from iceberg.referenced_paths(location, store)
-    elif entry.format is DatasetFormat.DELTA:
-        from piitracer.formats import delta
-
-        yield from delta.referenced_paths(location, store)
-
-
 def _check_spark_path(dataset: str, entry: CatalogDataset, location: Location, spark: SparkSettings, warehouse: Path) -> None:
-    """In the Hadoop catalog, Spark finds ``cat.db.t`` at ``<warehouse>/db/t``: that must be the
-    catalogued location, or Spark's steps would act on another folder than the one checked."""
+    """A format whose steps reach the table by identifier through Spark's catalog (Iceberg): the
+    identifier must be in the configured catalog. In the Hadoop catalog, Spark finds ``cat.db.t``
+    at ``<warehouse>/db/t``: that must be the catalogued location, or Spark's steps would act on
+    another folder than the one checked."""
     if not entry.table:
-        raise PlanRefused(f"dataset {dataset}: an Iceberg dataset needs 'table:' (catalog.db.table) in the catalog")
+        raise PlanRefused(f"dataset {dataset}: a {entry.format.value} dataset needs 'table:' (catalog.db.table) in the catalog")
     parts = entry.table.split(".")
     if len(parts) != 3 or parts[0].lower() != spark.catalog.lower():
         raise PlanRefused(f"dataset {dataset}: table {entry.table!r} is not in the configured Spark catalog "

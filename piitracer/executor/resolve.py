@@ -13,50 +13,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from piitracer.model.key_values import KeyType, KeyValueError, parse_key_type, parse_key_value, same_type
+from piitracer.formats.values import SUBJECT_COLUMN, subject_frame
+from piitracer.model.key_values import parse_key_type, parse_key_value
 from piitracer.model.plan import DeletionPlan, ValueKind
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-SUBJECT_COLUMN = "__piitracer_subject"
-
-
-def exact_values(values: Iterable[Any], key_type: KeyType | None) -> list[Any]:
-    """The distinct values that are exactly values of ``key_type`` (an int also as the decimal
-    text of a string key); every other value is left out: it cannot be equal to a key of that
-    type without a conversion that could change it. ``key_type`` None (a type piitracer does not
-    compare keys of) keeps nothing."""
-    if key_type is None:
-        return []
-    kept = set()
-    for value in values:
-        if value is None:
-            continue
-        if same_type(value, key_type):
-            kept.add(value)
-        elif key_type.name == "string" and isinstance(value, int) and not isinstance(value, bool):
-            kept.add(str(value))
-    return sorted(kept, key=repr)
-
-
-def spark_key_type(data_type) -> KeyType | None:
-    """The key type of a Spark column type (``bigint``, ``string``, ``decimal(12,2)``...)."""
-    try:
-        return parse_key_type(data_type.simpleString())
-    except KeyValueError:
-        return None
-
-
-def subject_frame(spark: "SparkSession", values: list[Any], data_type) -> "DataFrame":
-    """The values as a one-column DataFrame of ``data_type``, built from typed Python values with
-    that exact schema (no cast): a value of another type is left out and matches nothing."""
-    from pyspark.sql.types import StructField, StructType
-
-    kept = exact_values(values, spark_key_type(data_type))
-    schema = StructType([StructField(SUBJECT_COLUMN, data_type, True)])
-    return spark.createDataFrame([(v,) for v in kept], schema).distinct()
-
 
 def subject_key_values(plan: DeletionPlan, dataset: str, column: str) -> dict[Any, set[str]]:
     """The subjects' values as typed values of the source key column, each with the requests that

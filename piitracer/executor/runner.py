@@ -13,25 +13,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from piitracer.executor.failpoints import during, failpoint
-from piitracer.executor.iceberg_eraser import IcebergEraser
+from piitracer.formats import Shown, StepWork, support_for
+from piitracer.storage.failpoints import during, failpoint
 from piitracer.executor.journal import ATTESTED, AWAITING, BLOCKED, COMMITTED, FAILED, PENDING, RUNNING, Journal, JournaledStep
-from piitracer.executor.outcome import Attempt, SafetyError, StepOutcome
+from piitracer.model.outcome import Attempt, SafetyError, StepOutcome
 from piitracer.executor.preflight import Preflight, preflight
 from piitracer.executor.resolve import resolve_values, union_of, values_for
 from piitracer.executor.spark_session import spark_session
 from piitracer.model.plan import PERSON_ACTIONS, Action, DeletionPlan, Step
-from piitracer.model.workspace import CatalogDataset, DatasetFormat, SparkSettings
+from piitracer.model.workspace import CatalogDataset, SparkSettings
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
 from piitracer.model.errors import PiitracerError
 
 # Logs name steps, datasets and counts; never a subject value (tests/test_no_leaks.py).
 log = logging.getLogger(__name__)
-
-ICEBERG_ACTIONS = {Action.DELETE_ROWS, Action.REWRITE_DATA_FILES, Action.REWRITE_MANIFESTS, Action.EXPIRE_SNAPSHOTS,
-                   Action.REMOVE_ORPHAN_FILES, Action.RELEASE_REF}
-
 
 class ExecutionError(PiitracerError, RuntimeError):
     """The run stopped; the message names the step and why (never a subject value)."""
@@ -197,7 +193,7 @@ class PlanExecutor:
         began = time.monotonic()
         try:
             entry = self.context.catalog.get(step.dataset)
-            if entry is not None and entry.format is DatasetFormat.ICEBERG and step.action in ICEBERG_ACTIONS:
+            if entry is not None and step.action in support_for(entry.format).spark_actions:
                 self.spark()  # start the session before the step's failpoint timer (test-only) starts
             with during("executor.perform", step.id):  # test-only: a kill mid-step or just before the commit below
                 outcome = self._perform(journal, step, attempt)
@@ -263,19 +259,10 @@ class PlanExecutor:
             raise SafetyError(f"{step.dataset}: no location in the catalog")
         check_location(step, location, self.context.warehouse_roots, self.context.store)
         values = values_for(step.values_from, self._values(journal)) if step.values_from else []
-        perform = PERFORMERS.get((entry.format, step.action))
+        perform = support_for(entry.format).perform.get(step.action)
         if perform is None:
             raise SafetyError(f"no way to run {step.action.value} on a {entry.format.value} dataset")
-        return perform(self, StepWork(step, entry, location, values, attempt))
-
-    def iceberg_eraser(self, work: "StepWork") -> IcebergEraser:
-        """The Iceberg eraser of a step's table, after checking Spark loaded the table the
-        preflight checked (its location)."""
-        if not work.entry.table:
-            raise SafetyError(f"{work.step.dataset}: an Iceberg dataset needs 'table:' (catalog.db.table) in the catalog")
-        eraser = IcebergEraser(self.spark(), work.entry.table, work.location, self.context.store)
-        eraser.check_location()
-        return eraser
+        return perform(StepWork(step, entry, location, values, attempt, self.context.store, self.spark))
 
     # ---- resolve and values ---------------------------------------------------------------
 
@@ -308,128 +295,17 @@ class PlanExecutor:
 
     def _source_frame(self, dataset: str):
         entry = self.context.catalog[dataset]
-        spark = self.spark()
         location = self.context.locations.get(dataset)
-        store = self.context.store
-        if entry.format is DatasetFormat.ICEBERG and entry.table:
-            IcebergEraser(spark, entry.table, location, store).check_location()  # read-only steps obey the guard too
-            return spark.table(entry.table)
-        if location is None:
-            raise SafetyError(f"cannot read source {dataset}: no table or location in the catalog")
-        if entry.format is DatasetFormat.DELTA:
-            from piitracer.formats import delta
-
-            return _arrow_frame(spark, delta.open_table(location, store).to_pyarrow_table())
-        if location.is_local:
-            return spark.read.parquet(location.uri)
-        # Spark here has no S3A connector (shared/lakehouse-notes.md): read the folder with pyarrow.
-        from piitracer.formats import parquet
-
-        found = parquet.dataset(location, store)
-        if found is None:
-            raise SafetyError(f"cannot read source {dataset}: no Parquet file under {location}")
-        return _arrow_frame(spark, found.to_table())
+        read = support_for(entry.format).source_rows
+        if location is None or read is None:
+            raise SafetyError(f"cannot read source {dataset}: no location in the catalog, or a "
+                              f"{entry.format.value} dataset stores no rows to read")
+        return read(self.spark(), entry, location, self.context.store)
 
     def spark(self):
         if self._spark is None:
             self._spark = spark_session(self.context.spark, self.context.warehouse)
         return self._spark
-
-
-def _arrow_frame(spark, table):
-    """A Spark DataFrame of an Arrow table (its types kept: no pandas inference)."""
-    return spark.createDataFrame(table.to_pandas(types_mapper=None), schema=_spark_schema(table.schema))
-
-
-def _spark_schema(schema):
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    return from_arrow_schema(schema)
-
-
-@dataclass(frozen=True)
-class StepWork:
-    """What one step acts on: the step, its catalog entry, its location, the values it matches
-    (typed by its key column later) and the attempt record that survives a kill."""
-
-    step: Step
-    entry: CatalogDataset
-    location: Location
-    values: list[Any]
-    attempt: Attempt
-
-
-def _iceberg_delete(executor: "PlanExecutor", work: StepWork) -> StepOutcome:
-    return executor.iceberg_eraser(work).delete_rows(work.step.key_column, work.values, work.attempt)
-
-
-def _iceberg_rewrite_data_files(executor: "PlanExecutor", work: StepWork) -> StepOutcome:
-    return executor.iceberg_eraser(work).rewrite_data_files(work.step.params.options)
-
-
-def _iceberg_rewrite_manifests(executor: "PlanExecutor", work: StepWork) -> StepOutcome:
-    return executor.iceberg_eraser(work).rewrite_manifests()
-
-
-def _iceberg_expire(executor: "PlanExecutor", work: StepWork) -> StepOutcome:
-    params = work.step.params
-    return executor.iceberg_eraser(work).expire_snapshots(params.retain_last, params.clean_expired_files, work.attempt)
-
-
-def _iceberg_orphans(executor: "PlanExecutor", work: StepWork) -> StepOutcome:
-    return executor.iceberg_eraser(work).remove_orphan_files(work.attempt)
-
-
-def _iceberg_release_ref(executor: "PlanExecutor", work: StepWork) -> StepOutcome:
-    return executor.iceberg_eraser(work).drop_ref(work.step.params.ref, work.step.params.ref_type)
-
-
-def _delta_delete(executor: "PlanExecutor", work: StepWork) -> StepOutcome:
-    from piitracer.executor import delta_eraser
-
-    return delta_eraser.delete_rows(work.location, executor.context.store, work.step.key_column, work.values, work.attempt)
-
-
-def _delta_purge(executor: "PlanExecutor", work: StepWork) -> StepOutcome:
-    from piitracer.executor import delta_eraser
-
-    return delta_eraser.purge_deletion_vectors(work.location, executor.context.store)
-
-
-def _delta_vacuum(executor: "PlanExecutor", work: StepWork) -> StepOutcome:
-    from piitracer.executor import delta_eraser
-
-    return delta_eraser.vacuum(work.location, executor.context.store, work.attempt)
-
-
-def _delta_clean_log(executor: "PlanExecutor", work: StepWork) -> StepOutcome:
-    from piitracer.executor import delta_eraser
-
-    return delta_eraser.clean_delta_log(work.location, executor.context.store, work.attempt)
-
-
-def _rewrite(executor: "PlanExecutor", work: StepWork) -> StepOutcome:
-    from piitracer.executor import parquet_eraser
-
-    return parquet_eraser.rewrite_files(work.location, executor.context.store, work.step.key_column, work.values, work.attempt)
-
-
-# What runs each (format, action): a lookup, so a new format is a few entries here (and its eraser
-# module), not another branch in the runner.
-PERFORMERS = {
-    (DatasetFormat.ICEBERG, Action.DELETE_ROWS): _iceberg_delete,
-    (DatasetFormat.ICEBERG, Action.REWRITE_DATA_FILES): _iceberg_rewrite_data_files,
-    (DatasetFormat.ICEBERG, Action.REWRITE_MANIFESTS): _iceberg_rewrite_manifests,
-    (DatasetFormat.ICEBERG, Action.EXPIRE_SNAPSHOTS): _iceberg_expire,
-    (DatasetFormat.ICEBERG, Action.REMOVE_ORPHAN_FILES): _iceberg_orphans,
-    (DatasetFormat.ICEBERG, Action.RELEASE_REF): _iceberg_release_ref,
-    (DatasetFormat.DELTA, Action.DELETE_ROWS): _delta_delete,
-    (DatasetFormat.DELTA, Action.PURGE_DELETION_VECTORS): _delta_purge,
-    (DatasetFormat.DELTA, Action.VACUUM): _delta_vacuum,
-    (DatasetFormat.DELTA, Action.CLEAN_DELTA_LOG): _delta_clean_log,
-    (DatasetFormat.PARQUET, Action.REWRITE_FILES): _rewrite,
-    (DatasetFormat.ARCHIVE, Action.REWRITE_ARCHIVE): _rewrite,
-}
 
 
 def describe(step: Step, catalog: Mapping[str, CatalogDataset]) -> str:
@@ -445,54 +321,8 @@ def describe(step: Step, catalog: Mapping[str, CatalogDataset]) -> str:
         return f"capture identifiers and computed keys of the subjects' rows in {table} (values bound as a broadcast view)"
     if step.action in PERSON_ACTIONS:
         return f"{step.action.value}: {step.reason or ''}".strip()
-    text = DESCRIPTIONS.get((entry.format if entry else None, step.action))
+    text = support_for(entry.format).describe.get(step.action) if entry else None
     return text(shown) if text else f"{step.action.value} on {table}"
-
-
-@dataclass(frozen=True)
-class Shown:
-    """What a dry-run line may show of a step: never a value, only value-set names."""
-
-    step: Step
-    table: str
-    key: str
-    values: str
-
-
-def _expire_text(shown: Shown) -> str:
-    params = shown.step.params
-    if not params.clean_expired_files:
-        return (f"{shown.table}.expireSnapshots().expireOlderThan(<run time>).retainLast({params.retain_last})"
-                ".cleanExpiredFiles(false)  -- shallow clone: the source's files stay")
-    return f"CALL system.expire_snapshots(table => '{shown.table}', older_than => <run time>, retain_last => {params.retain_last})"
-
-
-def _rewrite_text(shown: Shown) -> str:
-    return f"rewrite files under {shown.table} holding {shown.key} in {shown.values} (redacted), then replace the originals"
-
-
-DESCRIPTIONS = {
-    (DatasetFormat.ICEBERG, Action.DELETE_ROWS): lambda s: (
-        f"DELETE FROM {s.table} WHERE {s.key} IN (SELECT v FROM subjects_view)  -- subjects_view = {s.values} (redacted)"),
-    (DatasetFormat.ICEBERG, Action.REWRITE_DATA_FILES): lambda s: (
-        f"CALL system.rewrite_data_files(table => '{s.table}', options => map("
-        + ", ".join(f"'{k}','{v}'" for k, v in sorted(s.step.params.options.items())) + "))"),
-    (DatasetFormat.ICEBERG, Action.REWRITE_MANIFESTS): lambda s: f"CALL system.rewrite_manifests('{s.table}')",
-    (DatasetFormat.ICEBERG, Action.EXPIRE_SNAPSHOTS): _expire_text,
-    (DatasetFormat.ICEBERG, Action.REMOVE_ORPHAN_FILES): lambda s: (
-        f"SparkActions.deleteOrphanFiles({s.table}).olderThan(<run time>)  -- only with --no-concurrent-writers"),
-    (DatasetFormat.ICEBERG, Action.RELEASE_REF): lambda s: (
-        f"ALTER TABLE {s.table} DROP {s.step.params.ref_type.upper()} `{s.step.params.ref}`  -- only with --drop-refs"),
-    (DatasetFormat.DELTA, Action.DELETE_ROWS): lambda s: (
-        f"delta-rs MERGE INTO {s.table} USING <values> ON t.{s.key} = s.v WHEN MATCHED DELETE  -- values = {s.values} (redacted)"),
-    (DatasetFormat.DELTA, Action.PURGE_DELETION_VECTORS): lambda s: (
-        f"check {s.table} for deletion vectors (REORG TABLE ... APPLY (PURGE) on a Delta-enabled engine if any)"),
-    (DatasetFormat.DELTA, Action.VACUUM): lambda s: f"delta-rs vacuum {s.table} retention 0 hours (check disabled)",
-    (DatasetFormat.DELTA, Action.CLEAN_DELTA_LOG): lambda s: (
-        f"delta-rs checkpoint + log cleanup of {s.table} with logRetentionDuration 0 hours, then the table's own restored"),
-    (DatasetFormat.PARQUET, Action.REWRITE_FILES): _rewrite_text,
-    (DatasetFormat.ARCHIVE, Action.REWRITE_ARCHIVE): _rewrite_text,
-}
 
 
 def check_location(step: Step, location: Location, roots: tuple[Location, ...], store: Store | None = None) -> None:

@@ -1,17 +1,31 @@
-"""Iceberg tables read without Spark (pyiceberg ``StaticTable`` reads a metadata file directly in
-~0.1 s, whichever engine wrote it). The one place that decides which ``metadata.json`` is a
-table's newest, on a local folder or an object store."""
+"""Iceberg: the one reader of a table's newest ``metadata.json`` (pyiceberg ``StaticTable`` reads
+it directly in ~0.1 s, whichever engine wrote it, on a local folder or an object store), the
+erasure on Spark (shared/lakehouse-notes.md: the logical delete, ``rewrite_data_files`` applies
+delete files, ``rewrite_manifests`` drops the DELETED entries that keep column bounds,
+``expire_snapshots``, then orphan removal), and what the verifier reads: files per snapshot and
+every retained snapshot read back."""
 
 from __future__ import annotations
 
+import itertools
 import re
+import time
 from datetime import datetime, timezone
-from typing import Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-from piitracer.formats import FormatError
+from piitracer.formats import FormatError, FormatSupport, Shown, StepWork, TableFiles, VersionRows, hidden, relative_to
+from piitracer.formats.values import SUBJECT_COLUMN, subject_frame
+from piitracer.model.outcome import Attempt, SafetyError, StepOutcome
+from piitracer.model.plan import Action
 from piitracer.model.table_state import RefType, TableRef, TableState
+from piitracer.model.workspace import CatalogDataset, DatasetFormat
+from piitracer.storage.disk import removed_between, removed_since_first_attempt
+from piitracer.storage.failpoints import failpoint
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 _METADATA_VERSION = re.compile(r"^v?(\d+)[.-]")
 
@@ -114,3 +128,320 @@ def _referenced(table) -> Iterator[tuple[str, str]]:
             yield "manifest", manifest.manifest_path
             for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=False):
                 yield "data or delete file", entry.data_file.file_path
+
+
+# ---- erasure on Spark ------------------------------------------------------------------------
+
+_view_numbers = itertools.count(1)
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+class IcebergEraser:
+    """The Iceberg steps of one table, identified as ``catalog.db.table``."""
+
+    def __init__(self, spark: "SparkSession", table: str, location: Location | None, store: Store | None = None) -> None:
+        parts = table.split(".")
+        if len(parts) != 3:
+            raise SafetyError(f"Iceberg table {table!r}: expected catalog.db.table (set 'table:' in the catalog)")
+        self.spark = spark
+        self.catalog = parts[0]
+        self.table = table
+        self.quoted = ".".join(_quote(p) for p in parts)
+        self.procedure_table = ".".join(parts[1:])  # procedures take the name without the catalog
+        self.location = location
+        self.store = store or Store()
+
+    # ---- state ----------------------------------------------------------------------------
+
+    def java_table(self):
+        jvm = self.spark._jvm
+        table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(self.spark._jsparkSession, self.table)
+        table.refresh()
+        return table
+
+    def check_location(self) -> None:
+        """Refuse when the table Spark loaded lives somewhere else than the catalogued location
+        (a copied folder whose metadata names the original, another catalog's table): every
+        write, expiry and orphan removal goes to the loaded table's own location."""
+        if self.location is None:
+            raise SafetyError(f"{self.table}: no catalogued location to check the table against")
+        from piitracer.storage.guard import canonical
+
+        loaded = str(self.java_table().location())
+        if canonical(Location.parse(loaded)) != canonical(self.location):
+            raise SafetyError(f"{self.table}: Spark's table lives at {loaded}, not at its catalogued location "
+                              f"{self.location}: refusing to touch it")
+
+    def snapshot_id(self) -> str | None:
+        snapshot = self.java_table().currentSnapshot()
+        return str(snapshot.snapshotId()) if snapshot is not None else None
+
+    def count(self) -> int:
+        return self.spark.table(self.quoted).count()
+
+    # ---- steps ----------------------------------------------------------------------------
+
+    def delete_rows(self, key_column: str, values: list[Any], attempt: Attempt | None = None) -> StepOutcome:
+        """DELETE the rows whose key is one of ``values`` (bound as a temp view), checking that
+        exactly the expected rows went. ``rows_deleted`` counts from the first attempt: after a kill
+        between the DELETE's commit and the journal's, the rows an earlier attempt removed count."""
+        from pyspark.sql import functions as F
+
+        attempt = attempt or Attempt()
+        frame = self.spark.table(self.quoted)
+        subjects = F.broadcast(subject_frame(self.spark, values, frame.schema[key_column].dataType))
+        expected = frame.join(subjects, frame[key_column] == subjects[SUBJECT_COLUMN], "left_semi").count()
+        before, total_before = self.snapshot_id(), frame.count()
+        first = attempt.start({"expected": expected, "version_before": before})
+        earlier = int(first["expected"]) - expected  # the subjects' rows a killed attempt already removed
+        outcome = StepOutcome(version_before=first["version_before"], version_after=before, rows_deleted=max(earlier, 0))
+        if expected == 0:  # an Iceberg MERGE/DELETE with nothing to do still commits a snapshot
+            outcome.details["matched"] = 0
+            return outcome
+        view = f"piitracer_subjects_{next(_view_numbers)}"
+        subjects.createOrReplaceTempView(view)
+        try:
+            self.spark.sql(f"DELETE FROM {self.quoted} WHERE {_quote(key_column)} IN (SELECT {SUBJECT_COLUMN} FROM {view})")
+        finally:
+            self.spark.catalog.dropTempView(view)
+        failpoint("iceberg.delete.after_commit")  # test-only: the DELETE is committed, the journal does not know
+        total_after = self.count()
+        if total_after != total_before - expected:
+            raise SafetyError(
+                f"{self.table}: expected {total_before} - {expected} = {total_before - expected} rows after the delete, "
+                f"found {total_after}: stopping (a concurrent writer, or a delete that did not do what it should)")
+        outcome.rows_deleted, outcome.version_after = outcome.rows_deleted + expected, self.snapshot_id()
+        outcome.details["total_rows_after"] = total_after
+        return outcome
+
+    def rewrite_data_files(self, options: dict[str, str]) -> StepOutcome:
+        """Rewrite data files that have delete files, so the rows are gone from data files too."""
+        option_map = ", ".join(f"'{k}', '{v}'" for k, v in sorted(options.items()))
+        row = self._call(f"rewrite_data_files(table => '{self.procedure_table}', options => map({option_map}))")
+        return self._physical(row, files_rewritten=row.get("rewritten_data_files_count", 0))
+
+    def rewrite_manifests(self) -> StepOutcome:
+        row = self._call(f"rewrite_manifests('{self.procedure_table}')")
+        return self._physical(row, files_rewritten=row.get("rewritten_manifests_count", 0))
+
+    def expire_snapshots(self, retain_last: int = 1, clean_expired_files: bool = True,
+                         attempt: Attempt | None = None) -> StepOutcome:
+        """Expire every snapshot older than now but the last ``retain_last``.
+
+        ``clean_expired_files=False`` (shallow clones) expires the snapshots without deleting the
+        files they alone referenced: those may be another table's files. The SQL procedure has no
+        such switch, so that case goes through the table API."""
+        if not clean_expired_files:
+            def metadata_only() -> dict[str, Any]:
+                now_ms = int(time.time() * 1000) + 1000
+                (self.java_table().expireSnapshots().expireOlderThan(now_ms).retainLast(int(retain_last))
+                 .cleanExpiredFiles(False).commit())
+                return {"clean_expired_files": "false"}
+            return self._with_listing(metadata_only, attempt)
+        moment = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+        return self._with_listing(lambda: self._call(
+            f"expire_snapshots(table => '{self.procedure_table}', older_than => TIMESTAMP '{moment}', retain_last => {int(retain_last)})"),
+            attempt)
+
+    def remove_orphan_files(self, attempt: Attempt | None = None) -> StepOutcome:
+        """Delete files under the table location that no snapshot references, through the action
+        API: the SQL procedure refuses an ``older_than`` under 24 hours. Only safe with no
+        concurrent writer (its uncommitted files look like orphans)."""
+        def action() -> dict[str, Any]:
+            jvm = self.spark._jvm
+            now_ms = int(time.time() * 1000) + 1000
+            result = (jvm.org.apache.iceberg.spark.actions.SparkActions.get(self.spark._jsparkSession)
+                      .deleteOrphanFiles(self.java_table()).olderThan(now_ms).execute())
+            return {"orphan_files": len(list(result.orphanFileLocations()))}
+        return self._with_listing(action, attempt)
+
+    def drop_ref(self, name: str, ref_type: str) -> StepOutcome:
+        kind = "TAG" if ref_type == "tag" else "BRANCH"
+        before = self.snapshot_id()
+        self.spark.sql(f"ALTER TABLE {self.quoted} DROP {kind} IF EXISTS {_quote(name)}")
+        return StepOutcome(version_before=before, version_after=self.snapshot_id(), details={"dropped": f"{kind.lower()} {name}"})
+
+    # ---- helpers --------------------------------------------------------------------------
+
+    def _call(self, procedure: str) -> dict[str, Any]:
+        rows = self.spark.sql(f"CALL {_quote(self.catalog)}.system.{procedure}").collect()
+        return rows[0].asDict() if rows else {}
+
+    def _physical(self, row: dict[str, Any], files_rewritten: int) -> StepOutcome:
+        return StepOutcome(files_rewritten=int(files_rewritten or 0), version_after=self.snapshot_id(),
+                           details={k: v for k, v in row.items() if isinstance(v, (int, str))})
+
+    def _with_listing(self, action, attempt: Attempt | None = None) -> StepOutcome:
+        """Run a file-removing action and count what it removed since the step's first attempt."""
+        before_files = removed_since_first_attempt(self.location, self.store, attempt) if self.location else {}
+        before = self.snapshot_id()
+        details = action()
+        after = self.store.sizes(self.location) if self.location else {}
+        files, size = removed_between(before_files, after)
+        return StepOutcome(files_removed=files, bytes_removed=size, version_before=before,
+                           version_after=self.snapshot_id(), details={k: v for k, v in details.items() if isinstance(v, (int, str))})
+
+
+def _eraser(work: StepWork) -> IcebergEraser:
+    """The eraser of a step's table, after checking Spark loaded the table the preflight checked
+    (its location)."""
+    if not work.entry.table:
+        raise SafetyError(f"{work.step.dataset}: an Iceberg dataset needs 'table:' (catalog.db.table) in the catalog")
+    eraser = IcebergEraser(work.spark(), work.entry.table, work.location, work.store)
+    eraser.check_location()
+    return eraser
+
+
+def _expire(work: StepWork) -> StepOutcome:
+    params = work.step.params
+    return _eraser(work).expire_snapshots(params.retain_last, params.clean_expired_files, work.attempt)
+
+
+PERFORM = {
+    Action.DELETE_ROWS: lambda work: _eraser(work).delete_rows(work.step.key_column, work.values, work.attempt),
+    Action.REWRITE_DATA_FILES: lambda work: _eraser(work).rewrite_data_files(work.step.params.options),
+    Action.REWRITE_MANIFESTS: lambda work: _eraser(work).rewrite_manifests(),
+    Action.EXPIRE_SNAPSHOTS: _expire,
+    Action.REMOVE_ORPHAN_FILES: lambda work: _eraser(work).remove_orphan_files(work.attempt),
+    Action.RELEASE_REF: lambda work: _eraser(work).drop_ref(work.step.params.ref, work.step.params.ref_type),
+}
+
+
+def _expire_text(shown: Shown) -> str:
+    params = shown.step.params
+    if not params.clean_expired_files:
+        return (f"{shown.table}.expireSnapshots().expireOlderThan(<run time>).retainLast({params.retain_last})"
+                ".cleanExpiredFiles(false)  -- shallow clone: the source's files stay")
+    return f"CALL system.expire_snapshots(table => '{shown.table}', older_than => <run time>, retain_last => {params.retain_last})"
+
+
+DESCRIBE = {
+    Action.DELETE_ROWS: lambda s: (
+        f"DELETE FROM {s.table} WHERE {s.key} IN (SELECT v FROM subjects_view)  -- subjects_view = {s.values} (redacted)"),
+    Action.REWRITE_DATA_FILES: lambda s: (
+        f"CALL system.rewrite_data_files(table => '{s.table}', options => map("
+        + ", ".join(f"'{k}','{v}'" for k, v in sorted(s.step.params.options.items())) + "))"),
+    Action.REWRITE_MANIFESTS: lambda s: f"CALL system.rewrite_manifests('{s.table}')",
+    Action.EXPIRE_SNAPSHOTS: _expire_text,
+    Action.REMOVE_ORPHAN_FILES: lambda s: (
+        f"SparkActions.deleteOrphanFiles({s.table}).olderThan(<run time>)  -- only with --no-concurrent-writers"),
+    Action.RELEASE_REF: lambda s: (
+        f"ALTER TABLE {s.table} DROP {s.step.params.ref_type.upper()} `{s.step.params.ref}`  -- only with --drop-refs"),
+}
+
+
+def source_rows(spark, entry: CatalogDataset, location: Location, store: Store):
+    """The table's rows as Spark reads them by identifier (after the same location check as the
+    erasing steps: a read-only step obeys the guard too)."""
+    if not entry.table:
+        raise SafetyError(f"cannot read source {location}: an Iceberg dataset needs 'table:' in the catalog")
+    IcebergEraser(spark, entry.table, location, store).check_location()
+    return spark.table(entry.table)
+
+
+# ---- what the verifier reads ----------------------------------------------------------------------
+
+def files(root: Location, store: Store) -> TableFiles:
+    """Which files the current snapshot uses (data/delete files, manifests, manifest list), which
+    only older retained snapshots use, and which a tag or branch holds."""
+    found = TableFiles()
+    table = static_table(root, store)
+    if table is None:
+        found.problems.append("no Iceberg metadata.json under metadata/")
+        return found
+    metadata = table.metadata
+    current = metadata.current_snapshot_id
+    refs = _ref_names(metadata)
+    entries_cache: dict[str, list] = {}
+    for snapshot in metadata.snapshots:
+        is_current = snapshot.snapshot_id == current
+        used: set[str] = set()
+        meta: set[str] = {relative_to(root, snapshot.manifest_list) or ""}
+        for manifest in snapshot.manifests(table.io):
+            meta.add(relative_to(root, manifest.manifest_path) or "")
+            if manifest.manifest_path not in entries_cache:
+                entries_cache[manifest.manifest_path] = manifest.fetch_manifest_entry(table.io, discard_deleted=False)
+            for entry in entries_cache[manifest.manifest_path]:
+                path = relative_to(root, entry.data_file.file_path)
+                deleted = int(entry.status) == 2  # ManifestEntryStatus.DELETED: tombstone, file not live
+                if path and not (is_current and deleted):
+                    used.add(path)
+        meta.discard("")
+        if is_current:
+            found.live |= used
+            found.current_meta |= meta
+        else:
+            found.retained |= used | meta
+        if snapshot.snapshot_id in refs:
+            for path in used | meta:
+                found.ref_files.setdefault(path, refs[snapshot.snapshot_id])
+    found.retained -= found.live | found.current_meta
+    return found
+
+
+def versions(root: Location, store: Store, key_column: str) -> Iterator[VersionRows]:
+    """Every retained snapshot read back (pyiceberg), its key column."""
+    table = static_table(root, store)
+    if table is None:
+        return
+    metadata = table.metadata
+    refs = _ref_names(metadata)
+    for snapshot in metadata.snapshots:
+        current, ref = snapshot.snapshot_id == metadata.current_snapshot_id, refs.get(snapshot.snapshot_id)
+        try:
+            rows = table.scan(snapshot_id=snapshot.snapshot_id, selected_fields=(key_column,)).to_arrow()
+        except Exception as error:  # e.g. equality deletes, which pyiceberg 0.12 cannot read
+            yield VersionRows(str(snapshot.snapshot_id), current, ref=ref,
+                              problem=f"snapshot {snapshot.snapshot_id} could not be read back ({type(error).__name__})")
+            continue
+        keys = rows.column(key_column).combine_chunks() if key_column in rows.column_names else None
+        yield VersionRows(str(snapshot.snapshot_id), current, keys, ref)
+
+
+def _ref_names(metadata) -> dict[int, str]:
+    return {ref.snapshot_id: name for name, ref in metadata.refs.items() if name != "main"}
+
+
+def file_removers(found: TableFiles, path: str) -> list[Action]:
+    """The planned actions that remove (or rewrite) a file holding a subject's value."""
+    if hidden(path) or path.startswith("metadata/") and path.endswith((".metadata.json", ".metadata.json.gz", "version-hint.text")):
+        # Orphan removal skips hidden paths; metadata files are kept by the metadata log.
+        return []
+    if path in found.live:
+        return [Action.DELETE_ROWS, Action.REWRITE_DATA_FILES]
+    if path in found.current_meta:
+        return [Action.DELETE_ROWS, Action.REWRITE_MANIFESTS]
+    if path in found.retained:
+        return [Action.RELEASE_REF, Action.EXPIRE_SNAPSHOTS] if path in found.ref_files else [Action.EXPIRE_SNAPSHOTS]
+    return [Action.REMOVE_ORPHAN_FILES]
+
+
+def logical_removers(current: bool, held_by_ref: bool) -> list[Action]:
+    """The planned actions that remove a snapshot still holding a subject's row."""
+    if current:
+        return [Action.DELETE_ROWS]
+    return [Action.RELEASE_REF, Action.EXPIRE_SNAPSHOTS] if held_by_ref else [Action.EXPIRE_SNAPSHOTS]
+
+
+def candidate_files(location: Location, store: Store, key_column: str | None, values: list[Any] | None):
+    """(file, size) of the current snapshot's data files whose manifest bounds admit a value."""
+    from pyiceberg.expressions import AlwaysTrue, In
+
+    table = static_table(location, store)
+    if table is None or table.current_snapshot() is None:
+        return []
+    row_filter = In(key_column, values) if values is not None and key_column else AlwaysTrue()
+    return sorted((task.file.file_path, int(task.file.file_size_in_bytes))
+                  for task in table.scan(row_filter=row_filter).plan_files())
+
+
+SUPPORT = FormatSupport(
+    format=DatasetFormat.ICEBERG, perform=PERFORM, describe=DESCRIBE,
+    spark_actions=frozenset(PERFORM), spark_table=True, schema=arrow_schema, newest_metadata=newest_metadata_file,
+    referenced_paths=referenced_paths, keeps_refs=True, table_state=table_state, source_rows=source_rows, files=files,
+    versions=versions, version_word="snapshot", file_removers=file_removers, logical_removers=logical_removers,
+    candidate_files=candidate_files, estimate_basis="Iceberg manifest bounds (scan plan)",
+)

@@ -1,20 +1,41 @@
-"""Plain Parquet folders (Hive-style partitions) and archive exports, local or on an object store."""
+"""Plain Parquet folders (Hive-style partitions), local or on an object store: the files readers
+see, the rewrite that erases (no table format keeps history here, so the rewrite is the erasure),
+and what the verifier reads. Archive exports are Parquet too (``formats.archive``).
+
+Crash safety without a transaction log: the replacement is written under a hidden temporary name
+beside the original (readers skip ``.``/``_`` names), flushed, read back and checked, then put over
+the original with ``Store.replace`` — an atomic rename on a local filesystem, a server-side copy
+over the original's key on an object store (one atomic PUT), then the temporary is deleted. At any
+moment readers see either the original or its complete replacement, never both and never neither.
+A re-run first removes temporaries a killed run left behind, then finds nothing more to delete in
+files already rewritten.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from piitracer.formats import FormatSupport, Shown, StepWork, TableFiles, VersionRows, hidden, may_hold
+from piitracer.formats.values import arrow_frame, typed_values
+from piitracer.model.outcome import Attempt, SafetyError, StepOutcome
+from piitracer.model.plan import Action
+from piitracer.model.workspace import CatalogDataset, DatasetFormat
+from piitracer.storage.failpoints import failpoint
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
 
-HIDDEN = (".", "_")  # readers skip these names: temporaries, markers, metadata
+TEMP_SUFFIX = ".piitracer-tmp"
 
 
 def data_files(location: Location, store: Store) -> list[str]:
     """The Parquet files readers see (relative paths): hidden and underscore files and folders are
     not data."""
     return [entry.relative for entry in store.list_files(location)
-            if entry.relative.endswith(".parquet") and not any(part.startswith(HIDDEN) for part in entry.relative.split("/"))]
+            if entry.relative.endswith(".parquet") and not hidden(entry.relative)]
 
 
 def key_ranges(metadata, key_column: str) -> list[tuple[Any, Any] | None] | None:
@@ -46,3 +67,184 @@ def arrow_schema(location: Location, store: Store):
     no Parquet file."""
     found = dataset(location, store)
     return None if found is None else found.schema
+
+
+# ---- erasure: rewrite without the subjects' rows -----------------------------------------------
+
+def rewrite_files(location: Location, store: Store, key_column: str | None, values: list[Any],
+                  attempt: Attempt | None = None) -> StepOutcome:
+    """Rewrite every data file under ``location`` holding a row whose ``key_column`` is one of
+    ``values``; files that cannot hold one (by their footer statistics or their key column) are
+    not touched.
+
+    The files to rewrite are found first and their counts journaled (``Attempt``) before the first
+    one changes: a run killed part-way and resumed reports, in one outcome, the rows and files of
+    both attempts (the resumed attempt only finds the files the killed one did not reach)."""
+    if not key_column:
+        raise SafetyError(f"{location}: a rewrite needs a key column")
+    if not store.exists(location):
+        raise SafetyError(f"{location}: no such folder")
+    stale = _remove_stale_temporaries(location, store)
+    outcome = StepOutcome(details={"files_scanned": 0, "files_skipped_by_statistics": 0, "stale_temporaries_removed": stale})
+    holders = []
+    sizes = store.sizes(location)
+    for relative in data_files(location, store):
+        outcome.details["files_scanned"] += 1
+        handle = pq.ParquetFile(store.open_input(location.child(relative)))
+        schema = handle.schema_arrow
+        if key_column not in schema.names:
+            continue  # a file of another shape (schema evolution): it has no key to match
+        subjects = typed_values(values, schema.field(key_column).type)
+        if len(subjects) == 0:
+            continue
+        if not _row_groups_may_hold(handle, key_column, subjects):
+            outcome.details["files_skipped_by_statistics"] += 1
+            continue
+        keys = handle.read(columns=[key_column]).column(key_column)
+        matched = int(pc.sum(pc.is_in(keys, value_set=subjects)).as_py() or 0)
+        if matched:
+            holders.append((relative, handle, subjects, matched, sizes.get(relative, 0)))
+    now = {"rows": sum(h[3] for h in holders), "files": len(holders), "bytes": sum(h[4] for h in holders)}
+    first = (attempt or Attempt()).start(now)
+    # What a killed earlier attempt already rewrote: its files no longer hold a subject.
+    outcome.rows_deleted = max(int(first["rows"]) - now["rows"], 0)
+    outcome.files_rewritten = max(int(first["files"]) - now["files"], 0)
+    outcome.bytes_removed = max(int(first["bytes"]) - now["bytes"], 0)
+    for relative, handle, subjects, matched, size in holders:
+        _replace_without(location, store, relative, handle, key_column, subjects, matched)
+        failpoint("parquet.after_rename", location.name)  # test-only: some files rewritten, others not yet
+        outcome.rows_deleted += matched
+        outcome.files_rewritten += 1
+        outcome.bytes_removed += size
+    return outcome
+
+
+def _replace_without(location: Location, store: Store, relative: str, handle: pq.ParquetFile, key_column: str,
+                     subjects: pa.Array, matched: int) -> None:
+    table = handle.read()
+    kept = table.filter(pc.invert(pc.fill_null(pc.is_in(table.column(key_column), value_set=subjects), False)))
+    if kept.num_rows != table.num_rows - matched:
+        raise SafetyError(f"{location.child(relative)}: expected {table.num_rows} - {matched} rows after the rewrite, got {kept.num_rows}")
+    folder, _, name = relative.rpartition("/")
+    temporary = location.child(f"{folder}/.{name}{TEMP_SUFFIX}" if folder else f".{name}{TEMP_SUFFIX}")
+    target = location.child(relative)
+    compression = _compression(handle)
+    with store.open_durable_output(temporary) as sink:
+        pq.write_table(kept, sink, compression=compression)
+    failpoint("parquet.after_temp_write", location.name)  # test-only: the replacement is written, not in place
+    written = pq.ParquetFile(store.open_input(temporary)).metadata.num_rows
+    if written != kept.num_rows:
+        store.delete(temporary)
+        raise SafetyError(f"{target}: the replacement holds {written} rows, expected {kept.num_rows}")
+    store.replace(temporary, target)
+
+
+def _row_groups_may_hold(handle: pq.ParquetFile, key_column: str, subjects: pa.Array) -> bool:
+    """False only when every row group's min/max statistics exclude every subject value."""
+    ranges = key_ranges(handle.metadata, key_column)
+    if handle.schema_arrow.get_field_index(key_column) < 0 or ranges is None:
+        return True
+    lowest, highest = pc.min(subjects).as_py(), pc.max(subjects).as_py()
+    for bounds in ranges:
+        if bounds is None:
+            return True
+        try:
+            if not (highest < bounds[0] or lowest > bounds[1]):
+                return True
+        except TypeError:  # statistics of a type that does not compare with the key's: read it
+            return True
+    return False
+
+
+def _compression(handle: pq.ParquetFile) -> str:
+    metadata = handle.metadata
+    if metadata.num_row_groups and metadata.num_columns:
+        codec = metadata.row_group(0).column(0).compression
+        return codec.lower() if codec and codec != "UNCOMPRESSED" else "none"
+    return "snappy"
+
+
+def _remove_stale_temporaries(location: Location, store: Store) -> int:
+    stale = [entry.relative for entry in store.list_files(location) if entry.relative.endswith(TEMP_SUFFIX)]
+    for relative in stale:
+        store.delete(location.child(relative))
+    return len(stale)
+
+
+def rewrite_text(shown: Shown) -> str:
+    """The dry-run line of a rewrite (plain folder or archive)."""
+    return f"rewrite files under {shown.table} holding {shown.key} in {shown.values} (redacted), then replace the originals"
+
+
+def perform_rewrite(work: StepWork) -> StepOutcome:
+    """The rewrite step of a plain folder or an archive."""
+    return rewrite_files(work.location, work.store, work.step.key_column, work.values, work.attempt)
+
+
+def source_rows(spark, entry: CatalogDataset, location: Location, store: Store):
+    """The folder's rows: Spark reads a local folder itself; on an object store (Spark here has no
+    S3A connector, shared/lakehouse-notes.md) pyarrow reads it."""
+    if location.is_local:
+        return spark.read.parquet(location.uri)
+    found = dataset(location, store)
+    if found is None:
+        raise SafetyError(f"cannot read source {location}: no Parquet file there")
+    return arrow_frame(spark, found.to_table())
+
+
+# ---- what the verifier reads ----------------------------------------------------------------------
+
+def files(root: Location, store: Store) -> TableFiles:
+    """Every file a reader sees is live: there are no versions."""
+    return TableFiles(live=set(data_files(root, store)))
+
+
+def versions(root: Location, store: Store, key_column: str) -> Iterator[VersionRows]:
+    """The folder as a reader sees it (hidden and underscore files ignored, Hive partitions)."""
+    found = dataset(root, store)
+    if found is not None and key_column in found.schema.names:
+        yield VersionRows("current", True, found.to_table(columns=[key_column]).column(key_column).combine_chunks())
+
+
+def rewrite_removers(action: Action):
+    """Which action removes a leftover of a folder whose erasure is ``action``: the rewrite,
+    for every visible file and for its current rows."""
+    return (lambda found, path: [] if hidden(path) else [action]), (lambda current, held_by_ref: [action])
+
+
+def candidate_files(location: Location, store: Store, key_column: str | None, values: list[Any] | None):
+    """(file, size) of every file whose Hive partition value or footer statistics admit a value."""
+    sizes = store.sizes(location)
+    found = []
+    for relative in data_files(location, store):
+        if values is None or key_column is None:
+            found.append((relative, sizes.get(relative, 0)))
+            continue
+        partition = _hive_value(relative, key_column)
+        if partition is not None:
+            if any(partition == str(value) for value in values):
+                found.append((relative, sizes.get(relative, 0)))
+            continue
+        ranges = key_ranges(pq.ParquetFile(store.open_input(location.child(relative))).metadata, key_column)
+        if ranges is None:
+            continue  # no key column in this file: nothing of a subject to rewrite
+        if any(bounds is None or may_hold(bounds[0], bounds[1], values) for bounds in ranges):
+            found.append((relative, sizes.get(relative, 0)))
+    return found
+
+
+def _hive_value(relative: str, key_column: str) -> str | None:
+    for segment in relative.split("/")[:-1]:
+        name, _, value = segment.partition("=")
+        if name == key_column and _:
+            return value
+    return None
+
+
+_FILE_REMOVERS, _LOGICAL_REMOVERS = rewrite_removers(Action.REWRITE_FILES)
+SUPPORT = FormatSupport(
+    format=DatasetFormat.PARQUET, perform={Action.REWRITE_FILES: perform_rewrite},
+    describe={Action.REWRITE_FILES: rewrite_text}, schema=arrow_schema, source_rows=source_rows, files=files,
+    versions=versions, file_removers=_FILE_REMOVERS, logical_removers=_LOGICAL_REMOVERS,
+    candidate_files=candidate_files, estimate_basis="Parquet footer statistics",
+)

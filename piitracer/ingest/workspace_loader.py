@@ -11,7 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from piitracer.model.naming import DEFAULT_SPARK_CATALOGS, DatasetNamer, normalise_location, split_table_name
-from piitracer.model.workspace import REPLICA_SEPARATOR, DatasetFormat, WorkspaceConfig
+from piitracer.model.workspace import REPLICA_SEPARATOR, WorkspaceConfig
 from piitracer.model.errors import PiitracerError
 
 WORKSPACE_FILE = "piitracer.yaml"
@@ -84,16 +84,12 @@ def load_workspace(folder: str | os.PathLike[str] = ".") -> Workspace:
     return replace(workspace, warnings=workspace_warnings(workspace, path, document))
 
 
-# Formats whose location holds the data piitracer erases and verifies.
-_STORED = {DatasetFormat.ICEBERG, DatasetFormat.DELTA, DatasetFormat.PARQUET, DatasetFormat.ARCHIVE}
-
-
 def workspace_warnings(workspace: Workspace, path: Path, document: Any) -> tuple[str, ...]:
     """Catalog locations that do not exist or lie outside the warehouse roots."""
     warnings = []
     for dataset_id, entry in sorted(workspace.config.catalog.items()):
         location = workspace.location_of(dataset_id)
-        if location is None or entry.format not in _STORED or "://" in str(entry.location):
+        if location is None or not entry.format.stores_rows or "://" in str(entry.location):
             continue
         field = ["catalog", dataset_id, "location"]
         if entry.replica_of is not None:  # declared under its primary's replicas:

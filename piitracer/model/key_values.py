@@ -219,3 +219,22 @@ def same_type(value: Any, key_type: KeyType) -> bool:
     if key_type.name == "date":
         return isinstance(value, date) and not isinstance(value, datetime)
     return False
+
+
+def exact_values(values: Iterable[Any], key_type: KeyType | None) -> list[Any]:
+    """The distinct values that are exactly values of ``key_type`` (an int also as the decimal
+    text of a string key); every other value is left out: it cannot be equal to a key of that
+    type without a conversion that could change it. ``key_type`` None (a type piitracer does not
+    compare keys of) keeps nothing. What every engine's subject values are built from: the journal
+    keeps resolved values as JSON, and nothing is cast leniently (text never becomes a number)."""
+    if key_type is None:
+        return []
+    kept = set()
+    for value in values:
+        if value is None:
+            continue
+        if same_type(value, key_type):
+            kept.add(value)
+        elif key_type.name == "string" and isinstance(value, int) and not isinstance(value, bool):
+            kept.add(str(value))
+    return sorted(kept, key=repr)

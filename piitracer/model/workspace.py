@@ -48,12 +48,20 @@ def duration_text(value: timedelta) -> str:
 
 
 class DatasetFormat(str, Enum):
+    """A catalog entry's format; what piitracer does with each is ``piitracer/formats/<format>.py``."""
+
     ICEBERG = "iceberg"
     DELTA = "delta"
     PARQUET = "parquet"
     VIEW = "view"
     ARCHIVE = "archive"
     EXTERNAL = "external"
+
+    @property
+    def stores_rows(self) -> bool:
+        """Whether the dataset's rows are files at its location, which piitracer erases, scans and
+        verifies (a view stores none; an external system's are out of piitracer's reach)."""
+        return self not in (DatasetFormat.VIEW, DatasetFormat.EXTERNAL)
 
 
 class IcebergWriteMode(str, Enum):
@@ -244,7 +252,7 @@ class CatalogDataset(Frozen):
             raise ValueError(f"a {self.format.value} dataset stores no files here: it cannot list replicas")
         if self.replicas and self.replica_of:
             raise ValueError("a replica cannot list replicas of its own: list them on the primary")
-        needs_place = self.format not in (DatasetFormat.VIEW, DatasetFormat.EXTERNAL)
+        needs_place = self.format.stores_rows
         if needs_place and not (self.location or self.table):
             raise ValueError(f"a {self.format.value} dataset needs a 'location' or a 'table'")
         return self

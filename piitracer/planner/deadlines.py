@@ -10,11 +10,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from piitracer.model.plan import Deadline
-from piitracer.model.workspace import CatalogDataset, DatasetFormat
-
-# Delta Lake's defaults when a table does not set them.
-DELTA_DEFAULT_DELETED_FILE_RETENTION = timedelta(days=7)
-DELTA_DEFAULT_LOG_RETENTION = timedelta(days=30)
+from piitracer.model.workspace import CatalogDataset
+from piitracer.planner.templates import NO_RETENTION, template_for
 
 
 def deadline_for(entry: CatalogDataset, received_at: datetime, deadline: timedelta) -> Deadline:
@@ -34,59 +31,12 @@ def deadline_for(entry: CatalogDataset, received_at: datetime, deadline: timedel
 
 
 def _retention_window(entry: CatalogDataset) -> tuple[timedelta | None, str]:
-    window = WINDOWS.get(entry.format)
-    if window is None:
-        return None, "plain files: nothing removes the rows unless they are rewritten"
-    return window(entry)
-
-
-def _iceberg_window(entry: CatalogDataset) -> tuple[timedelta | None, str]:
-    retention = entry.retention
-    every = retention.maintenance_every
-    if retention.snapshot_max_age is None:
-        return None, "no retention.snapshot_max_age: snapshots are never expired"
-    if every is None:
-        return None, "no retention.maintenance_every: expiry never runs"
-    if (retention.min_snapshots_to_keep or 0) > 1:
-        return None, f"retention.min_snapshots_to_keep={retention.min_snapshots_to_keep} keeps pre-delete snapshots until later commits"
-    return retention.snapshot_max_age + every, (
-        f"retention.snapshot_max_age {_days(retention.snapshot_max_age)} + maintenance_every {_days(every)}")
-
-
-def _delta_window(entry: CatalogDataset) -> tuple[timedelta | None, str]:
-    retention = entry.retention
-    every = retention.maintenance_every
-    files = retention.deleted_file_retention or DELTA_DEFAULT_DELETED_FILE_RETENTION
-    log = retention.log_retention or DELTA_DEFAULT_LOG_RETENTION
-    if every is None:
-        return None, "no retention.maintenance_every: VACUUM never runs"
-    defaults = "" if retention.deleted_file_retention and retention.log_retention else " (Delta defaults where unset)"
-    return max(files, log) + every, (
-        f"max(deleted_file_retention {_days(files)}, log_retention {_days(log)}) + maintenance_every {_days(every)}{defaults}")
-
-
-def _archive_window(entry: CatalogDataset) -> tuple[timedelta | None, str]:
-    if entry.archive_of is None:
-        return None, "an archive without archive_of: nothing removes the rows unless they are rewritten"
-    return entry.archive_of.retention, f"archive_of.retention {_days(entry.archive_of.retention)}"
-
-
-# How long each format keeps bytes after a delete, under its own maintenance (a lookup by format).
-WINDOWS = {DatasetFormat.ICEBERG: _iceberg_window, DatasetFormat.DELTA: _delta_window, DatasetFormat.ARCHIVE: _archive_window}
-
-
-OVERRIDES = {
-    DatasetFormat.ICEBERG: "expire_snapshots older than the delete's commit time (retain_last 1), then remove_orphan_files",
-    DatasetFormat.DELTA: "vacuum with 0 hours retention (check disabled), then checkpoint and log cleanup",
-    DatasetFormat.ARCHIVE: "rewrite_archive rewrites the affected archived objects now instead of waiting for them to expire",
-}
+    template = template_for(entry.format)
+    if template is None:
+        return None, NO_RETENTION
+    return template.retention_window(entry)
 
 
 def _override(entry: CatalogDataset) -> str:
-    return OVERRIDES.get(entry.format, "rewrite_files replaces the affected files and removes the originals at once")
-
-
-def _days(value: timedelta) -> str:
-    if value % timedelta(days=1) == timedelta(0):
-        return f"{value.days}d"
-    return f"{value.total_seconds() / 3600:g}h"
+    template = template_for(entry.format)
+    return template.override if template else "no step of piitracer's removes them: the dataset's owner must"

@@ -20,8 +20,9 @@ resume); after it, the replacement and maybe the temporary.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator
 
 from piitracer.model.errors import PiitracerError
 from piitracer.model.workspace import StorageOptions, StorageSettings
@@ -233,6 +234,25 @@ class Store:
             return fs.open_output_stream(path)
         except OSError as error:
             raise StorageError(f"{location}: cannot write: {_reason(error)}") from None
+
+    @contextmanager
+    def open_durable_output(self, location: Location) -> Iterator[Any]:
+        """A file to write that is on stable storage when the block ends: a local file is
+        flushed and fsynced (a replacement must be on disk before it replaces anything); an
+        object-store object exists only once its upload completes at close."""
+        if not location.is_local:
+            with self.open_output(location) as sink:
+                yield sink
+            return
+        try:
+            os.makedirs(os.path.dirname(location.uri), exist_ok=True)
+            sink = open(location.uri, "wb")
+        except OSError as error:
+            raise StorageError(f"{location}: cannot write: {_reason(error)}") from None
+        with sink:
+            yield sink
+            sink.flush()
+            os.fsync(sink.fileno())
 
     def write_bytes(self, location: Location, data: bytes) -> None:
         with self.open_output(location) as sink:

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 from piitracer.model.plan import DeletionPlan
 from piitracer.model.verification import DatasetVerification, ErasureState, Finding
-from piitracer.model.workspace import CatalogDataset, DatasetFormat
+from piitracer.model.workspace import CatalogDataset
 from piitracer.storage.guard import canonical
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
@@ -29,7 +29,6 @@ from piitracer.verify.decoders import scan_location
 from piitracer.verify.values import ValueIndex
 
 log = logging.getLogger(__name__)
-STORED = (DatasetFormat.ICEBERG, DatasetFormat.DELTA, DatasetFormat.PARQUET, DatasetFormat.ARCHIVE)
 MODES = ("catalog", "roots")
 HINT = ("the lineage does not show this flow: find the job that writes it, add its lineage (or the table) "
         "and re-plan")
@@ -52,7 +51,7 @@ def sweep(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locations: 
     files = 0
     for dataset, entry in sorted(catalog.items()):
         location = locations.get(dataset)
-        if dataset in planned or entry.format not in STORED or location is None or not store.exists(location):
+        if dataset in planned or not entry.format.stores_rows or location is None or not store.exists(location):
             continue
         scan = scan_location(location, index, store)
         swept.append(dataset)
@@ -61,7 +60,7 @@ def sweep(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locations: 
         if scan.hits:
             results.append(_unplanned(dataset, scan, names, f"catalogued dataset {dataset} is not in the plan"))
     if mode == "roots":
-        catalogued = [canonical(p) for d, p in locations.items() if catalog.get(d) and catalog[d].format in STORED]
+        catalogued = [canonical(p) for d, p in locations.items() if catalog.get(d) and catalog[d].format.stores_rows]
         for root in roots:
             if not store.exists(root):
                 continue

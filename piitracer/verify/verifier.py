@@ -17,6 +17,7 @@ A person's step (``manual``, ``manual_review``, ``recompute``) is open until its
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
@@ -26,7 +27,8 @@ from piitracer.model.workspace import CatalogDataset, DatasetFormat, ReplicaMana
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
 from piitracer.verify.decoders import scan_location
-from piitracer.verify.tables import TableView, delta_view, iceberg_view, parquet_view
+from piitracer.formats import FormatSupport, TableFiles, support_for
+from piitracer.verify.columns import exact_hits
 from piitracer.verify.values import ValueIndex
 from piitracer.model.errors import PiitracerError
 
@@ -112,21 +114,22 @@ def verify_dataset(plan: DeletionPlan, decision: DatasetDecision, entry: Catalog
     index = ValueIndex.build({name: value_sets.get(name, []) for name in names})
     scan = scan_location(location, index, store)
     key = decision.key_column if decision.status is DatasetStatus.ERASE else None
-    view, notes = _table_view(entry, location, store, key, index)
-    notes = [*notes, *(f"decoded as raw bytes only: {u}" for u in scan.unreadable)]
+    support = support_for(entry.format)
+    view = _table_view(support, location, store, key, index)
+    notes = [*view.problems, *(f"decoded as raw bytes only: {u}" for u in scan.unreadable)]
 
     findings: list[Finding] = []
     removers: list[list[Action]] = []
     for hit in scan.hits:
         findings.append(Finding(file=hit.file, where=hit.where, value_set=hit.value_set, kind=hit.kind))
-        removers.append(_file_removers(entry, view, hit.file))
+        removers.append(support.file_removers(view.files, hit.file))
     for logical in view.logical:
-        where = f"snapshot {logical.version}" if entry.format is DatasetFormat.ICEBERG else f"version {logical.version}"
+        where = f"{support.version_word} {logical.version}"
         where += " (current)" if logical.current else ""
         where += f", retained by {logical.ref}" if logical.ref else ""
         for name in sorted(logical.value_sets):
             findings.append(Finding(file="", where=where, value_set=name, kind="snapshot"))
-            removers.append(_logical_removers(entry, logical.current, logical.ref is not None))
+            removers.append(support.logical_removers(logical.current, logical.ref is not None))
 
     replicated = entry.replica_of is not None and entry.replica_of.managed_by is ReplicaManagement.REPLICATION
     if replicated:  # piitracer writes nothing here: only the replication removes a leftover
@@ -187,71 +190,49 @@ def _by_attestation(dataset: str, person: list, attested: Mapping[str, str], why
     return DatasetVerification(dataset=dataset, state=ErasureState.ATTESTED, reason=f"{why}: {confirmed}")
 
 
-def _table_view(entry: CatalogDataset, location: Location, store: Store, key: str | None,
-                index: ValueIndex) -> tuple[TableView, list[str]]:
-    readers = {DatasetFormat.ICEBERG: iceberg_view, DatasetFormat.DELTA: delta_view}
-    reader = readers.get(entry.format, parquet_view)
+@dataclass(frozen=True)
+class LogicalHit:
+    """A retained snapshot/version whose key column holds a subject's value."""
+
+    version: str  # snapshot id or Delta version
+    current: bool
+    value_sets: frozenset[str]
+    ref: str | None = None  # an Iceberg tag/branch (other than main) that retains this snapshot
+
+
+@dataclass
+class TableView:
+    """One table's files (as its format's metadata says) and the logical check of every
+    retained snapshot/version: each read back, its key column compared with the subjects' values."""
+
+    files: TableFiles = field(default_factory=TableFiles)
+    versions_checked: int = 0
+    logical: list[LogicalHit] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def _table_view(support: FormatSupport, location: Location, store: Store, key: str | None, index: ValueIndex) -> TableView:
+    view = TableView()
     try:
-        view = reader(location, store, key, index)
+        view.files = support.files(location, store)
+        view.problems += view.files.problems
+        if key and index:
+            gone = 0
+            for version in support.versions(location, store, key):
+                if version.gone:
+                    gone += 1
+                elif version.problem:
+                    view.problems.append(version.problem)
+                else:
+                    view.versions_checked += 1
+                    names = exact_hits(version.keys, index) if version.keys is not None else set()
+                    if names:
+                        view.logical.append(LogicalHit(version.version, version.current, frozenset(names), version.ref))
+            if gone:
+                view.problems.append(f"{gone} older version(s) have removed files and cannot be read (not retained)")
     except Exception as error:  # the byte scan still stands; say why the logical check did not
-        return TableView(), [f"logical check failed: {type(error).__name__}"]
-    return view, list(view.problems)
-
-
-def _hidden(path: str) -> bool:
-    return any(part.startswith(("_", ".")) for part in path.split("/"))
-
-
-def _file_removers(entry: CatalogDataset, view: TableView, path: str) -> list[Action]:
-    """The plan actions that would remove (or rewrite) this file; [] when none would."""
-    return FILE_REMOVERS.get(entry.format, _plain_files)(view, path)
-
-
-def _iceberg_files(view: TableView, path: str) -> list[Action]:
-    if _hidden(path) or path.startswith("metadata/") and path.endswith((".metadata.json", ".metadata.json.gz", "version-hint.text")):
-        # Orphan removal skips hidden paths; metadata files are kept by the metadata log.
-        return []
-    if path in view.live:
-        return [Action.DELETE_ROWS, Action.REWRITE_DATA_FILES]
-    if path in view.current_meta:
-        return [Action.DELETE_ROWS, Action.REWRITE_MANIFESTS]
-    if path in view.retained:
-        return [Action.RELEASE_REF, Action.EXPIRE_SNAPSHOTS] if path in view.ref_files else [Action.EXPIRE_SNAPSHOTS]
-    return [Action.REMOVE_ORPHAN_FILES]
-
-
-def _delta_files(view: TableView, path: str) -> list[Action]:
-    if path.startswith("_delta_log/"):
-        return [Action.CLEAN_DELTA_LOG]
-    if path.startswith("_change_data/"):
-        return [Action.VACUUM]
-    if _hidden(path):
-        return []
-    if path in view.live:
-        return [Action.DELETE_ROWS, Action.PURGE_DELETION_VECTORS]
-    return [Action.VACUUM]
-
-
-def _plain_files(view: TableView, path: str) -> list[Action]:
-    return [] if _hidden(path) else [Action.REWRITE_FILES, Action.REWRITE_ARCHIVE]
-
-
-def _logical_removers(entry: CatalogDataset, current: bool, held_by_ref: bool) -> list[Action]:
-    """The plan actions that remove a retained snapshot/version still holding a subject row."""
-    return LOGICAL_REMOVERS.get(entry.format, lambda current, held: [Action.REWRITE_FILES, Action.REWRITE_ARCHIVE])(current, held_by_ref)
-
-
-# Which planned step removes a leftover byte, by format (the verifier's half of "one home per
-# format": a new format adds its entries here and its view in tables.py).
-FILE_REMOVERS = {DatasetFormat.ICEBERG: _iceberg_files, DatasetFormat.DELTA: _delta_files}
-LOGICAL_REMOVERS = {
-    DatasetFormat.ICEBERG: lambda current, held: ([Action.DELETE_ROWS] if current else
-                                                  [Action.RELEASE_REF, Action.EXPIRE_SNAPSHOTS] if held else [Action.EXPIRE_SNAPSHOTS]),
-    DatasetFormat.DELTA: lambda current, held: ([Action.DELETE_ROWS, Action.PURGE_DELETION_VECTORS] if current else
-                                                [Action.VACUUM, Action.CLEAN_DELTA_LOG]),
-}
-
-
+        return TableView(problems=[f"logical check failed: {type(error).__name__}"])
+    return view
 
 
 def _person_steps(plan: DeletionPlan, dataset: str) -> list:
