@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from piitracer.ingest.dbt_artifacts import ingest_dbt_artifacts
 from piitracer.ingest.openlineage import ingest_openlineage_paths
 from piitracer.ingest.received_events import EVENTS_FILE
 from piitracer.ingest.sql_lineage import ingest_sql_paths
@@ -14,7 +15,8 @@ from piitracer.model.lineage import IngestProblem, LineageBatch, Origin, OriginK
 
 def ingest_workspace(workspace: Workspace) -> LineageBatch:
     """OpenLineage events first (their schema facets expand ``SELECT *``): the workspace's event
-    files and folders, then the events ``piitracer serve`` received; then SQL files.
+    files and folders, then the events ``piitracer serve`` received; then SQL files; then dbt
+    artifacts (their models read tables the SQL files may write).
 
     A source path that does not exist is reported as a problem naming the workspace key; the
     other sources are still ingested.
@@ -48,6 +50,19 @@ def ingest_workspace(workspace: Workspace) -> LineageBatch:
         batch = batch.merged(
             ingest_sql_paths([path], namer=namer, schemas=schemas, dialect=source.dialect, display_root=workspace.root)
         )
+    for index, source in enumerate(sources.dbt):
+        manifest = workspace.resolve(source.manifest)
+        catalog = workspace.resolve(source.catalog) if source.catalog else None
+        missing = [(f"lineage.dbt.{index}.{key}", text) for key, text, path in
+                   (("manifest", source.manifest, manifest), ("catalog", source.catalog, catalog))
+                   if path is not None and not path.exists()]
+        for field, text in missing:
+            batch = batch.merged(_missing(field, text))
+        if not manifest.exists():
+            continue
+        batch = batch.merged(ingest_dbt_artifacts(
+            manifest, catalog if catalog is not None and catalog.exists() else None, namer=workspace.namer,
+            schemas=schemas, dialect=source.dialect, display_root=workspace.root))
     return batch
 
 

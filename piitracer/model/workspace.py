@@ -272,9 +272,17 @@ class SqlSource(Frozen):
     default_database: str = Field("default", description="Database of unqualified table names.")
 
 
+class DbtSource(Frozen):
+    manifest: str = Field(description="A dbt project's target/manifest.json (after dbt compile, run or docs generate).")
+    catalog: str | None = Field(None, description="Its target/catalog.json (dbt docs generate): the columns of "
+                                "each relation, for SELECT *.")
+    dialect: str | None = Field(None, description="sqlglot dialect of the compiled SQL; default: the adapter's.")
+
+
 class LineageSources(Frozen):
     openlineage: tuple[OpenLineageSource, ...] = ()
     sql: tuple[SqlSource, ...] = ()
+    dbt: tuple[DbtSource, ...] = ()
     spark_catalogs: tuple[str, ...] = Field(
         ("spark_catalog",), description="Catalog names stripped from 'catalog.db.table' names."
     )
