@@ -30,13 +30,14 @@ _EXPORTS = {
     "load_workspace": "piitracer.ingest.workspace_loader",
     "ingest_workspace": "piitracer.ingest.workspace_ingest",
     "build_lineage_graph": "piitracer.api",
+    "lineage_graph_for": "piitracer.api",
     "parse_column": "piitracer.api",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from piitracer.api import build_lineage_graph, parse_column
+    from piitracer.api import build_lineage_graph, lineage_graph_for, parse_column
     from piitracer.graph.lineage_graph import LineageGraph, Reach
     from piitracer.ingest.workspace_ingest import ingest_workspace
     from piitracer.ingest.workspace_loader import Workspace, WorkspaceError, load_workspace

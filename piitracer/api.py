@@ -6,11 +6,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sqlite3
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from pydantic import ValidationError
 
@@ -21,14 +23,16 @@ from piitracer.audit import (AnchorFile, AuditError, AuditKey, AuditLog, AuditPr
 from piitracer.executor.journal import Journal
 from piitracer.executor.runner import ExecuteOptions, ExecutionContext, PlanExecutor, RunSummary, StepResult
 from piitracer.graph.lineage_graph import LineageGraph
-from piitracer.ingest.workspace_ingest import ingest_workspace
+from piitracer.ingest.lineage_store import STORE_FILE, LineageStore, open_store
+from piitracer.ingest.workspace_ingest import StoreUpdate, batch_from_store, ingest_workspace, update_store
 from piitracer.ingest.workspace_loader import Workspace, WorkspaceError, load_workspace
 from piitracer.model.audit import AuditEntry, EntryKind, RequestTrail
-from piitracer.model.errors import NotFoundError
+from piitracer.model.errors import NotFoundError, PiitracerError
 from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import NO_FILE_WORK, PERSON_ACTIONS, DeletionPlan, PlanRequest, Subject
 from piitracer.model.requests import ErasureRequest, RequestState
 from piitracer.model.steps import StepRecord
+from piitracer.model.workspace import CatalogDataset
 from piitracer.model.table_state import TableState
 from piitracer.model.verification import VerificationReport
 from piitracer.storage.locations import Location, LocationError
@@ -39,10 +43,77 @@ from piitracer.verify import VerificationError, verify_datasets
 
 
 def build_lineage_graph(workspace: Workspace | str | os.PathLike[str]) -> LineageGraph:
-    """Ingest a workspace's lineage sources and build the graph with its catalog's relations."""
+    """The workspace's whole lineage graph with its catalog's relations. Read through the
+    workspace's lineage store: only sources changed since the last call are parsed."""
     if not isinstance(workspace, Workspace):
         workspace = load_workspace(workspace)
+    with _lineage_store(workspace) as store:
+        if store is not None:
+            update_store(workspace, store)
+            return LineageGraph.build(batch_from_store(store), workspace.config.catalog)
     return LineageGraph.build(ingest_workspace(workspace), workspace.config.catalog)
+
+
+def lineage_graph_for(workspace: Workspace, sources: Sequence[str], refresh: bool = True) -> LineageGraph:
+    """The part of the lineage graph a plan from ``sources`` (``db.table.column``) can follow:
+    every dataset downstream of a source over any edge or catalog copy, with every edge into
+    them. It plans exactly as the whole graph would, and costs what the sources reach, not what
+    the lakehouse holds. ``refresh``: bring the store up to date first (parse what changed).
+    Falls back to the whole graph when a source names no catalogued dataset (so the planner
+    reports it) or the store cannot be used."""
+    catalog = workspace.config.catalog
+    starts = {text.rsplit(".", 1)[0].lower() for text in sources if "." in text}
+    with _lineage_store(workspace) as store:
+        if store is not None and starts and starts <= set(catalog):
+            if refresh:
+                update_store(workspace, store)
+            return stored_graph_for(store, catalog, starts)
+    return build_lineage_graph(workspace)
+
+
+def stored_graph_for(store: LineageStore, catalog: Mapping[str, CatalogDataset], starts: set[str]) -> LineageGraph:
+    """The graph of what the store holds downstream of the ``starts`` datasets (over any edge and
+    the catalog's replicas, clones and archives) and every edge into it, with the whole catalog."""
+    copies: dict[str, list[str]] = {}
+    copied_from: dict[str, str] = {}
+    for dataset_id, entry in sorted(catalog.items()):
+        for ref in (entry.replica_of, entry.clone_of, entry.archive_of):
+            if ref is not None:
+                copies.setdefault(ref.dataset, []).append(dataset_id)
+                copied_from[dataset_id] = ref.dataset
+    reached = store.downstream(starts, copies)
+    batch = batch_from_store(store, reached)
+    # Only the reached datasets' catalog entries go into the graph: an unreached dataset cannot
+    # change a reached one's columns or edges. Unless a reached copy's source was not reached (a
+    # job writes into a clone): its columns come from that source, so take the whole catalog.
+    if all(copied_from.get(d, d) in reached for d in reached):
+        return LineageGraph.build(batch, {d: catalog[d] for d in sorted(reached) if d in catalog})
+    return LineageGraph.build(batch, catalog)
+
+
+def rebuild_lineage_store(workspace: Workspace) -> StoreUpdate:
+    """Forget the stored lineage and read every source again (``piitracer lineage rebuild``)."""
+    with _lineage_store(workspace, required=True) as store:
+        store.clear()
+        update, _ = update_store(workspace, store)
+        return update
+
+
+@contextmanager
+def _lineage_store(workspace: Workspace, required: bool = False) -> Iterator[LineageStore | None]:
+    """The workspace's lineage store, or None when it cannot be opened (a read-only workspace):
+    the lineage is then read fresh, as if there were no store."""
+    try:
+        store = open_store(workspace.root)
+    except (OSError, sqlite3.Error) as error:
+        if required:
+            raise PiitracerError(f"{workspace.root / STORE_FILE}: cannot open the lineage store: {error}") from None
+        yield None
+        return
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 def parse_column(text: str, graph: LineageGraph) -> ColumnRef | str:
@@ -978,7 +1049,7 @@ def batch_plan(workspace: Workspace, store, due_within: timedelta | None, source
                             + "): plan one batch per source with --source DATASET.COLUMN")
     subjects = [Subject(value=value, request_id=r.request_id, received_at=r.received_at)
                 for r in chosen for value in store.values(r.request_id)]
-    plan = plan_deletion(workspace, build_lineage_graph(workspace), list(kinds[0]), subjects)
+    plan = plan_deletion(workspace, lineage_graph_for(workspace, list(kinds[0])), list(kinds[0]), subjects)
     return BatchPlan(plan, chosen, cannot_wait, estimate_plan_cost(workspace, plan))
 
 

@@ -15,7 +15,7 @@ from rich.text import Text
 
 import piitracer
 from piitracer.api import (Evidence, add_requests, attest_step, batch_plan, close_request, move_plan_requests, plan_file_text, plan_requests,
-                           register_plan_requests, request_store, request_store_path, reverify_requests, settle_after_verify)
+                           rebuild_lineage_store, register_plan_requests, request_store, request_store_path, reverify_requests, settle_after_verify)
 from piitracer.model.requests import RequestState
 from piitracer.api import (audit_log, audit_report, check_certificate, check_plan_seal, erasure_certificate, execute_plan,
                            journal_steps, load_plan, plan_deletion,
@@ -144,6 +144,16 @@ def lineage_stats(ctx: click.Context, output: str) -> None:
         console.print(f"[{colour}]{problem}[/]", highlight=False)
 
 
+@lineage.command("rebuild")
+@click.pass_context
+def lineage_rebuild(ctx: click.Context) -> None:
+    """Forget the workspace's lineage store (.piitracer/lineage/store.sqlite) and read every
+    lineage source again. Needed only if the store is suspected wrong: every command already
+    re-reads a source whose files changed."""
+    update = rebuild_lineage_store(_workspace(ctx))
+    err_console.print(f"lineage store rebuilt: {len(update.parsed)} units read", highlight=False)
+
+
 @lineage.command("show")
 @click.option("--from", "start", metavar="DATASET[.COLUMN]", help="Show only what this reaches.")
 @click.option("--format", "fmt", type=click.Choice(["dot", "svg", "png", "json"]), default="dot", show_default=True)
@@ -204,7 +214,7 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
     # Keys first: a plan that would be written but cannot be recorded or encrypted is refused before work.
     key = load_audit_key(key_file=audit_key_file, option="--audit-key-file") if out is not None else _optional_audit_key(audit_key_file)
     master = load_master_key(master_key_file) if stores else None
-    graph = piitracer.build_lineage_graph(workspace)
+    graph = piitracer.lineage_graph_for(workspace, sources)
     plan = plan_deletion(workspace, graph, sources, subjects, labels=labels)
     if key is not None:
         plan = seal_plan(plan, key)

@@ -68,7 +68,7 @@ def ingest_sql_text(
     ``schemas`` maps canonical dataset ids to ordered column names; it is read, never changed.
     Never raises: unreadable statements become problems of the batch.
     """
-    return _sorted(_ingest_text(text, file, namer, _copy(schemas), dialect))
+    return sorted_batch(_ingest_text(text, file, namer, copy_schemas(schemas), dialect))
 
 
 def ingest_sql_paths(
@@ -85,25 +85,38 @@ def ingest_sql_paths(
     read is one ERROR problem; the others are still ingested. Columns learnt from one file's
     targets are known to the files after it.
     """
-    known = _copy(schemas)
+    known = copy_schemas(schemas)
     batch = LineageBatch()
     for path in files_under(paths, [".sql"]):
-        shown = display_path(path, display_root)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            origin = Origin(kind=OriginKind.SQL, file=shown)
-            problem = IngestProblem(origin=origin, reason=_one_line(f"cannot read file: {error}"))
-            batch = batch.merged(LineageBatch(problems=(problem,)))
-            continue
-        batch = batch.merged(_ingest_text(text, shown, namer, known, dialect))
-    return _sorted(batch)
+        batch = batch.merged(ingest_sql_file(path, namer=namer, known=known, dialect=dialect, display_root=display_root))
+    return sorted_batch(batch)
+
+
+def ingest_sql_file(
+    path: Path,
+    *,
+    namer: DatasetNamer,
+    known: dict[str, list[str]],
+    dialect: str = "spark",
+    display_root: Path | None = None,
+) -> LineageBatch:
+    """Lineage of one SQL file. ``known`` (dataset id -> lower-case columns) is read and updated
+    with the columns of the tables the file creates, for the files after it. A file that cannot be
+    read is one ERROR problem."""
+    shown = display_path(path, display_root)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        origin = Origin(kind=OriginKind.SQL, file=shown)
+        return LineageBatch(problems=(IngestProblem(origin=origin, reason=_one_line(f"cannot read file: {error}")),))
+    return _ingest_text(text, shown, namer, known, dialect)
 
 
 # ---- files and statements -----------------------------------------------------------------------
 
 
-def _copy(schemas: Mapping[str, Sequence[str]] | None) -> dict[str, list[str]]:
+def copy_schemas(schemas: Mapping[str, Sequence[str]] | None) -> dict[str, list[str]]:
+    """A private copy of ``schemas`` with lower-case column names (what the SQL ingest keys on)."""
     return {dataset: [c.lower() for c in columns] for dataset, columns in (schemas or {}).items()}
 
 
@@ -254,7 +267,9 @@ def _ingest_text(
     return _FileIngest(file, namer, schemas, reader).run(text)
 
 
-def _sorted(batch: LineageBatch) -> LineageBatch:
+def sorted_batch(batch: LineageBatch) -> LineageBatch:
+    """A batch in the SQL ingest's deterministic order (edges and facts sorted, problems as found)."""
+
     def origin_key(origin: Origin) -> tuple:
         return (origin.file, origin.line or 0)
 

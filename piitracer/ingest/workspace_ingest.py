@@ -1,78 +1,238 @@
-"""Ingest every lineage source a workspace names into one :class:`LineageBatch`."""
+"""Ingest every lineage source a workspace names, unit by unit, fresh or through the lineage store.
+
+A *unit* is the smallest input whose lineage can be kept and reused on its own:
+
+* ``openlineage``: every event file of ``lineage.openlineage`` plus what ``piitracer serve``
+  received, together — "latest event wins" is decided across all of them, so a change to any
+  event file (a received event appended) reads them all again;
+* ``sql/<i>/<file>``: one SQL file of the i-th ``lineage.sql`` source; the files of one source are
+  read in path order and each may teach the next the columns of a table it creates;
+* ``dbt/<i>``: the i-th dbt project's manifest and catalog;
+* ``missing/<field>``: a source path that does not exist (one problem naming the workspace key).
+
+Each unit's result depends on its files' bytes and on what came before it (the naming rule, the
+dialect, the schemas known: the catalog's, the events' schema facets, an earlier SQL file's
+``CREATE TABLE``). Its fingerprint is a hash of all of that, so the store re-reads a unit exactly
+when its result could differ. Fresh (:func:`ingest_workspace`) and stored
+(:func:`update_store` + :func:`batch_from_store`) ingest assemble the units the same way and give
+the same batch (tests/test_lineage_store.py).
+"""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import hashlib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable, Iterator
 
 from piitracer.ingest.dbt_artifacts import ingest_dbt_artifacts
-from piitracer.ingest.openlineage import ingest_openlineage_paths
+from piitracer.ingest.lineage_store import LineageStore, fingerprint
+from piitracer.ingest.openlineage import EVENT_SUFFIXES, ingest_openlineage_paths
 from piitracer.ingest.received_events import EVENTS_FILE
-from piitracer.ingest.sql_lineage import ingest_sql_paths
+from piitracer.ingest.source_files import display_path, files_under
+from piitracer.ingest.sql_lineage import copy_schemas, ingest_sql_file, sorted_batch
 from piitracer.ingest.workspace_loader import WORKSPACE_FILE, Workspace
-from piitracer.model.naming import DatasetNamer
 from piitracer.model.lineage import IngestProblem, LineageBatch, Origin, OriginKind
+from piitracer.model.naming import DatasetNamer
+
+OPENLINEAGE_UNIT = "openlineage"
+
+
+@dataclass(frozen=True)
+class UnitPlace:
+    """One unit of the workspace, in ingest order. ``group``: the SQL source whose files' edges
+    are sorted together (as one ``ingest_sql_paths`` call would)."""
+
+    name: str
+    group: str | None = None
+
+
+@dataclass
+class StoreUpdate:
+    """What one :func:`update_store` did: units parsed again, units reused, units dropped."""
+
+    parsed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
 
 
 def ingest_workspace(workspace: Workspace) -> LineageBatch:
-    """OpenLineage events first (their schema facets expand ``SELECT *``): the workspace's event
-    files and folders, then the events ``piitracer serve`` received; then SQL files; then dbt
-    artifacts (their models read tables the SQL files may write).
+    """The whole lineage of the workspace, read fresh: OpenLineage events first (their schema
+    facets expand ``SELECT *``), then SQL files, then dbt artifacts (their models read tables the
+    SQL files may write). A source path that does not exist is reported as a problem naming the
+    workspace key; the other sources are still ingested."""
+    places: list[UnitPlace] = []
+    batches: dict[str, LineageBatch] = {}
+    for place, batch in _units(workspace, None, StoreUpdate()):
+        places.append(place)
+        batches[place.name] = batch
+    return assemble(places, batches)
 
-    A source path that does not exist is reported as a problem naming the workspace key; the
-    other sources are still ingested.
-    """
-    sources = workspace.config.lineage
+
+def update_store(workspace: Workspace, store: LineageStore) -> tuple[StoreUpdate, list[UnitPlace]]:
+    """Bring the store in line with the workspace: parse each unit whose fingerprint changed,
+    reuse the others, drop units the workspace no longer names. Returns what was done and the
+    units in order."""
+    update = StoreUpdate()
+    places = [place for place, _ in _units(workspace, store, update)]
+    for position, place in enumerate(places):
+        store.move(place.name, position)
+    update.dropped = store.keep_only(place.name for place in places)
+    return update, places
+
+
+def batch_from_store(store: LineageStore, datasets: set[str] | None = None) -> LineageBatch:
+    """The stored lineage as one batch, assembled as :func:`ingest_workspace` assembles it: all of
+    it, or (``datasets``) only the edges into those datasets and their facts, and every problem."""
+    places = [UnitPlace(name, group) for name, group in store.units()]
+    return assemble(places, store.unit_batches(datasets))
+
+
+def assemble(places: list[UnitPlace], batches: dict[str, LineageBatch]) -> LineageBatch:
+    """Units' batches merged in order; the files of one SQL source merged, then sorted together."""
     batch = LineageBatch()
+    index = 0
+    while index < len(places):
+        group = places[index].group
+        if group is None:
+            batch = batch.merged(batches[places[index].name])
+            index += 1
+            continue
+        grouped = LineageBatch()
+        while index < len(places) and places[index].group == group:
+            grouped = grouped.merged(batches[places[index].name])
+            index += 1
+        batch = batch.merged(sorted_batch(grouped))
+    return batch
+
+
+# ---- the units ------------------------------------------------------------------------------
+
+
+def _units(workspace: Workspace, store: LineageStore | None,
+           update: StoreUpdate) -> Iterator[tuple[UnitPlace, LineageBatch | None]]:
+    """Every unit in order with its batch: parsed when there is no store or its fingerprint
+    changed (then stored), None when the store already holds it."""
+    sources = workspace.config.lineage
+    namer_print = namer_fingerprint(workspace.namer)
+
+    def unit(place: UnitPlace, print_: str,
+             parse: Callable[[], tuple[LineageBatch, dict]]) -> tuple[LineageBatch | None, dict]:
+        """(batch, schemas it taught): parsed, or (None, stored schemas) when the store has it."""
+        if store is not None:
+            stored = store.unit(place.name)
+            if stored is not None and stored.fingerprint == print_:
+                update.unchanged.append(place.name)
+                return None, stored.learned
+        batch, learned = parse()
+        if store is not None:
+            store.put(place.name, 0, print_, batch, learned, place.group)
+            update.parsed.append(place.name)
+        return batch, learned
+
+    # OpenLineage: the configured paths that exist, then what `serve` received.
     event_paths = []
     for index, source in enumerate(sources.openlineage):
         path = workspace.resolve(source.path)
         if path.exists():
             event_paths.append(path)
         else:
-            batch = batch.merged(_missing(f"lineage.openlineage.{index}.path", source.path))
-    received = workspace.root / EVENTS_FILE  # what `piitracer serve` received over HTTP
+            yield _missing_unit(unit, f"lineage.openlineage.{index}.path", source.path)
+    received = workspace.root / EVENTS_FILE
     if received.exists():
         event_paths.append(received)
-    batch = batch.merged(ingest_openlineage_paths(event_paths, namer=workspace.namer, display_root=workspace.root))
+    event_files = [p for p in files_under(event_paths, EVENT_SUFFIXES) if p.is_file()]
+    events_print = fingerprint(OPENLINEAGE_UNIT, namer_print, [p.as_posix() for p in event_paths],
+                               [(display_path(p, workspace.root), _file_hash(p)) for p in event_files])
+    place = UnitPlace(OPENLINEAGE_UNIT)
+    events, events_schemas = unit(place, events_print, lambda: _events_and_schemas(
+        ingest_openlineage_paths(event_paths, namer=workspace.namer, display_root=workspace.root)))
+    yield place, events
 
-    schemas = {dataset_id: list(entry.columns) for dataset_id, entry in workspace.config.catalog.items() if entry.columns}
-    for facts in batch.datasets:
-        if facts.columns and facts.dataset not in schemas:
-            schemas[facts.dataset] = list(facts.columns)
+    # The schemas SQL and dbt start from: the catalog's columns, then the events' schema facets.
+    base_schemas = {d: list(e.columns) for d, e in sorted(workspace.config.catalog.items()) if e.columns}
+    for dataset, columns in events_schemas.items():
+        base_schemas.setdefault(dataset, columns)
+    schemas_print = fingerprint(base_schemas)
+
     for index, source in enumerate(sources.sql):
         path = workspace.resolve(source.path)
         if not path.exists():
-            batch = batch.merged(_missing(f"lineage.sql.{index}.path", source.path))
+            yield _missing_unit(unit, f"lineage.sql.{index}.path", source.path)
             continue
         namer = workspace.namer
         if source.default_database != namer.default_database:
-            namer = _with_default_database(namer, source.default_database)
-        batch = batch.merged(
-            ingest_sql_paths([path], namer=namer, schemas=schemas, dialect=source.dialect, display_root=workspace.root)
-        )
+            namer = replace(namer, default_database=source.default_database)
+        group = f"sql/{index}"
+        known: dict[str, list[str]] | None = None  # built when the first file must be parsed
+        chain = fingerprint(group, namer_print, source.dialect, source.default_database, schemas_print)
+        learned_so_far: list[dict] = []
+        for file in files_under([path], [".sql"]):
+            shown = display_path(file, workspace.root)
+            place = UnitPlace(f"{group}/{shown}", group)
+            print_ = fingerprint(chain, shown, _file_hash(file))
+
+            def parse(file=file) -> tuple[LineageBatch, dict]:
+                nonlocal known
+                if known is None:
+                    known = copy_schemas(base_schemas)
+                    for delta in learned_so_far:
+                        known.update(delta)
+                before = {k: list(v) for k, v in known.items()}
+                batch = ingest_sql_file(file, namer=namer, known=known, dialect=source.dialect,
+                                        display_root=workspace.root)
+                return batch, {k: v for k, v in known.items() if before.get(k) != v}
+
+            batch, delta = unit(place, print_, parse)
+            if batch is None and known is not None:  # a reused file's tables, for the next parsed one
+                known.update(delta)
+            learned_so_far.append(delta)
+            chain = fingerprint(chain, delta)
+            yield place, batch
+
     for index, source in enumerate(sources.dbt):
         manifest = workspace.resolve(source.manifest)
         catalog = workspace.resolve(source.catalog) if source.catalog else None
-        missing = [(f"lineage.dbt.{index}.{key}", text) for key, text, path in
-                   (("manifest", source.manifest, manifest), ("catalog", source.catalog, catalog))
-                   if path is not None and not path.exists()]
-        for field, text in missing:
-            batch = batch.merged(_missing(field, text))
+        for key, text, path in (("manifest", source.manifest, manifest), ("catalog", source.catalog, catalog)):
+            if path is not None and not path.exists():
+                yield _missing_unit(unit, f"lineage.dbt.{index}.{key}", text)
         if not manifest.exists():
             continue
-        batch = batch.merged(ingest_dbt_artifacts(
-            manifest, catalog if catalog is not None and catalog.exists() else None, namer=workspace.namer,
-            schemas=schemas, dialect=source.dialect, display_root=workspace.root))
-    return batch
+        catalog = catalog if catalog is not None and catalog.exists() else None
+        place = UnitPlace(f"dbt/{index}")
+        print_ = fingerprint(place.name, namer_print, source.dialect, schemas_print, _file_hash(manifest),
+                             _file_hash(catalog) if catalog else None)
+        yield place, unit(place, print_, lambda manifest=manifest, catalog=catalog, source=source: (
+            ingest_dbt_artifacts(manifest, catalog, namer=workspace.namer, schemas=base_schemas,
+                                 dialect=source.dialect, display_root=workspace.root), {}))[0]
 
 
-def _with_default_database(namer: DatasetNamer, database: str) -> DatasetNamer:
-    return replace(namer, default_database=database)
+def _events_and_schemas(batch: LineageBatch) -> tuple[LineageBatch, dict[str, list[str]]]:
+    """The events' batch and the schemas their facets teach SQL and dbt (first facts win)."""
+    schemas: dict[str, list[str]] = {}
+    for facts in batch.datasets:
+        if facts.columns:
+            schemas.setdefault(facts.dataset, list(facts.columns))
+    return batch, schemas
 
 
-def _missing(field: str, path: str) -> LineageBatch:
-    problem = IngestProblem(
-        origin=Origin(kind=OriginKind.CATALOG, file=WORKSPACE_FILE),
-        reason=f"{field}: {path!r} does not exist",
-    )
-    return LineageBatch(problems=(problem,))
+def _missing_unit(unit, field_: str, path: str) -> tuple[UnitPlace, LineageBatch | None]:
+    problem = IngestProblem(origin=Origin(kind=OriginKind.CATALOG, file=WORKSPACE_FILE),
+                            reason=f"{field_}: {path!r} does not exist")
+    place = UnitPlace(f"missing/{field_}")
+    return place, unit(place, fingerprint(place.name, path), lambda: (LineageBatch(problems=(problem,)), {}))[0]
+
+
+def namer_fingerprint(namer: DatasetNamer) -> str:
+    """A hash of the naming rule (every field sorted: frozensets and dicts have no stable order)."""
+    return fingerprint(sorted(namer.catalog_ids), sorted(namer.locations.items()), sorted(namer.tables.items()),
+                       sorted(namer.aliases.items()), list(namer.spark_catalogs), namer.default_database,
+                       [list(pair) for pair in namer.location_roots])
+
+
+def _file_hash(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
