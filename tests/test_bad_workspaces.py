@@ -122,3 +122,26 @@ def test_executor_refuses_missing_locations_and_locations_outside_the_roots(tmp_
         check_location(step, Location.parse(f"{tmp_path}/lake/../etc"), (at("lake"),))  # no escape by ..
     with pytest.raises(SafetyError, match="does not exist: fix catalog.a.b.location"):
         check_location(step, at("lake", "typo"), (at("lake"),))
+
+
+def test_a_workspace_file_written_as_json_loads_as_its_yaml_twin_with_the_same_line_numbers(tmp_path: Path) -> None:
+    """JSON is YAML: a generated catalog may be written as one JSON object (read by a JSON parser,
+    for speed); it must mean exactly what the YAML means, and a mistake in it still names its line."""
+    import yaml
+
+    import piitracer
+
+    fixture = Path(__file__).resolve().parents[1] / "lineage_fixtures"
+    data = yaml.safe_load((fixture / "piitracer.yaml").read_text())
+    (tmp_path / "piitracer.yaml").write_text(json.dumps(data, indent=1))
+    for part in ("events", "sql"):
+        (tmp_path / part).symlink_to(fixture / part)
+    as_json = piitracer.load_workspace(tmp_path).config
+    assert as_json == piitracer.load_workspace(fixture).config
+    data["catalog"]["prod.payments"]["format"] = "hudi"
+    text = json.dumps(data, indent=1)
+    (tmp_path / "piitracer.yaml").write_text(text)
+    line = next(i for i, s in enumerate(text.splitlines(), 1) if '"hudi"' in s)
+    code, output = run(tmp_path, "lineage", "stats")
+    assert code == 2
+    assert re.search(rf"piitracer\.yaml:{line}: catalog\.prod\.payments\.format: ", output), output

@@ -21,10 +21,8 @@ unknown DIRECT TRANSFORMATION: a privacy tool must over-report rather than drop 
 
 from __future__ import annotations
 
-import gc
 import json
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -36,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from piitracer.ingest.openlineage_columns import ColumnLineageReader, EdgeRow, Typing
 from piitracer.ingest.pydantic_problems import describe, validate_part
 from piitracer.ingest.source_files import display_path, files_under
+from piitracer.model.gc_pause import cyclic_gc_paused
 from piitracer.model.lineage import (
     ColumnEdge,
     ColumnRef,
@@ -219,7 +218,7 @@ def ingest_openlineage_text(text: str, *, file: str, namer: DatasetNamer) -> Lin
     per line (blank lines ignored). Any other suffix is an ERROR problem and nothing is read.
     """
     reader = _Reader(builder=_Builder(namer=namer))
-    with _cyclic_gc_paused():
+    with cyclic_gc_paused():
         _read_text(reader, text, file=file)
         return _build_batch(reader)
 
@@ -233,7 +232,7 @@ def ingest_openlineage_paths(
     "Latest event wins" is decided across all the files of one call.
     """
     reader = _Reader(builder=_Builder(namer=namer))
-    with _cyclic_gc_paused():
+    with cyclic_gc_paused():
         _read_paths(reader, paths, display_root)
         return _build_batch(reader)
 
@@ -247,24 +246,6 @@ def _read_paths(reader: _Reader, paths: Sequence[Path], display_root: Path | Non
             reader.error(shown, None, f"cannot read file: {exc}", counts=False)
             continue
         _read_text(reader, text, file=shown)
-
-
-@contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """Pause CPython's cyclic garbage collector while one batch is built.
-
-    The ingest allocates millions of small objects that form no cycles (rows, edges, refs); as
-    they survive, the generational collector walks them again and again (measured: ~40% of the
-    ingest's time for 2,000 events). Reference counting still frees everything; the collector
-    is re-enabled on exit, errors included.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 # ---- files and JSON decoding -------------------------------------------------------------------
