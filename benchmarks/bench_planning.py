@@ -213,8 +213,8 @@ def measure(size: int, runs: int) -> dict[str, object]:
     source = ColumnRef(dataset="d000_src.payments", column="user_id")
     request = PlanRequest(sources=(source,), subjects=(
         Subject(value="8841302", request_id="dsr-1", received_at=datetime(2026, 11, 20, 9, tzinfo=timezone.utc)),))
-    first_s, plan = timed(lambda: build_plan(graph, catalog, Policy(), request, {}))
-    plan_s, times, plan = median_of(runs, lambda: build_plan(graph, catalog, Policy(), request, {}))
+    first_s, plan = timed(lambda: build_plan(graph, catalog, Policy(), request, {}, {"d000_src.payments.user_id": "bigint"}))
+    plan_s, times, plan = median_of(runs, lambda: build_plan(graph, catalog, Policy(), request, {}, {"d000_src.payments.user_id": "bigint"}))
     statuses: dict[str, int] = {}
     for decision in plan.datasets:
         statuses[decision.status.value] = statuses.get(decision.status.value, 0) + 1

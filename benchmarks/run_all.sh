@@ -11,6 +11,7 @@ run() { local name=$1; shift; echo "== $name: $*"; "$@" 2>&1 | grep -v -E '^\s*$
 run openlineage "$PY" benchmarks/bench_openlineage.py
 run sql_lineage "$PY" benchmarks/bench_sql_lineage.py
 run planning "$PY" benchmarks/bench_planning.py
+run lineage_store "$PY" benchmarks/bench_lineage_store.py
 run erasure "$PY" benchmarks/bench_erasure.py
 run delete_modes "$PY" benchmarks/bench_delete_modes.py
 demo_dir=$(mktemp -d)

@@ -1,0 +1,190 @@
+"""A cold ``plan`` through the persistent lineage store vs today's path (the whole graph built in
+every process), on the synthetic lakehouse of ``bench_planning.py`` (100k datasets by default).
+
+Three fresh processes, one run:
+
+* ``whole``: what every command did before the store — ``LineageGraph.build`` of the whole
+  lineage, then one plan. The lineage is generated in memory beforehand and not counted (a real
+  command would also parse it: the figure is a lower bound of the old path).
+* ``setup``: writes a workspace folder — ``piitracer.yaml`` with the 100k-dataset catalog (as
+  JSON, which is YAML too and is read by a JSON parser), an empty folder per location — and
+  its lineage store, one unit per domain (what ``update_store`` would hold after ingesting one
+  lineage file per domain). Its time is the store's one-off build.
+* ``cold``: a new Python process that plans one subject from ``d000_src.payments.user_id``:
+  ``load_workspace`` + ``lineage_graph_for(refresh=False)`` (the closure in SQLite, then the graph
+  of the reached part) + ``plan_deletion``. Timed from the interpreter's start (imports
+  included) and by phase; peak memory is the process's ``ru_maxrss``.
+
+``refresh=False`` because the synthetic store has no lineage files behind it; on a real workspace
+a refresh first hashes every lineage file (SHA-256, ~1 GB/s on this machine) and parses only what
+changed — the ``hash_s`` column shows that cost for a lineage of the same size on disk (the
+store's own rows, as a stand-in of the same byte count).
+
+    python benchmarks/bench_lineage_store.py                 # 100k datasets
+    python benchmarks/bench_lineage_store.py --size 10000
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from datetime import datetime, timedelta, timezone
+from enum import Enum
+from pathlib import Path
+
+START = time.perf_counter()
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import peak_rss_mb, pin_one_core, print_table, timed, write_results  # noqa: E402
+
+SOURCE = "d000_src.payments.user_id"
+SUBJECT_TIME = datetime(2026, 11, 20, 9, tzinfo=timezone.utc)
+
+
+def whole(size: int) -> dict[str, object]:
+    """Today's path: build the whole graph, then plan."""
+    from bench_planning import Generator
+
+    from piitracer.graph.lineage_graph import LineageGraph
+    from piitracer.model.lineage import ColumnRef
+    from piitracer.model.plan import PlanRequest, Subject
+    from piitracer.model.workspace import Policy
+    from piitracer.planner.build import build_plan
+
+    pin_one_core()
+    batch, catalog = Generator(size).run()
+    build_s, graph = timed(lambda: LineageGraph.build(batch, catalog))
+    request = PlanRequest(sources=(ColumnRef(dataset="d000_src.payments", column="user_id"),),
+                          subjects=(Subject(value="8841302", request_id="r", received_at=SUBJECT_TIME),))
+    plan_s, plan = timed(lambda: build_plan(graph, catalog, Policy(), request, {}, {SOURCE: "bigint"}))
+    return {"build_s": build_s, "plan_s": plan_s, "total_s": build_s + plan_s, "steps": len(plan.steps),
+            "column_edges": len(batch.column_edges), "plan_sha256": hashlib.sha256(plan.to_json().encode()).hexdigest(),
+            "peak_rss_mb": peak_rss_mb()}
+
+
+def setup(size: int, folder: Path) -> dict[str, object]:
+    """The workspace file and its store, one unit per domain."""
+    from bench_planning import Generator
+
+    from piitracer.ingest.lineage_store import fingerprint, open_store
+    from piitracer.model.lineage import LineageBatch
+
+    batch, catalog = Generator(size).run()
+    entries = {d: _plain(e.model_dump(exclude_defaults=True)) for d, e in sorted(catalog.items())}
+    entries["d000_src.payments"]["column_types"] = {"user_id": "bigint"}
+    # JSON is YAML too: a catalog this size is generated, not typed (see load_workspace).
+    write_s, _ = timed(lambda: (folder / "piitracer.yaml").write_text(json.dumps({"catalog": entries}, sort_keys=True)))
+    for entry in catalog.values():  # the tables exist (else every dataset is a warning)
+        if entry.location and "://" not in entry.location:
+            (folder / entry.location).mkdir(parents=True, exist_ok=True)
+
+    def domain(dataset: str) -> str:
+        return dataset.split("_", 1)[0] if dataset.startswith("d") else "other"
+
+    parts: dict[str, dict[str, list]] = defaultdict(lambda: {"c": [], "d": [], "f": []})
+    for edge in batch.column_edges:
+        parts[domain(edge.target_dataset)]["c"].append(edge)
+    for edge in batch.dataset_edges:
+        parts[domain(edge.target)]["d"].append(edge)
+    for facts in batch.datasets:
+        parts[domain(facts.dataset)]["f"].append(facts)
+
+    def build() -> None:
+        store = open_store(folder)
+        for position, (name, part) in enumerate(sorted(parts.items())):
+            unit = LineageBatch(column_edges=tuple(part["c"]), dataset_edges=tuple(part["d"]), datasets=tuple(part["f"]))
+            store.put(f"synthetic/{name}", position, fingerprint(name), unit)
+        store.close()
+
+    store_s, _ = timed(build)
+    store_file = folder / ".piitracer" / "lineage" / "store.sqlite"
+    return {"yaml_write_s": write_s, "store_build_s": store_s, "units": len(parts),
+            "store_mb": store_file.stat().st_size / 1e6, "yaml_mb": (folder / "piitracer.yaml").stat().st_size / 1e6}
+
+
+def _plain(value):
+    """A model dump as the workspace file writes it (durations as '5d', enums as their values)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, timedelta):
+        minutes = int(value.total_seconds() // 60)
+        return f"{minutes // 1440}d" if minutes % 1440 == 0 else f"{minutes // 60}h" if minutes % 60 == 0 else f"{minutes}m"
+    if isinstance(value, Enum):
+        return value.value
+    return value
+
+
+def cold(folder: Path) -> dict[str, object]:
+    """A new process: load the workspace, the reached part of the graph, plan."""
+    imported = time.perf_counter()
+    import piitracer
+    from piitracer.api import plan_deletion
+    from piitracer.model.plan import Subject
+
+    import_s = time.perf_counter() - imported
+    load_s, workspace = timed(lambda: piitracer.load_workspace(folder))
+    graph_s, graph = timed(lambda: piitracer.lineage_graph_for(workspace, [SOURCE], refresh=False))
+    subject = Subject(value="8841302", request_id="r", received_at=SUBJECT_TIME)
+    plan_s, plan = timed(lambda: plan_deletion(workspace, graph, [SOURCE], [subject], table_states={}))
+    store_file = folder / ".piitracer" / "lineage" / "store.sqlite"
+    hash_s, _ = timed(lambda: hashlib.file_digest(store_file.open("rb"), "sha256"))
+    return {"since_start_s": time.perf_counter() - START, "import_s": import_s, "load_workspace_s": load_s,
+            "graph_s": graph_s, "plan_s": plan_s, "hash_s": hash_s, "steps": len(plan.steps),
+            "graph_column_edges": len(graph.column_edges()),
+            "plan_sha256": hashlib.sha256(plan.to_json().encode()).hexdigest(), "peak_rss_mb": peak_rss_mb()}
+
+
+def _child(*args: str) -> dict[str, object]:
+    started = time.perf_counter()
+    out = subprocess.run([sys.executable, __file__, *args], check=True, capture_output=True, text=True).stdout
+    result = json.loads(out.strip().splitlines()[-1])
+    result["process_wall_s"] = time.perf_counter() - started
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=100_000)
+    parser.add_argument("--phase", choices=["whole", "setup", "cold"], help=argparse.SUPPRESS)
+    parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.phase == "whole":
+        print(json.dumps(whole(args.size)))
+        return
+    if args.phase == "setup":
+        print(json.dumps(setup(args.size, args.folder)))
+        return
+    if args.phase == "cold":
+        print(json.dumps(cold(args.folder)))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        old = _child("--phase", "whole", "--size", str(args.size))
+        print(f"whole graph: build {old['build_s']:.1f} s + plan {old['plan_s']:.2f} s, {old['peak_rss_mb']:.0f} MB", flush=True)
+        built = _child("--phase", "setup", "--size", str(args.size), "--folder", str(folder))
+        print(f"store built in {built['store_build_s']:.1f} s ({built['store_mb']:.0f} MB)", flush=True)
+        new = _child("--phase", "cold", "--folder", str(folder))
+    same = new["plan_sha256"] == old["plan_sha256"]
+    print_table(f"Cold plan of one subject, {args.size:,} datasets ({old['column_edges']:,} column edges)",
+                ["path", "process wall s", "load workspace s", "graph s", "plan s", "peak RSS MB", "steps"],
+                [["whole graph built in the process (today)", old["process_wall_s"], "-", old["build_s"], old["plan_s"],
+                  old["peak_rss_mb"], old["steps"]],
+                 ["lineage store, reached part only", new["process_wall_s"], new["load_workspace_s"], new["graph_s"],
+                  new["plan_s"], new["peak_rss_mb"], new["steps"]]])
+    holds = new["process_wall_s"] < 5 and new["peak_rss_mb"] < 1024
+    print(f"\nthe same plan both ways: {same}; target < 5 s and < 1 GB: {'holds' if holds else 'FAILS'}")
+    write_results("lineage_store", {"size": args.size, "whole": old, "setup": built, "cold": new,
+                                    "same_plan": same, "target_holds": holds})
+
+
+if __name__ == "__main__":
+    main()
