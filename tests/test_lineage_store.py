@@ -207,3 +207,20 @@ def test_plan_through_the_stored_part_of_a_synthetic_lakehouse_equals_the_whole(
     full = build_plan(whole, catalog, Policy(), request, {}, key_type)
     assert len(full.steps) > 10
     assert build_plan(part, catalog, Policy(), request, {}, key_type).to_json() == full.to_json()
+
+
+def test_a_job_writing_into_a_clone_whose_source_is_not_reached_plans_as_the_whole_graph(workspace: Path) -> None:
+    """The clone's columns come from its (unreached) source: the part must not drop them."""
+    (workspace / "sql2" / "d.sql").write_text(
+        "INSERT INTO dev.customer_txn_deep (cust) SELECT phone FROM support.phone_directory;\n")
+    ws = piitracer.load_workspace(workspace)
+    source = "support.phone_directory.phone"
+    subject = [Subject(value="+919800000001", request_id="r", received_at=SUBJECT.received_at)]
+    kwargs = dict(table_states={}, live_types={source: "string"})
+    whole = LineageGraph.build(ingest_workspace(ws), ws.config.catalog)
+    full = plan_deletion(ws, whole, [source], subject, **kwargs)
+    assert "dev.customer_txn_deep" in {d.dataset for d in full.datasets}
+    assert "analytics.customer_txn" not in {d.dataset for d in full.datasets}
+    part = piitracer.lineage_graph_for(ws, [source])
+    assert part.dataset("dev.customer_txn_deep").columns == whole.dataset("dev.customer_txn_deep").columns
+    assert plan_deletion(ws, part, [source], subject, **kwargs).to_json() == full.to_json()
