@@ -73,7 +73,8 @@ def lineage_graph_for(workspace: Workspace, sources: Sequence[str], refresh: boo
 
 def stored_graph_for(store: LineageStore, catalog: Mapping[str, CatalogDataset], starts: set[str]) -> LineageGraph:
     """The graph of what the store holds downstream of the ``starts`` datasets (over any edge and
-    the catalog's replicas, clones and archives) and every edge into it, with the whole catalog."""
+    the catalog's replicas, clones and archives) and every edge into it, with those datasets'
+    catalog entries (all of them when a reached copy's source was not reached)."""
     copies: dict[str, list[str]] = {}
     copied_from: dict[str, str] = {}
     for dataset_id, entry in sorted(catalog.items()):
@@ -95,8 +96,7 @@ def rebuild_lineage_store(workspace: Workspace) -> StoreUpdate:
     """Forget the stored lineage and read every source again (``piitracer lineage rebuild``)."""
     with _lineage_store(workspace, required=True) as store:
         store.clear()
-        update, _ = update_store(workspace, store)
-        return update
+        return update_store(workspace, store)
 
 
 @contextmanager

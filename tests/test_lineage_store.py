@@ -62,7 +62,7 @@ def workspace(tmp_path: Path) -> Path:
 def stored(root: Path):
     ws = piitracer.load_workspace(root)
     store = open_store(root)
-    update, _ = update_store(ws, store)
+    update = update_store(ws, store)
     batch = batch_from_store(store)
     store.close()
     return update, batch, ingest_workspace(ws)
@@ -117,7 +117,7 @@ def test_a_deleted_file_is_dropped_with_its_edges(workspace: Path) -> None:
     assert update.dropped == ["sql/1/sql2/b.sql"] and update.parsed == ["sql/1/sql2/c.sql"]  # b taught c
     assert digest(batch) == digest(fresh)
     assert not any(e.target_dataset == "scratch.b" for e in batch.column_edges)
-    # ... and scratch.b is no longer reachable in the stored adjacency.
+    # ... and scratch.b is no longer reachable through the stored edges.
     store = open_store(workspace)
     assert "scratch.b" not in store.downstream({"prod.payments"})
     assert "scratch.a" in store.downstream({"prod.payments"})

@@ -29,8 +29,10 @@ from typing import Iterable, Iterator, Mapping, Sequence
 from piitracer.model.lineage import ColumnEdge, DatasetEdge, DatasetFacts, IngestProblem, LineageBatch
 
 STORE_FILE = Path(".piitracer") / "lineage" / "store.sqlite"
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+# "adjacency" was version 1's copy of the edges' (source, target) pairs: now read from the edges.
 _TABLES = ("units", "column_edges", "dataset_edges", "facts", "problems", "adjacency", "meta")
+_UNIT_TABLES = ("column_edges", "dataset_edges", "facts", "problems")
 _CHUNK = 500  # SQLite's host-parameter limit is 32,766: stay far below it
 
 
@@ -92,7 +94,7 @@ class LineageStore:
             CREATE TABLE IF NOT EXISTS problems (unit TEXT, seq INTEGER, data TEXT);
             CREATE INDEX IF NOT EXISTS problems_unit ON problems (unit);
             CREATE INDEX IF NOT EXISTS column_edges_source ON column_edges (source_dataset);
-            CREATE TABLE IF NOT EXISTS adjacency (source TEXT, target TEXT, PRIMARY KEY (source, target)) WITHOUT ROWID;
+            CREATE INDEX IF NOT EXISTS dataset_edges_source ON dataset_edges (source);
         """)
         db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
         return db
@@ -125,10 +127,6 @@ class LineageStore:
                 (name, seq, f.dataset, f.model_dump_json()) for seq, f in enumerate(batch.datasets)))
             self._db.executemany("INSERT INTO problems VALUES (?, ?, ?)", (
                 (name, seq, p.model_dump_json()) for seq, p in enumerate(batch.problems)))
-            self._db.execute("INSERT OR IGNORE INTO adjacency SELECT DISTINCT source_dataset, target_dataset "
-                             "FROM column_edges WHERE unit = ?", (name,))
-            self._db.execute("INSERT OR IGNORE INTO adjacency SELECT DISTINCT source, target "
-                             "FROM dataset_edges WHERE unit = ?", (name,))
 
     def move(self, name: str, position: int) -> None:
         """A kept unit's place in the workspace's order (a source added before it)."""
@@ -151,17 +149,13 @@ class LineageStore:
     def clear(self) -> None:
         """Forget everything (``piitracer lineage rebuild``)."""
         with self._transaction():
-            for table in ("units", "column_edges", "dataset_edges", "facts", "problems", "adjacency"):
+            for table in ("units", *_UNIT_TABLES):
                 self._db.execute(f"DELETE FROM {table}")
 
     def _delete(self, name: str) -> None:
-        existed = self._db.execute("SELECT 1 FROM units WHERE name = ?", (name,)).fetchone()
-        for table in ("units", "column_edges", "dataset_edges", "facts", "problems"):
-            self._db.execute(f"DELETE FROM {table} WHERE {'name' if table == 'units' else 'unit'} = ?", (name,))
-        if existed:  # the pairs only this unit gave must not keep a dataset reachable
-            self._db.execute("DELETE FROM adjacency")
-            self._db.execute("INSERT OR IGNORE INTO adjacency SELECT DISTINCT source_dataset, target_dataset FROM column_edges")
-            self._db.execute("INSERT OR IGNORE INTO adjacency SELECT DISTINCT source, target FROM dataset_edges")
+        self._db.execute("DELETE FROM units WHERE name = ?", (name,))
+        for table in _UNIT_TABLES:
+            self._db.execute(f"DELETE FROM {table} WHERE unit = ?", (name,))
 
     # ---- reading ------------------------------------------------------------------------------
 
@@ -175,7 +169,9 @@ class LineageStore:
             found: set[str] = set()
             for chunk in _chunks(frontier):
                 marks = ",".join("?" * len(chunk))
-                found.update(t for (t,) in self._db.execute(f"SELECT target FROM adjacency WHERE source IN ({marks})", chunk))
+                found.update(t for (t,) in self._db.execute(
+                    f"SELECT target_dataset FROM column_edges WHERE source_dataset IN ({marks}) "
+                    f"UNION SELECT target FROM dataset_edges WHERE source IN ({marks})", chunk + chunk))
             for dataset in frontier:
                 found.update(relations.get(dataset, ()))
             frontier = sorted(found - reached)

@@ -69,16 +69,15 @@ def ingest_workspace(workspace: Workspace) -> LineageBatch:
     return assemble(places, batches)
 
 
-def update_store(workspace: Workspace, store: LineageStore) -> tuple[StoreUpdate, list[UnitPlace]]:
+def update_store(workspace: Workspace, store: LineageStore) -> StoreUpdate:
     """Bring the store in line with the workspace: parse each unit whose fingerprint changed,
-    reuse the others, drop units the workspace no longer names. Returns what was done and the
-    units in order."""
+    reuse the others, drop units the workspace no longer names. Returns what was done."""
     update = StoreUpdate()
     places = [place for place, _ in _units(workspace, store, update)]
     for position, place in enumerate(places):
         store.move(place.name, position)
     update.dropped = store.keep_only(place.name for place in places)
-    return update, places
+    return update
 
 
 def batch_from_store(store: LineageStore, datasets: set[str] | None = None) -> LineageBatch:
@@ -178,7 +177,7 @@ def _units(workspace: Workspace, store: LineageStore | None,
                     known = copy_schemas(base_schemas)
                     for delta in learned_so_far:
                         known.update(delta)
-                before = {k: list(v) for k, v in known.items()}
+                before = dict(known)  # the SQL ingest replaces a table's column list, never edits it
                 batch = ingest_sql_file(file, namer=namer, known=known, dialect=source.dialect,
                                         display_root=workspace.root)
                 return batch, {k: v for k, v in known.items() if before.get(k) != v}
@@ -231,8 +230,5 @@ def namer_fingerprint(namer: DatasetNamer) -> str:
 
 
 def _file_hash(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()

@@ -105,12 +105,13 @@ def _parsed(text: str, path: Path) -> Any:
             pass  # YAML flow style, or broken: YAML reads it or says where it breaks
     try:
         return yaml.load(text, Loader=_SAFE_LOADER)
-    except yaml.YAMLError:
-        try:  # the pure-Python parser names the offending character (libyaml's message does not)
-            yaml.load(text, Loader=yaml.SafeLoader)
-        except yaml.YAMLError as error:
-            raise WorkspaceError(_yaml_error(path, error)) from None
-        raise
+    except yaml.YAMLError as fast_error:
+        error = fast_error
+    try:  # the pure-Python parser names the offending character (libyaml's message does not)
+        yaml.load(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as slow_error:
+        error = slow_error
+    raise WorkspaceError(_yaml_error(path, error)) from None
 
 
 def workspace_warnings(workspace: Workspace, path: Path, document: "_Lines") -> tuple[str, ...]:
