@@ -32,7 +32,7 @@ from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import NO_FILE_WORK, PERSON_ACTIONS, DeletionPlan, PlanRequest, Subject
 from piitracer.model.requests import ErasureRequest, RequestState
 from piitracer.model.steps import StepRecord
-from piitracer.model.workspace import CatalogDataset
+from piitracer.model.workspace import CatalogDataset, VerifyEngine
 from piitracer.model.table_state import TableState
 from piitracer.model.verification import VerificationReport
 from piitracer.storage.locations import Location, LocationError
@@ -40,6 +40,7 @@ from piitracer.storage.store import StorageError, Store, store_for
 from piitracer.planner.build import PlanningError, build_plan
 from piitracer.render.report import report_html, report_markdown
 from piitracer.verify import VerificationError, verify_datasets
+from piitracer.verify.engines import FileScanner, ScanPlan, SparkFileScanner, choose_scanner
 
 
 def build_lineage_graph(workspace: Workspace | str | os.PathLike[str]) -> LineageGraph:
@@ -622,6 +623,17 @@ def journal_steps(workspace: Workspace, plan_id: str) -> list[StepRecord]:
         journal.close()
 
 
+def scanner_choice(workspace: Workspace, engine: VerifyEngine | None = None) -> Callable[[ScanPlan], FileScanner]:
+    """How ``verify`` picks where to decode a listing: the workspace's ``verify`` settings (or
+    ``engine``), Spark tasks on the workspace's Spark session (started only if chosen)."""
+    from piitracer.executor.spark_session import spark_session
+
+    settings = workspace.config.spark
+    warehouse = workspace.resolve(settings.warehouse)
+    spark = SparkFileScanner(lambda: spark_session(settings, warehouse).sparkContext)
+    return lambda listing: choose_scanner(workspace.config.verify, listing, spark, engine)
+
+
 def verify_plan(
     workspace: Workspace,
     plan: DeletionPlan,
@@ -631,6 +643,7 @@ def verify_plan(
     sweep: str | None = None,
     cipher: ValueCipher | None = None,
     skip_requests: Sequence[str] = (),
+    engine: VerifyEngine | None = None,
 ) -> VerificationReport:
     """Check that no file and no retained snapshot/version of the plan's datasets still holds a
     subject value. ``value_sets`` and ``step_states`` (step id -> journal state) default to what
@@ -640,7 +653,9 @@ def verify_plan(
     and when. ``sweep`` (``catalog`` or ``roots``) also decodes what the plan does not reach.
     ``cipher`` opens the journal's sealed values (default: the request store's keys under the
     master key from the environment, when both exist); ``skip_requests`` (closed ones: their values
-    are shredded) are left out, and a plan whose every request is closed is refused."""
+    are shredded) are left out, and a plan whose every request is closed is refused. ``engine``
+    overrides the workspace's ``verify.engine`` (driver, spark or auto: see
+    :mod:`piitracer.verify.engines`)."""
     from piitracer.executor.journal import Journal
     from piitracer.verify.sweep import sweep as sweep_beyond
 
@@ -667,11 +682,12 @@ def verify_plan(
     if not value_sets:
         raise VerificationError(f"plan {plan.plan_id[:16]} has no resolved values in the journal: "
                                 "run `piitracer execute` first (its resolve step captures them)")
+    choose = scanner_choice(workspace, engine)
     report = verify_datasets(plan, workspace.config.catalog, context.locations, value_sets, step_states,
-                             attested=attested, store=context.store)
+                             attested=attested, store=context.store, choose_scanner=choose)
     if sweep is not None:
         found, swept, files = sweep_beyond(plan, workspace.config.catalog, context.locations, value_sets, sweep,
-                                           context.warehouse_roots, context.store)
+                                           context.warehouse_roots, context.store, choose)
         report = report.model_copy(update={"datasets": report.datasets + tuple(found), "sweep": sweep,
                                            "swept": tuple(swept), "swept_files": files})
     return report

@@ -277,6 +277,8 @@ def test_iceberg_delete_without_maintenance_leaves_data_files_bounds_and_snapsho
 def test_iceberg_after_execute_is_erased_and_orphans_step_is_judged_by_what_remains(tmp_path: Path, warehouse: Path) -> None:
     from piitracer.api import execute_plan
     from piitracer.executor.runner import ExecuteOptions
+    from piitracer.model.workspace import VerifyEngine
+    from piitracer.verify.engines import JOB_GROUP
 
     spark, ns, ws, plan = iceberg_setup(tmp_path, warehouse, "vexec")
     summary = execute_plan(ws, plan, ExecuteOptions())  # no --no-concurrent-writers: orphan steps pending
@@ -300,6 +302,13 @@ def test_iceberg_after_execute_is_erased_and_orphans_step_is_judged_by_what_rema
     # clone's expiry no longer deletes the files the two share).
     assert src.findings and {f.kind for f in src.findings} == {"data", "statistics", "manifest_bound", "snapshot"}
     assert not report.all_erased
+    # The same files decoded as Spark tasks (local mode here; tests/test_spark_cluster.py on a
+    # standalone cluster) give the same report: this plan is small, so auto decodes in the driver.
+    tracker = spark.sparkContext.statusTracker()
+    before = len(tracker.getJobIdsForGroup(JOB_GROUP))
+    in_tasks = verify_plan(ws, plan, engine=VerifyEngine.SPARK)
+    assert len(tracker.getJobIdsForGroup(JOB_GROUP)) == before + 1  # one job for every dataset's files
+    assert in_tasks.model_copy(update={"checked_at": report.checked_at}) == report
 
     resumed = execute_plan(ws, plan, ExecuteOptions(resume=True, no_concurrent_writers=True))
     assert resumed.status == "complete"
@@ -307,3 +316,26 @@ def test_iceberg_after_execute_is_erased_and_orphans_step_is_judged_by_what_rema
     assert {d.dataset: d.state for d in final.datasets} == {d: ErasureState.ERASED for d in states_seen}
     assert final.all_erased
     assert all(d.files_scanned > 0 and d.snapshots_checked >= 1 and d.findings == () for d in final.datasets)
+
+
+def test_auto_engine_decodes_in_spark_tasks_from_the_configured_file_count_or_size(tmp_path: Path) -> None:
+    from piitracer.model.workspace import VerifyEngine, VerifySettings
+    from piitracer.storage.locations import Location
+    from piitracer.storage.store import Store
+    from piitracer.verify.engines import ScanRequest, SparkFileScanner, choose_scanner, list_requests
+
+    for number, size in enumerate((10, 20, 30)):
+        (tmp_path / "t" / "_delta_log").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "t" / ("_delta_log" if number else "") / f"f{number}").write_bytes(b"x" * size)
+    listing = list_requests([ScanRequest(Location.parse(tmp_path / "t"), ("s",))], Store())
+    assert (listing.file_count, listing.byte_count) == (3, 60)  # hidden and underscore folders included
+    spark = SparkFileScanner(lambda: pytest.fail("choosing must not start Spark"))
+
+    def chosen(engine=None, **limits) -> str:
+        return choose_scanner(VerifySettings(**limits), listing, spark, engine).name
+
+    assert chosen(spark_min_files=3) == "spark"
+    assert chosen(spark_min_files=4, spark_min_bytes=60) == "spark"
+    assert chosen(spark_min_files=4, spark_min_bytes=61) == "driver"
+    assert chosen(VerifyEngine.DRIVER, spark_min_files=1) == "driver"
+    assert chosen(VerifyEngine.SPARK, spark_min_files=4, spark_min_bytes=61) == "spark"

@@ -92,6 +92,7 @@ def spark_session(settings: SparkSettings, warehouse: Path) -> "SparkSession":
         return _session
     from pyspark.sql import SparkSession
 
+    check_master_reachable(settings.master)
     os.environ.setdefault("PYSPARK_PYTHON", _python())
     builder = (
         SparkSession.builder.master(settings.master)
@@ -124,6 +125,27 @@ def spark_session(settings: SparkSettings, warehouse: Path) -> "SparkSession":
     _session.sparkContext.setLogLevel(jvm_log_level())
     _session_key = key
     return _session
+
+
+def check_master_reachable(master: str, timeout: float = 5.0) -> None:
+    """Refuse a standalone master (``spark://host:port``, or several for HA) that accepts no
+    connection: Spark itself would retry for a minute and then fail a job with a stack trace."""
+    if not master.startswith("spark://"):
+        return  # local[N], yarn, k8s://...: Spark reports those itself
+    import socket
+
+    reasons = []
+    for address in master.removeprefix("spark://").split(","):
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise SparkSetupError(f"spark.master {master}: expected spark://host:port[,host:port...]")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout):
+                return
+        except OSError as error:
+            reasons.append(f"{address}: {error.strerror or type(error).__name__}")
+    raise SparkSetupError(f"spark.master {master}: cannot reach the Spark master ({'; '.join(reasons)}): start it or "
+                          "fix spark.master in the workspace")
 
 
 def _python() -> str:

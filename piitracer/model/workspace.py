@@ -407,6 +407,23 @@ class SparkSettings(Frozen):
     conf: dict[str, str] = Field(default_factory=dict, description="Extra Spark configuration.")
 
 
+class VerifyEngine(str, Enum):
+    """Where ``verify`` decodes files."""
+
+    AUTO = "auto"  # Spark tasks when the plan's files reach spark_min_files or spark_min_bytes, else the driver
+    DRIVER = "driver"  # one process, file after file: no Spark session needed
+    SPARK = "spark"  # one Spark task per group of files, on spark.master
+
+
+class VerifySettings(Frozen):
+    """How ``verify`` spreads its decoding (``piitracer verify --engine`` overrides ``engine``)."""
+
+    engine: VerifyEngine = VerifyEngine.AUTO
+    spark_min_files: int = Field(2000, ge=1, description="With engine auto: decode in Spark tasks from this many files.")
+    spark_min_bytes: int = Field(2 * 1024**3, ge=1, description="With engine auto: decode in Spark tasks from this many "
+                                 "bytes of files.")
+
+
 class WorkspaceConfig(Frozen):
     """The whole ``piitracer.yaml``."""
 
@@ -415,6 +432,7 @@ class WorkspaceConfig(Frozen):
     catalog: dict[str, CatalogDataset] = Field(default_factory=dict)
     policy: Policy = Policy()
     spark: SparkSettings = SparkSettings()
+    verify: VerifySettings = VerifySettings()
     storage: StorageSettings = StorageSettings()
     audit: AuditSettings = AuditSettings()
     pricing: Pricing = Pricing()

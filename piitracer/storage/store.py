@@ -49,6 +49,11 @@ class Store:
         self.settings = settings or StorageSettings()
         self._filesystems: dict[tuple, object] = {}
 
+    def __getstate__(self) -> dict:
+        # Sent to a Spark task: the settings travel, the open filesystems (an S3 one holds the
+        # driver's credentials) do not; an executor opens its own from its own environment.
+        return {"settings": self.settings, "_filesystems": {}}
+
     # ---- configuration ------------------------------------------------------------------------
 
     def options_for(self, location: Location) -> StorageOptions:

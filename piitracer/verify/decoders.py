@@ -49,6 +49,13 @@ class ScanResult:
     hits: list[Hit] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)  # 'file: why' (decoded as raw bytes instead)
 
+    def add(self, scan: "FileScan") -> None:
+        """Append one file's outcome (files in listing order give the same result anywhere)."""
+        self.files.append(scan.shown)
+        self.hits.extend(scan.hits)
+        if scan.unreadable:
+            self.unreadable.append(scan.unreadable)
+
 
 @dataclass
 class FileSource:
@@ -84,23 +91,39 @@ def scan_location(root: Location, index: ValueIndex, store: Store, files: list[s
     the places holding a value of ``index``."""
     result = ScanResult()
     for relative in ([entry.relative for entry in store.list_files(root)] if files is None else files):
-        source = FileSource(store, root.child(relative), relative)
-        shown = redact_path(relative, index)
-        result.files.append(shown)
-        if not index:
-            continue
-        hits: set[tuple[str, str, str]] = set()
-        for where, names, kind in _path_hits(relative, index):
-            hits |= {(where, n, kind) for n in names}
-        try:
-            for where, names, kind in scan_file(source, index):
-                hits |= {(where, n, kind) for n in names}
-        except Exception as error:  # a file we cannot decode is still searched as raw bytes
-            result.unreadable.append(f"{shown}: {type(error).__name__}")
-            for where, names, kind in _raw(source, index):
-                hits |= {(where, n, kind) for n in names}
-        result.hits.extend(Hit(shown, where, name, kind) for where, name, kind in sorted(hits))
+        result.add(scan_one_file(root, relative, index, store))
     return result
+
+
+@dataclass(frozen=True)
+class FileScan:
+    """What decoding one file found: its shown (redacted) path, its hits, and why it could only be
+    read as raw bytes (if so). Holds no value: this is what a Spark task sends back."""
+
+    shown: str
+    hits: tuple[Hit, ...] = ()
+    unreadable: str | None = None
+
+
+def scan_one_file(root: Location, relative: str, index: ValueIndex, store: Store) -> FileScan:
+    """Decode one file (``relative`` to ``root``): the same work wherever it runs, in the driver or
+    in a Spark task."""
+    shown = redact_path(relative, index)
+    if not index:
+        return FileScan(shown)
+    source = FileSource(store, root.child(relative), relative)
+    hits: set[tuple[str, str, str]] = set()
+    for where, names, kind in _path_hits(relative, index):
+        hits |= {(where, n, kind) for n in names}
+    unreadable = None
+    try:
+        for where, names, kind in scan_file(source, index):
+            hits |= {(where, n, kind) for n in names}
+    except Exception as error:  # a file we cannot decode is still searched as raw bytes
+        unreadable = f"{shown}: {type(error).__name__}"
+        for where, names, kind in _raw(source, index):
+            hits |= {(where, n, kind) for n in names}
+    return FileScan(shown, tuple(Hit(shown, where, name, kind) for where, name, kind in sorted(hits)), unreadable)
 
 
 def scan_file(source: FileSource, index: ValueIndex) -> Iterator[tuple[str, set[str], str]]:

@@ -17,16 +17,15 @@ the hint that the lineage does not show this flow. ``verify`` then exits 1.
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from piitracer.model.plan import DeletionPlan
 from piitracer.model.verification import DatasetVerification, ErasureState, Finding
 from piitracer.model.workspace import CatalogDataset
 from piitracer.storage.guard import canonical
 from piitracer.storage.locations import Location
-from piitracer.storage.store import Store
-from piitracer.verify.decoders import scan_location
-from piitracer.verify.values import ValueIndex
+from piitracer.storage.store import FileEntry, Store
+from piitracer.verify.engines import FileScanner, ScanPlan, ScanRequest, list_requests
 
 log = logging.getLogger(__name__)
 MODES = ("catalog", "roots")
@@ -35,50 +34,51 @@ HINT = ("the lineage does not show this flow: find the job that writes it, add i
 
 
 def sweep(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locations: Mapping[str, Location],
-          value_sets: Mapping[str, list[Any]], mode: str, roots: tuple[Location, ...] = (), store: Store | None = None
+          value_sets: Mapping[str, list[Any]], mode: str, roots: tuple[Location, ...] = (), store: Store | None = None,
+          choose_scanner: Callable[[ScanPlan], FileScanner] | None = None,
           ) -> tuple[list[DatasetVerification], list[str], int]:
-    """(unplanned findings per dataset or folder, everything swept, files decoded)."""
+    """(unplanned findings per dataset or folder, everything swept, files decoded). ``choose_scanner``
+    picks where the files are decoded once listed (default: in this process)."""
     store = store or Store()
     if mode not in MODES:
         raise ValueError(f"unknown sweep {mode!r} (expected one of {', '.join(MODES)})")
     from piitracer.verify.verifier import identifier_sets
 
-    names = sorted(identifier_sets(plan))
-    index = ValueIndex.build({name: value_sets.get(name, []) for name in names})
+    names = tuple(sorted(identifier_sets(plan)))
     planned = {d.dataset for d in plan.datasets}
-    results: list[DatasetVerification] = []
-    swept: list[str] = []
-    files = 0
+    # (label, what it is) per request, in the order the report lists them.
+    swept: list[tuple[str, str]] = []
+    requests: list[ScanRequest] = []
     for dataset, entry in sorted(catalog.items()):
         location = locations.get(dataset)
         if dataset in planned or not entry.format.stores_rows or location is None or not store.exists(location):
             continue
-        scan = scan_location(location, index, store)
-        swept.append(dataset)
-        files += len(scan.files)
-        log.info("swept %s: %d files, %d hits", dataset, len(scan.files), len(scan.hits))
-        if scan.hits:
-            results.append(_unplanned(dataset, scan, names, f"catalogued dataset {dataset} is not in the plan"))
+        swept.append((dataset, f"catalogued dataset {dataset} is not in the plan"))
+        requests.append(ScanRequest(location, names))
     if mode == "roots":
         catalogued = [canonical(p) for d, p in locations.items() if catalog.get(d) and catalog[d].format.stores_rows]
         for root in roots:
             if not store.exists(root):
                 continue
-            by_folder: dict[str, list[str]] = {}
+            by_folder: dict[str, list[FileEntry]] = {}
             for entry in store.list_files(root):
                 if any(place.contains(canonical(root.child(entry.relative))) for place in catalogued):
                     continue
                 folder, _, name = entry.relative.rpartition("/")
-                by_folder.setdefault(folder, []).append(name)
-            for folder, names_in_folder in sorted(by_folder.items()):
+                by_folder.setdefault(folder, []).append(FileEntry(name, entry.size))
+            for folder, entries in sorted(by_folder.items()):
                 place = root.child(folder)
-                scan = scan_location(place, index, store, names_in_folder)
-                label = f"folder:{place}"
-                swept.append(label)
-                files += len(scan.files)
-                if scan.hits:
-                    results.append(_unplanned(label, scan, names, f"{place} is in no catalogued location"))
-    return results, swept, files
+                swept.append((f"folder:{place}", f"{place} is in no catalogued location"))
+                requests.append(ScanRequest(place, names, tuple(entries)))
+    listing = list_requests(requests, store)
+    scanner = choose_scanner(listing) if choose_scanner else FileScanner()
+    scans = scanner.scan(listing, value_sets, store)
+    results: list[DatasetVerification] = []
+    for (label, what), scan in zip(swept, scans):
+        log.info("swept %s: %d files, %d hits", label, len(scan.files), len(scan.hits))
+        if scan.hits:
+            results.append(_unplanned(label, scan, list(names), what))
+    return results, [label for label, _ in swept], sum(len(scan.files) for scan in scans)
 
 
 def _unplanned(name: str, scan, value_sets: list[str], what: str) -> DatasetVerification:

@@ -19,14 +19,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from piitracer.model.plan import PERSON_ACTIONS, Action, DatasetDecision, DatasetStatus, DeletionPlan, ValueKind
 from piitracer.model.verification import DatasetVerification, ErasureState, Finding, VerificationReport
 from piitracer.model.workspace import CatalogDataset, DatasetFormat, ReplicaManagement, duration_text
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
-from piitracer.verify.decoders import scan_location
+from piitracer.verify.decoders import ScanResult, scan_location
+from piitracer.verify.engines import FileScanner, ScanPlan, ScanRequest, list_requests
 from piitracer.formats import FormatSupport, TableFiles, support_for
 from piitracer.verify.columns import exact_hits
 from piitracer.verify.values import ValueIndex
@@ -68,29 +69,48 @@ def verify_datasets(
     checked_at: datetime | None = None,
     attested: Mapping[str, str] | None = None,
     store: Store | None = None,
+    choose_scanner: Callable[[ScanPlan], FileScanner] | None = None,
 ) -> VerificationReport:
     """Check every dataset of ``plan``: decode every file under its location and read back every
     retained snapshot/version. ``step_states`` maps step id -> journal state (missing: not run);
-    ``attested`` maps the id of a person's step to who attested it and when."""
+    ``attested`` maps the id of a person's step to who attested it and when. ``choose_scanner``
+    picks where the files are decoded once they are listed (default: in this process)."""
     if not value_sets:
         raise VerificationError("no resolved values for this plan: run `piitracer execute` first")
     states = dict(step_states or {})
     store = store or Store()
+    # Every dataset's files are listed first and decoded in one go (one Spark job on a cluster);
+    # the logical checks and verdicts follow, dataset by dataset.
+    scanned = [d for d in plan.datasets if _stores_files(catalog.get(d.dataset), locations.get(d.dataset), store)]
+    requests = [ScanRequest(locations[d.dataset], tuple(sets_for(plan, d))) for d in scanned]
+    listing = list_requests(requests, store)
+    scanner = choose_scanner(listing) if choose_scanner else FileScanner()
+    log.info("decoding %d files (%d bytes) of %d datasets with the %s engine", listing.file_count,
+             listing.byte_count, len(scanned), scanner.name)
+    scans = dict(zip((d.dataset for d in scanned), scanner.scan(listing, value_sets, store)))
     results = []
     for decision in plan.datasets:
         result = verify_dataset(plan, decision, catalog.get(decision.dataset), locations.get(decision.dataset), value_sets,
-                                states, attested or {}, store)
+                                states, attested or {}, store, scans.get(decision.dataset))
         log.info("verified %s: %s", decision.dataset, result.state.value)
         results.append(result)
     return VerificationReport(plan_id=plan.plan_id, checked_at=checked_at or datetime.now(timezone.utc),
                               datasets=tuple(results))
 
 
+def _stores_files(entry: CatalogDataset | None, location: Location | None, store: Store) -> bool:
+    """Whether :func:`verify_dataset` decodes files for this dataset (the cases it does not are
+    answered without reading any)."""
+    return (entry is not None and location is not None and entry.format not in (DatasetFormat.VIEW, DatasetFormat.EXTERNAL)
+            and store.exists(location))
+
+
 def verify_dataset(plan: DeletionPlan, decision: DatasetDecision, entry: CatalogDataset | None,
                    location: Location | None, value_sets: Mapping[str, list[Any]],
                    states: Mapping[str, str], attested: Mapping[str, str] | None = None,
-                   store: Store | None = None) -> DatasetVerification:
-    """The verdict for one dataset."""
+                   store: Store | None = None, scan: ScanResult | None = None) -> DatasetVerification:
+    """The verdict for one dataset; ``scan`` is its files' decoding when already done (else it is
+    done here, in this process)."""
     dataset = decision.dataset
     attested = attested or {}
     store = store or Store()
@@ -112,7 +132,8 @@ def verify_dataset(plan: DeletionPlan, decision: DatasetDecision, entry: Catalog
 
     names = sets_for(plan, decision)
     index = ValueIndex.build({name: value_sets.get(name, []) for name in names})
-    scan = scan_location(location, index, store)
+    if scan is None:
+        scan = scan_location(location, index, store)
     key = decision.key_column if decision.status is DatasetStatus.ERASE else None
     support = support_for(entry.format)
     view = _table_view(support, location, store, key, index)
