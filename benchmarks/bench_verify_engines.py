@@ -13,7 +13,7 @@ One plain Parquet lakehouse is generated (seeded): ``--files`` files of ``--rows
 - Spark ``local[2]`` and the standalone cluster (``verify.engine: spark``), each in its own
   process (one Spark session per process): session start, then the decoding job.
 
-    .venv/bin/python benchmarks/bench_verify_engines.py [--files 2000] [--rows 12000] [--keep FOLDER]
+    .venv/bin/python benchmarks/bench_verify_engines.py [--files 2000] [--rows 25000] [--keep FOLDER]
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def in_child(root: Path, value_sets: dict, engine: str, master: str | None = Non
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=2000)
-    parser.add_argument("--rows", type=int, default=12000, help="rows per file (12,000: about 1 MB)")
+    parser.add_argument("--rows", type=int, default=25000, help="rows per file (25,000: about 1 MB)")
     parser.add_argument("--child", choices=["driver", "spark"])
     parser.add_argument("--root", type=Path)
     parser.add_argument("--values")

@@ -10,6 +10,8 @@ dataset's rows to OUT/before, runs the demo's plan (execute, verify, audit; pers
 the request left open so its values can be read back), writes the rows again to OUT/after, the
 resolved value sets to OUT/forms.json and the outcome to OUT/erase.json.
 
+``lose-worker`` verifies in Spark tasks again while the test kills a worker (see the test).
+
 ``plant`` inserts one of the subject's rows (saved before the erasure) back into prod.payments
 through Spark (a one-row data file: its footer statistics and its manifest's bounds hold the
 values), writes the same row as a one-row Parquet file into risk.card_usage's folder, and verifies
@@ -124,7 +126,29 @@ def plant(folder: Path, master: str, out: Path) -> None:
     (out / "plant.json").write_text(json.dumps(reports))
 
 
+def lose_worker(folder: Path, master: str, out: Path) -> None:
+    """Verify in Spark tasks while the test kills the worker running the task that decodes the
+    planted file (held at the ``verify.task`` pausepoint, see failpoints.py) and its executor."""
+    import piitracer
+    from piitracer.api import demo_master_key, load_plan, plan_requests, request_store, verify_plan
+    from piitracer.crypto.envelope import load_master_key
+    from piitracer.executor.spark_session import spark_session
+    from piitracer.model.workspace import VerifyEngine
+    from piitracer.storage.failpoints import PAUSE_DIR_ENV, PAUSE_ENV
+
+    workspace = piitracer.load_workspace(folder)
+    held = {f"spark.executorEnv.{PAUSE_ENV}": "verify.task@planted-leftover.parquet",
+            f"spark.executorEnv.{PAUSE_DIR_ENV}": str(out / "pause")}
+    settings = workspace.config.spark.model_copy(update={"conf": {**workspace.config.spark.conf, **held}})
+    spark_session(settings, workspace.resolve(settings.warehouse))  # verify_plan reuses this session
+    with request_store(workspace, load_master_key(demo_master_key(folder))) as store:
+        plan = load_plan(folder / "plan.json", store.cipher)
+        report = verify_plan(workspace, plan, cipher=store.cipher(plan_requests(plan)), engine=VerifyEngine.SPARK,
+                             sweep="catalog")
+    (out / "lost_worker.json").write_text(report.model_dump_json(exclude={"checked_at"}))
+
+
 if __name__ == "__main__":
     phase, folder, master, out = sys.argv[1], Path(sys.argv[2]), sys.argv[3], Path(sys.argv[4])
     out.mkdir(parents=True, exist_ok=True)
-    {"erase": erase, "plant": plant}[phase](folder, master, out)
+    {"erase": erase, "plant": plant, "lose-worker": lose_worker}[phase](folder, master, out)

@@ -13,8 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -128,3 +130,55 @@ def test_an_unreachable_master_is_one_clear_error_naming_spark_master(tmp_path: 
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     assert f"spark.master {master}: cannot reach the Spark master" in lines[0]
+
+
+def ancestors(pid: int) -> list[int]:
+    """``pid``'s parent, grandparent... (from /proc)."""
+    chain = []
+    while pid > 1:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+        chain.append(pid)
+    return chain
+
+
+def test_a_worker_lost_mid_verification_gives_the_same_report(cluster, erased) -> None:
+    """Runs last: the cluster loses a worker. The task decoding the planted file is held (a
+    pausepoint in the executors' environment); its worker and executor are killed with SIGKILL
+    (a node lost); Spark runs the lost tasks on the other worker, and the report is the same as
+    the driver's."""
+    folder, out = erased
+    if not (out / "plant.json").exists():
+        pytest.skip("needs the planted leftovers of the previous test")
+    pause = out / "pause"
+    pause.mkdir()
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    driver = subprocess.Popen([sys.executable, str(HERE / "cluster_demo_driver.py"), "lose-worker", str(folder),
+                               cluster.master_url, str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        held = pause / "verify.task@planted-leftover.parquet.paused"
+        deadline = time.monotonic() + 240
+        while not held.exists() or not held.read_text():
+            assert driver.poll() is None, driver.stderr.read()[-3000:]
+            assert time.monotonic() < deadline, "no task reached the planted file"
+            time.sleep(0.2)
+        task = int(held.read_text())
+        daemons = {process.pid: name for name, process in cluster.processes.items()}
+        chain = ancestors(task)
+        lost = next(pid for pid in chain if pid in daemons)
+        executor = chain[chain.index(lost) - 1]  # the worker's child: the executor's JVM
+        for pid in (executor, lost, task):
+            os.kill(pid, signal.SIGKILL)
+        held.unlink()
+        (pause / "verify.task@planted-leftover.parquet.go").touch()
+        _, errors = driver.communicate(timeout=300)
+        assert driver.returncode == 0, errors[-3000:]
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert daemons[lost].startswith("worker")
+    # The task ran again (in another process: the lost worker's executor is gone, so on the other).
+    assert held.exists() and int(held.read_text()) != task
+    again = json.loads((out / "lost_worker.json").read_text())
+    assert again == json.loads((out / "plant.json").read_text())["driver"]

@@ -15,7 +15,8 @@ failpoint costs one dictionary lookup. Never set it in production.
   finishes sooner: the kill lands somewhere inside the work, always before the journal hears of it.
 
 ``PIITRACER_PAUSEPOINT`` (comma-separated ``name`` or ``name@tag``) with ``PIITRACER_PAUSE_DIR``
-makes the process wait at those points instead: it creates ``<dir>/<point>.paused`` and waits until
+makes the process wait at those points instead: it creates ``<dir>/<point>.paused`` (holding its
+process id) and waits until
 ``<dir>/<point>.go`` exists. Tests use it to let another writer commit at an exact moment of a run
 (after the delete committed, before the expiry) without relying on sleeps.
 
@@ -85,7 +86,7 @@ def _pause(point: str) -> None:
     from pathlib import Path
 
     folder = Path(os.environ[PAUSE_DIR_ENV])
-    (folder / f"{point}.paused").touch()
+    (folder / f"{point}.paused").write_text(str(os.getpid()))  # which process waits (a Spark task's, say)
     go, deadline = folder / f"{point}.go", time.monotonic() + PAUSE_LIMIT_SECONDS
     while not go.exists() and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from piitracer.model.workspace import VerifyEngine, VerifySettings
+from piitracer.storage.failpoints import failpoint
 from piitracer.storage.locations import Location
 from piitracer.storage.store import FileEntry, Store
 from piitracer.verify.decoders import FileScan, ScanResult, scan_one_file
@@ -136,6 +137,7 @@ class _TaskDecoder:
         for number, _request_no, root, relative, names in rows:
             if names not in indexes:
                 indexes[names] = _index(self.shared.value, names)
+            failpoint("verify.task", relative)  # tests: a task held here while its worker is killed
             yield number, scan_one_file(root, relative, indexes[names], self.store)
 
 
