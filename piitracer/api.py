@@ -32,7 +32,7 @@ from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import NO_FILE_WORK, PERSON_ACTIONS, DeletionPlan, PlanRequest, Subject
 from piitracer.model.requests import ErasureRequest, RequestState
 from piitracer.model.steps import StepRecord
-from piitracer.model.workspace import CatalogDataset, VerifyEngine
+from piitracer.model.workspace import CatalogDataset, TaskEngine
 from piitracer.model.table_state import TableState
 from piitracer.model.verification import VerificationReport
 from piitracer.storage.locations import Location, LocationError
@@ -346,6 +346,7 @@ def execution_context(workspace: Workspace, attested: Sequence[str] = (), cipher
         warehouse_roots=warehouse_roots(workspace),
         attested=frozenset(attested),
         store=workspace_store(workspace),
+        rewrite=workspace.config.rewrite,
         cipher=cipher,
     )
 
@@ -623,7 +624,7 @@ def journal_steps(workspace: Workspace, plan_id: str) -> list[StepRecord]:
         journal.close()
 
 
-def scanner_choice(workspace: Workspace, engine: VerifyEngine | None = None) -> Callable[[ScanPlan], FileScanner]:
+def scanner_choice(workspace: Workspace, engine: TaskEngine | None = None) -> Callable[[ScanPlan], FileScanner]:
     """How ``verify`` picks where to decode a listing: the workspace's ``verify`` settings (or
     ``engine``), Spark tasks on the workspace's Spark session (started only if chosen)."""
     from piitracer.executor.spark_session import spark_session
@@ -643,7 +644,7 @@ def verify_plan(
     sweep: str | None = None,
     cipher: ValueCipher | None = None,
     skip_requests: Sequence[str] = (),
-    engine: VerifyEngine | None = None,
+    engine: TaskEngine | None = None,
 ) -> VerificationReport:
     """Check that no file and no retained snapshot/version of the plan's datasets still holds a
     subject value. ``value_sets`` and ``step_states`` (step id -> journal state) default to what

@@ -10,7 +10,9 @@ dataset's rows to OUT/before, runs the demo's plan (execute, verify, audit; pers
 the request left open so its values can be read back), writes the rows again to OUT/after, the
 resolved value sets to OUT/forms.json and the outcome to OUT/erase.json.
 
-``lose-worker`` verifies in Spark tasks again while the test kills a worker (see the test).
+``lose-worker`` verifies in Spark tasks again while the test kills a worker, and
+``lose-worker-rewriting`` rewrites risk.card_usage in Spark tasks while the test kills another
+(see the tests).
 
 ``plant`` inserts one of the subject's rows (saved before the erasure) back into prod.payments
 through Spark (a one-row data file: its footer statistics and its manifest's bounds hold the
@@ -35,7 +37,8 @@ def use_master(folder: Path, master: str) -> Path:
     config = root / "piitracer.yaml"
     text = config.read_text()
     assert "  master: local[2]\n" in text, "the demo workspace no longer says master: local[2]"
-    config.write_text(text.replace("  master: local[2]\n", f"  master: {master}\n"))
+    # Plain Parquet and archive rewrites as Spark tasks too, whatever their size.
+    config.write_text(text.replace("  master: local[2]\n", f"  master: {master}\n") + "\nrewrite:\n  engine: spark\n")
     return root
 
 
@@ -89,6 +92,7 @@ def erase(folder: Path, master: str, out: Path) -> None:
     (out / "erase.json").write_text(json.dumps({
         "master": spark.sparkContext.master,
         "steps": {r.step.id: [r.step.dataset, r.step.action.value, r.state] for r in result.run.results},
+        "ran_in": {r.step.id: r.outcome.details.get("ran_in") for r in result.run.results if r.outcome},
         "erased": [d.dataset for d in result.plan.datasets if d.status.value == "erase"],
         "verification": {d.dataset: d.state.value for d in result.verification.datasets},
         "audit_intact": result.audit_intact,
@@ -101,7 +105,7 @@ def plant(folder: Path, master: str, out: Path) -> None:
     from piitracer.api import demo_master_key, load_plan, plan_requests, request_store, verify_plan
     from piitracer.crypto.envelope import load_master_key
     from piitracer.executor.spark_session import spark_session
-    from piitracer.model.workspace import VerifyEngine
+    from piitracer.model.workspace import TaskEngine
     from piitracer.verify.engines import JOB_GROUP
 
     workspace = piitracer.load_workspace(folder)
@@ -118,7 +122,7 @@ def plant(folder: Path, master: str, out: Path) -> None:
     with request_store(workspace, load_master_key(demo_master_key(folder))) as store:
         plan = load_plan(folder / "plan.json", store.cipher)
         cipher = store.cipher(plan_requests(plan))
-        for engine in (VerifyEngine.DRIVER, VerifyEngine.SPARK):
+        for engine in (TaskEngine.DRIVER, TaskEngine.SPARK):
             report = verify_plan(workspace, plan, cipher=cipher, engine=engine, sweep="catalog")
             reports[engine.value] = json.loads(report.model_dump_json(exclude={"checked_at"}))
             jobs = spark.sparkContext.statusTracker().getJobIdsForGroup(JOB_GROUP)
@@ -133,7 +137,7 @@ def lose_worker(folder: Path, master: str, out: Path) -> None:
     from piitracer.api import demo_master_key, load_plan, plan_requests, request_store, verify_plan
     from piitracer.crypto.envelope import load_master_key
     from piitracer.executor.spark_session import spark_session
-    from piitracer.model.workspace import VerifyEngine
+    from piitracer.model.workspace import TaskEngine
     from piitracer.storage.failpoints import PAUSE_DIR_ENV, PAUSE_ENV
 
     workspace = piitracer.load_workspace(folder)
@@ -143,12 +147,48 @@ def lose_worker(folder: Path, master: str, out: Path) -> None:
     spark_session(settings, workspace.resolve(settings.warehouse))  # verify_plan reuses this session
     with request_store(workspace, load_master_key(demo_master_key(folder))) as store:
         plan = load_plan(folder / "plan.json", store.cipher)
-        report = verify_plan(workspace, plan, cipher=store.cipher(plan_requests(plan)), engine=VerifyEngine.SPARK,
+        report = verify_plan(workspace, plan, cipher=store.cipher(plan_requests(plan)), engine=TaskEngine.SPARK,
                              sweep="catalog")
     (out / "lost_worker.json").write_text(report.model_dump_json(exclude={"checked_at"}))
+
+
+def lose_worker_rewriting(folder: Path, master: str, out: Path) -> None:
+    """Rewrite risk.card_usage's files (the planted file holds the subject again) in Spark tasks
+    while the test kills the worker whose task has written its replacement but not yet put it in
+    place (held at the ``parquet.after_temp_write`` pausepoint)."""
+    import piitracer
+    from piitracer.api import demo_master_key, execution_context, load_plan, plan_requests, request_store
+    from piitracer.crypto.envelope import load_master_key
+    from piitracer.executor.journal import Journal
+    from piitracer.executor.spark_session import spark_session
+    from piitracer.formats.parquet import rewrite_files
+    from piitracer.storage.failpoints import PAUSE_DIR_ENV, PAUSE_ENV
+    from piitracer.storage.file_tasks import SparkFileTasks
+
+    workspace = piitracer.load_workspace(folder)
+    held = {f"spark.executorEnv.{PAUSE_ENV}": "parquet.after_temp_write@card_usage",
+            f"spark.executorEnv.{PAUSE_DIR_ENV}": str(out / "pause-rewrite")}
+    settings = workspace.config.spark.model_copy(update={"conf": {**workspace.config.spark.conf, **held}})
+    spark = spark_session(settings, workspace.resolve(settings.warehouse))
+    with request_store(workspace, load_master_key(demo_master_key(folder))) as store:
+        plan = load_plan(folder / "plan.json", store.cipher)
+        journal = Journal(execution_context(workspace).journal_path)
+        try:
+            values = journal.load_values(plan.plan_id, store.cipher(plan_requests(plan)))
+        finally:
+            journal.close()
+    step = next(s for s in plan.steps if s.dataset == "risk.card_usage" and s.action.value == "rewrite_files")
+    subjects = sorted({v for found in step.values_from for v in values.get(found.name, [])}, key=str)
+    context = execution_context(workspace)
+    outcome = rewrite_files(context.locations["risk.card_usage"], context.store,
+                            step.key_column, subjects, tasks_for=lambda files, size: SparkFileTasks(lambda: spark.sparkContext))
+    (out / "rewrite.json").write_text(json.dumps({"rows_deleted": outcome.rows_deleted, "files": outcome.files_rewritten,
+                                                  "ran_in": outcome.details["ran_in"], "key": step.key_column,
+                                                  "values": [str(v) for v in subjects]}))
 
 
 if __name__ == "__main__":
     phase, folder, master, out = sys.argv[1], Path(sys.argv[2]), sys.argv[3], Path(sys.argv[4])
     out.mkdir(parents=True, exist_ok=True)
-    {"erase": erase, "plant": plant, "lose-worker": lose_worker}[phase](folder, master, out)
+    {"erase": erase, "plant": plant, "lose-worker": lose_worker, "lose-worker-rewriting": lose_worker_rewriting}[phase](
+        folder, master, out)

@@ -50,6 +50,29 @@ class SparkCluster:
         state = self.state()
         return [*state.get("activeapps", []), *state.get("completedapps", [])]
 
+    def worker_ids(self) -> set[str]:
+        return {worker["id"] for worker in self.state()["workers"] if worker["state"] == "ALIVE"}
+
+    def add_worker(self) -> None:
+        """Start one more worker and wait until it has registered (to replace one a test killed)."""
+        known = self.worker_ids()
+        number = len(self.processes)
+        self.launch(f"worker{number}", "org.apache.spark.deploy.worker.Worker", self.master_url, "--host", "127.0.0.1",
+                    "--cores", "1", "--memory", "1g", "--webui-port", str(free_port()),
+                    "--work-dir", str(self.folder / f"work{number}"))
+        deadline = time.monotonic() + REGISTER_TIMEOUT
+        while not self.worker_ids() - known:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"a new Spark worker did not register within {REGISTER_TIMEOUT} s")
+            time.sleep(1)
+
+    def launch(self, name: str, *arguments: str) -> None:
+        log = open(self.folder / f"{name}.log", "wb")
+        # spark-class execs the JVM: the process id is the daemon's.
+        self.processes[name] = subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), *arguments],
+                                                env=environment(self.folder), stdout=log, stderr=subprocess.STDOUT,
+                                                stdin=subprocess.DEVNULL)
+
     def stop(self) -> None:
         for name, process in reversed(list(self.processes.items())):
             if process.poll() is None:
@@ -76,15 +99,7 @@ def start_cluster(folder: Path, workers: int = 2) -> SparkCluster:
     folder.mkdir(parents=True, exist_ok=True)
     port, web = free_port(), free_port()
     cluster = SparkCluster(f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{web}", folder)
-    env = environment(folder)
-    spark_class = str(SPARK_HOME / "bin" / "spark-class")
-
-    def launch(name: str, *arguments: str) -> None:
-        log = open(folder / f"{name}.log", "wb")
-        # spark-class execs the JVM: the process id is the daemon's.
-        cluster.processes[name] = subprocess.Popen([spark_class, *arguments], env=env, stdout=log, stderr=subprocess.STDOUT,
-                                                   stdin=subprocess.DEVNULL)
-
+    launch = cluster.launch
     try:
         launch("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
                "--webui-port", str(web))

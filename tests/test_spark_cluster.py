@@ -77,6 +77,10 @@ def test_the_demo_runs_on_the_cluster_and_erases_the_subject_to_the_bytes(cluste
     assert set(states.values()) == {"committed"}, states
     assert {d for d, s in outcome["verification"].items() if s not in ("erased", "no_action")} == PERSON_STEPS
     assert outcome["audit_intact"] is True
+    # The plain Parquet and archive rewrites ran as Spark tasks (the workspace says rewrite.engine: spark).
+    rewrites = {step: ran for step, ran in outcome["ran_in"].items()
+                if outcome["steps"][step][1] in ("rewrite_files", "rewrite_archive")}
+    assert len(rewrites) >= 3 and set(rewrites.values()) == {"spark"}, rewrites
 
     forms_by_set = json.loads((out / "forms.json").read_text())
     forms = {str(v) for values in forms_by_set.values() for v in values}
@@ -143,7 +147,7 @@ def ancestors(pid: int) -> list[int]:
 
 
 def test_a_worker_lost_mid_verification_gives_the_same_report(cluster, erased) -> None:
-    """Runs last: the cluster loses a worker. The task decoding the planted file is held (a
+    """The cluster loses a worker (the next test adds one back). The task decoding the planted file is held (a
     pausepoint in the executors' environment); its worker and executor are killed with SIGKILL
     (a node lost); Spark runs the lost tasks on the other worker, and the report is the same as
     the driver's."""
@@ -158,27 +162,68 @@ def test_a_worker_lost_mid_verification_gives_the_same_report(cluster, erased) -
                               text=True)
     try:
         held = pause / "verify.task@planted-leftover.parquet.paused"
-        deadline = time.monotonic() + 240
-        while not held.exists() or not held.read_text():
-            assert driver.poll() is None, driver.stderr.read()[-3000:]
-            assert time.monotonic() < deadline, "no task reached the planted file"
-            time.sleep(0.2)
-        task = int(held.read_text())
-        daemons = {process.pid: name for name, process in cluster.processes.items()}
-        chain = ancestors(task)
-        lost = next(pid for pid in chain if pid in daemons)
-        executor = chain[chain.index(lost) - 1]  # the worker's child: the executor's JVM
-        for pid in (executor, lost, task):
-            os.kill(pid, signal.SIGKILL)
-        held.unlink()
-        (pause / "verify.task@planted-leftover.parquet.go").touch()
+        task, worker = kill_worker_holding(cluster, held, driver)
         _, errors = driver.communicate(timeout=300)
         assert driver.returncode == 0, errors[-3000:]
     finally:
         if driver.poll() is None:
             driver.kill()
-    assert daemons[lost].startswith("worker")
     # The task ran again (in another process: the lost worker's executor is gone, so on the other).
-    assert held.exists() and int(held.read_text()) != task
+    assert worker.startswith("worker") and held.exists() and int(held.read_text()) != task
     again = json.loads((out / "lost_worker.json").read_text())
     assert again == json.loads((out / "plant.json").read_text())["driver"]
+
+
+def kill_worker_holding(cluster, held: Path, driver: subprocess.Popen) -> tuple[int, str]:
+    """Wait until a task is held at a pausepoint (``held`` holds its process id), then SIGKILL that
+    task, its executor and its worker (a node lost) and let the point go; (task pid, worker name)."""
+    deadline = time.monotonic() + 240
+    while not held.exists() or not held.read_text():
+        assert driver.poll() is None, driver.stderr.read()[-3000:]
+        assert time.monotonic() < deadline, f"no task reached {held.name}"
+        time.sleep(0.2)
+    task = int(held.read_text())
+    daemons = {process.pid: name for name, process in cluster.processes.items()}
+    chain = ancestors(task)
+    lost = next(pid for pid in chain if pid in daemons)
+    executor = chain[chain.index(lost) - 1]  # the worker's child: the executor's JVM
+    for pid in (executor, lost, task):
+        os.kill(pid, signal.SIGKILL)
+    held.unlink()
+    held.with_suffix(".go").touch()
+    return task, daemons[lost]
+
+
+def test_a_worker_lost_mid_rewrite_loses_nothing(cluster, erased) -> None:
+    """Runs after the verification one (a worker is added back). The planted file holds the
+    subject again; risk.card_usage is rewritten in Spark tasks, and the worker whose task has
+    written the replacement but not put it in place is killed: Spark reruns the task on the other
+    worker, the subject's rows are gone, every other row is there, and no temporary is left."""
+    folder, out = erased
+    if not (out / "plant.json").exists():
+        pytest.skip("needs the planted leftovers of the earlier test")
+    cluster.add_worker()
+    location = piitracer.load_workspace(folder).location_of("risk.card_usage")
+    before = rows(pq.read_table(location))
+    (out / "pause-rewrite").mkdir()
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    driver = subprocess.Popen([sys.executable, str(HERE / "cluster_demo_driver.py"), "lose-worker-rewriting", str(folder),
+                               cluster.master_url, str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        held = out / "pause-rewrite" / "parquet.after_temp_write@card_usage.paused"
+        task, worker = kill_worker_holding(cluster, held, driver)
+        _, errors = driver.communicate(timeout=300)
+        assert driver.returncode == 0, errors[-3000:]
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert worker.startswith("worker") and held.exists() and int(held.read_text()) != task  # rerun elsewhere
+    outcome = json.loads((out / "rewrite.json").read_text())
+    assert outcome["ran_in"] == "spark" and outcome["files"] == 1 and outcome["rows_deleted"] >= 1
+    forms = set(outcome["values"])
+    after = rows(pq.read_table(location))
+    assert after == Counter({row: n for row, n in before.items() if not holds(row, forms)})
+    assert sum(before.values()) - sum(after.values()) == outcome["rows_deleted"]
+    assert find_values(Path(location), json.loads((out / "forms.json").read_text())["prod.payments.pan"]) == []
+    assert not [p for p in Path(location).rglob("*") if p.name.endswith(".piitracer-tmp")]

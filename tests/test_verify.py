@@ -277,7 +277,7 @@ def test_iceberg_delete_without_maintenance_leaves_data_files_bounds_and_snapsho
 def test_iceberg_after_execute_is_erased_and_orphans_step_is_judged_by_what_remains(tmp_path: Path, warehouse: Path) -> None:
     from piitracer.api import execute_plan
     from piitracer.executor.runner import ExecuteOptions
-    from piitracer.model.workspace import VerifyEngine
+    from piitracer.model.workspace import TaskEngine
     from piitracer.verify.engines import JOB_GROUP
 
     spark, ns, ws, plan = iceberg_setup(tmp_path, warehouse, "vexec")
@@ -306,7 +306,7 @@ def test_iceberg_after_execute_is_erased_and_orphans_step_is_judged_by_what_rema
     # standalone cluster) give the same report: this plan is small, so auto decodes in the driver.
     tracker = spark.sparkContext.statusTracker()
     before = len(tracker.getJobIdsForGroup(JOB_GROUP))
-    in_tasks = verify_plan(ws, plan, engine=VerifyEngine.SPARK)
+    in_tasks = verify_plan(ws, plan, engine=TaskEngine.SPARK)
     assert len(tracker.getJobIdsForGroup(JOB_GROUP)) == before + 1  # one job for every dataset's files
     assert in_tasks.model_copy(update={"checked_at": report.checked_at}) == report
 
@@ -319,7 +319,7 @@ def test_iceberg_after_execute_is_erased_and_orphans_step_is_judged_by_what_rema
 
 
 def test_auto_engine_decodes_in_spark_tasks_from_the_configured_file_count_or_size(tmp_path: Path) -> None:
-    from piitracer.model.workspace import VerifyEngine, VerifySettings
+    from piitracer.model.workspace import TaskEngine, FileWorkSettings
     from piitracer.storage.locations import Location
     from piitracer.storage.store import Store
     from piitracer.verify.engines import ScanRequest, SparkFileScanner, choose_scanner, list_requests
@@ -332,10 +332,10 @@ def test_auto_engine_decodes_in_spark_tasks_from_the_configured_file_count_or_si
     spark = SparkFileScanner(lambda: pytest.fail("choosing must not start Spark"))
 
     def chosen(engine=None, **limits) -> str:
-        return choose_scanner(VerifySettings(**limits), listing, spark, engine).name
+        return choose_scanner(FileWorkSettings(**limits), listing, spark, engine).name
 
     assert chosen(spark_min_files=3) == "spark"
     assert chosen(spark_min_files=4, spark_min_bytes=60) == "spark"
     assert chosen(spark_min_files=4, spark_min_bytes=61) == "driver"
-    assert chosen(VerifyEngine.DRIVER, spark_min_files=1) == "driver"
-    assert chosen(VerifyEngine.SPARK, spark_min_files=4, spark_min_bytes=61) == "spark"
+    assert chosen(TaskEngine.DRIVER, spark_min_files=1) == "driver"
+    assert chosen(TaskEngine.SPARK, spark_min_files=4, spark_min_bytes=61) == "spark"

@@ -30,7 +30,7 @@ from piitracer.model.errors import PiitracerError
 from piitracer.model.lineage import ProblemSeverity
 from piitracer.model.plan import DeletionPlan, Subject
 from piitracer.model.verification import ErasureState, VerificationReport
-from piitracer.model.workspace import VerifyEngine
+from piitracer.model.workspace import TaskEngine
 from piitracer.planner.build import PlanningError
 from piitracer.render.lineage_diagram import lineage_diagram, render_lineage
 from piitracer.render import tables
@@ -713,7 +713,7 @@ def audit_check_certificate(certificate: Path, public_key: Path, output: str) ->
 @click.option("--master-key-file", type=click.Path(dir_okay=False, path_type=Path),
               help="The master key (default: $PIITRACER_MASTER_KEY_FILE, then $PIITRACER_MASTER_KEY): opens the "
               "plan's and the journal's values.")
-@click.option("--engine", type=click.Choice([e.value for e in VerifyEngine]), default=None,
+@click.option("--engine", type=click.Choice([e.value for e in TaskEngine]), default=None,
               help="Where files are decoded: in this process (driver), as Spark tasks on spark.master (spark), or by "
               "the plan's file count and size (auto; default: the workspace's verify.engine).")
 @click.pass_context
@@ -733,7 +733,7 @@ def verify_command(ctx, plan_file: Path, output: str, sweep: str | None, audit_k
         closed = [r for r in plan_requests(plan) if store.has(r) and store.get(r).state is RequestState.CLOSED]
         attested = recorded_attestations(workspace, key, plan) if key is not None else {}
         report = verify_plan(workspace, plan, attested=attested, sweep=sweep, cipher=store.cipher(plan_requests(plan)),
-                             skip_requests=closed, engine=VerifyEngine(engine) if engine else None)
+                             skip_requests=closed, engine=TaskEngine(engine) if engine else None)
         if not no_record:
             with audit_log(workspace, key=key) as log:
                 record_verification(log, plan, report)

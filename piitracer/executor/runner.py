@@ -21,7 +21,8 @@ from piitracer.executor.preflight import Preflight, preflight
 from piitracer.executor.resolve import resolve_values, union_of, values_for
 from piitracer.executor.spark_session import spark_session
 from piitracer.model.plan import PERSON_ACTIONS, Action, DeletionPlan, Step
-from piitracer.model.workspace import CatalogDataset, SparkSettings
+from piitracer.model.workspace import CatalogDataset, FileWorkSettings, SparkSettings
+from piitracer.storage.file_tasks import FileTasks, SparkFileTasks, choose_file_tasks
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
 from piitracer.model.errors import PiitracerError
@@ -91,6 +92,7 @@ class ExecutionContext:
     warehouse_roots: tuple[Location, ...] = ()  # when set, every location touched must be under one
     attested: frozenset[str] = frozenset()  # ids of person steps their owners attested (from the audit log)
     store: Store = field(default_factory=Store)  # files at the locations (local, s3://, gs://...)
+    rewrite: FileWorkSettings = FileWorkSettings()  # where plain Parquet and archive files are rewritten
     # Seals the values the journal keeps under each request's data key (None: kept in clear, for
     # API callers without a request store; the CLI always gives one).
     cipher: Any = None
@@ -262,7 +264,7 @@ class PlanExecutor:
         perform = support_for(entry.format).perform.get(step.action)
         if perform is None:
             raise SafetyError(f"no way to run {step.action.value} on a {entry.format.value} dataset")
-        return perform(StepWork(step, entry, location, values, attempt, self.context.store, self.spark))
+        return perform(StepWork(step, entry, location, values, attempt, self.context.store, self.spark, self.file_tasks))
 
     # ---- resolve and values ---------------------------------------------------------------
 
@@ -306,6 +308,11 @@ class PlanExecutor:
         if self._spark is None:
             self._spark = spark_session(self.context.spark, self.context.warehouse)
         return self._spark
+
+    def file_tasks(self, files: int, size: int) -> FileTasks:
+        """Where a step's per-file work runs (``rewrite:`` settings): Spark tasks on this run's
+        session, or this process."""
+        return choose_file_tasks(self.context.rewrite, files, size, SparkFileTasks(lambda: self.spark().sparkContext))
 
 
 def describe(step: Step, catalog: Mapping[str, CatalogDataset]) -> str:

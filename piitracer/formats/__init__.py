@@ -25,6 +25,7 @@ from piitracer.model.registry import discover
 from piitracer.model.outcome import Attempt, StepOutcome
 from piitracer.model.plan import Action, Step
 from piitracer.model.workspace import CatalogDataset, DatasetFormat
+from piitracer.storage.file_tasks import FileTasks
 from piitracer.storage.locations import Location, LocationError
 from piitracer.storage.store import Store
 
@@ -40,7 +41,8 @@ class FormatError(PiitracerError):
 class StepWork:
     """What one step acts on: the step, its catalog entry, its location (already checked by the
     location guard), the values it matches (typed by its key column later), the attempt record
-    that survives a kill, the store, and the Spark session (started on first call)."""
+    that survives a kill, the store, the Spark session (started on first call), and where
+    per-file work runs."""
 
     step: Step
     entry: CatalogDataset
@@ -49,6 +51,8 @@ class StepWork:
     attempt: Attempt
     store: Store
     spark: Callable[[], Any]
+    # Where per-file work runs, given the number and bytes of files (in this process by default).
+    file_tasks: Callable[[int, int], FileTasks] = lambda files, size: FileTasks()
 
 
 @dataclass(frozen=True)

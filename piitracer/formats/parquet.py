@@ -13,7 +13,7 @@ files already rewritten.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,6 +25,7 @@ from piitracer.model.outcome import Attempt, SafetyError, StepOutcome
 from piitracer.model.plan import Action
 from piitracer.model.workspace import CatalogDataset, DatasetFormat
 from piitracer.storage.failpoints import failpoint
+from piitracer.storage.file_tasks import FileTasks
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
 
@@ -72,55 +73,90 @@ def arrow_schema(location: Location, store: Store):
 # ---- erasure: rewrite without the subjects' rows -----------------------------------------------
 
 def rewrite_files(location: Location, store: Store, key_column: str | None, values: list[Any],
-                  attempt: Attempt | None = None) -> StepOutcome:
+                  attempt: Attempt | None = None, tasks_for: Callable[[int, int], FileTasks] | None = None) -> StepOutcome:
     """Rewrite every data file under ``location`` holding a row whose ``key_column`` is one of
     ``values``; files that cannot hold one (by their footer statistics or their key column) are
     not touched.
 
     The files to rewrite are found first and their counts journaled (``Attempt``) before the first
     one changes: a run killed part-way and resumed reports, in one outcome, the rows and files of
-    both attempts (the resumed attempt only finds the files the killed one did not reach)."""
+    both attempts (the resumed attempt only finds the files the killed one did not reach).
+
+    ``tasks_for(files, bytes)`` says where the per-file work runs (both passes: finding the files,
+    rewriting them): in this process by default, or as Spark tasks, one file per item
+    (:mod:`piitracer.storage.file_tasks`). A task run twice (an executor lost) is harmless: a file
+    is replaced only by its complete rewrite, and a rewritten file holds nothing more to remove."""
     if not key_column:
         raise SafetyError(f"{location}: a rewrite needs a key column")
     if not store.exists(location):
         raise SafetyError(f"{location}: no such folder")
     stale = _remove_stale_temporaries(location, store)
-    outcome = StepOutcome(details={"files_scanned": 0, "files_skipped_by_statistics": 0, "stale_temporaries_removed": stale})
-    holders = []
     sizes = store.sizes(location)
-    for relative in data_files(location, store):
-        outcome.details["files_scanned"] += 1
-        handle = pq.ParquetFile(store.open_input(location.child(relative)))
-        schema = handle.schema_arrow
-        if key_column not in schema.names:
-            continue  # a file of another shape (schema evolution): it has no key to match
-        subjects = typed_values(values, schema.field(key_column).type)
-        if len(subjects) == 0:
-            continue
-        if not _row_groups_may_hold(handle, key_column, subjects):
-            outcome.details["files_skipped_by_statistics"] += 1
-            continue
-        keys = handle.read(columns=[key_column]).column(key_column)
-        matched = int(pc.sum(pc.is_in(keys, value_set=subjects)).as_py() or 0)
-        if matched:
-            holders.append((relative, handle, subjects, matched, sizes.get(relative, 0)))
-    now = {"rows": sum(h[3] for h in holders), "files": len(holders), "bytes": sum(h[4] for h in holders)}
+    candidates = [(relative, sizes.get(relative, 0)) for relative in data_files(location, store)]
+    tasks = (tasks_for or _in_this_process)(len(candidates), sum(size for _, size in candidates))
+    matches = tasks.run(_FindSubjects(location, store, key_column, values), candidates, "rewrite.find")
+    outcome = StepOutcome(details={"files_scanned": len(candidates),
+                                   "files_skipped_by_statistics": sum(1 for m in matches if m == SKIPPED_BY_STATISTICS),
+                                   "stale_temporaries_removed": stale, "ran_in": tasks.name})
+    holders = [(relative, size, matched) for (relative, size), matched in zip(candidates, matches) if matched > 0]
+    now = {"rows": sum(h[2] for h in holders), "files": len(holders), "bytes": sum(h[1] for h in holders)}
     first = (attempt or Attempt()).start(now)
     # What a killed earlier attempt already rewrote: its files no longer hold a subject.
     outcome.rows_deleted = max(int(first["rows"]) - now["rows"], 0)
     outcome.files_rewritten = max(int(first["files"]) - now["files"], 0)
     outcome.bytes_removed = max(int(first["bytes"]) - now["bytes"], 0)
-    for relative, handle, subjects, matched, size in holders:
-        _replace_without(location, store, relative, handle, key_column, subjects, matched)
-        failpoint("parquet.after_rename", location.name)  # test-only: some files rewritten, others not yet
-        outcome.rows_deleted += matched
-        outcome.files_rewritten += 1
-        outcome.bytes_removed += size
+    tasks.run(_RewriteWithout(location, store, key_column, values), holders, "rewrite")
+    outcome.rows_deleted += now["rows"]
+    outcome.files_rewritten += now["files"]
+    outcome.bytes_removed += now["bytes"]
     return outcome
 
 
+SKIPPED_BY_STATISTICS = -1
+
+
+def _in_this_process(files: int, size: int) -> FileTasks:
+    return FileTasks()
+
+
+class _FindSubjects:
+    """One file (relative path, size) -> the subjects' rows in it; 0 when it has no such row or no
+    key column, ``SKIPPED_BY_STATISTICS`` when its footer statistics exclude every value. Picklable:
+    a Spark task runs it."""
+
+    def __init__(self, location: Location, store: Store, key_column: str, values: list[Any]) -> None:
+        self.location, self.store, self.key_column, self.values = location, store, key_column, values
+
+    def __call__(self, item: tuple[str, int]) -> int:
+        relative, _ = item
+        handle = pq.ParquetFile(self.store.open_input(self.location.child(relative)))
+        schema = handle.schema_arrow
+        if self.key_column not in schema.names:
+            return 0  # a file of another shape (schema evolution): it has no key to match
+        subjects = typed_values(self.values, schema.field(self.key_column).type)
+        if len(subjects) == 0:
+            return 0
+        if not _row_groups_may_hold(handle, self.key_column, subjects):
+            return SKIPPED_BY_STATISTICS
+        keys = handle.read(columns=[self.key_column]).column(self.key_column)
+        return int(pc.sum(pc.is_in(keys, value_set=subjects)).as_py() or 0)
+
+
+class _RewriteWithout(_FindSubjects):
+    """One holder (relative path, size, rows matched) -> replaced by its rewrite without the
+    subjects' rows; returns the rows kept."""
+
+    def __call__(self, item: tuple[str, int, int]) -> int:  # type: ignore[override]
+        relative, _, matched = item
+        handle = pq.ParquetFile(self.store.open_input(self.location.child(relative)))
+        subjects = typed_values(self.values, handle.schema_arrow.field(self.key_column).type)
+        kept = _replace_without(self.location, self.store, relative, handle, self.key_column, subjects, matched)
+        failpoint("parquet.after_rename", self.location.name)  # test-only: some files rewritten, others not yet
+        return kept
+
+
 def _replace_without(location: Location, store: Store, relative: str, handle: pq.ParquetFile, key_column: str,
-                     subjects: pa.Array, matched: int) -> None:
+                     subjects: pa.Array, matched: int) -> int:
     table = handle.read()
     kept = table.filter(pc.invert(pc.fill_null(pc.is_in(table.column(key_column), value_set=subjects), False)))
     if kept.num_rows != table.num_rows - matched:
@@ -137,6 +173,7 @@ def _replace_without(location: Location, store: Store, relative: str, handle: pq
         store.delete(temporary)
         raise SafetyError(f"{target}: the replacement holds {written} rows, expected {kept.num_rows}")
     store.replace(temporary, target)
+    return kept.num_rows
 
 
 def _row_groups_may_hold(handle: pq.ParquetFile, key_column: str, subjects: pa.Array) -> bool:
@@ -177,8 +214,9 @@ def rewrite_text(shown: Shown) -> str:
 
 
 def perform_rewrite(work: StepWork) -> StepOutcome:
-    """The rewrite step of a plain folder or an archive."""
-    return rewrite_files(work.location, work.store, work.step.key_column, work.values, work.attempt)
+    """The rewrite step of a plain folder or an archive (its files in this process or as Spark
+    tasks, as ``work.file_tasks`` decides by their number and size)."""
+    return rewrite_files(work.location, work.store, work.step.key_column, work.values, work.attempt, work.file_tasks)
 
 
 def source_rows(spark, entry: CatalogDataset, location: Location, store: Store):

@@ -407,21 +407,29 @@ class SparkSettings(Frozen):
     conf: dict[str, str] = Field(default_factory=dict, description="Extra Spark configuration.")
 
 
-class VerifyEngine(str, Enum):
-    """Where ``verify`` decodes files."""
+class TaskEngine(str, Enum):
+    """Where per-file work (verify's decoding, plain Parquet and archive rewrites) runs."""
 
-    AUTO = "auto"  # Spark tasks when the plan's files reach spark_min_files or spark_min_bytes, else the driver
+    AUTO = "auto"  # Spark tasks from spark_min_files files or spark_min_bytes bytes, else the driver
     DRIVER = "driver"  # one process, file after file: no Spark session needed
-    SPARK = "spark"  # one Spark task per group of files, on spark.master
+    SPARK = "spark"  # Spark tasks (a few per core) on spark.master
 
 
-class VerifySettings(Frozen):
-    """How ``verify`` spreads its decoding (``piitracer verify --engine`` overrides ``engine``)."""
+class FileWorkSettings(Frozen):
+    """Where ``verify`` decodes files (``verify:``) and where plain Parquet and archive files are
+    rewritten (``rewrite:``); ``piitracer verify --engine`` overrides the first."""
 
-    engine: VerifyEngine = VerifyEngine.AUTO
-    spark_min_files: int = Field(2000, ge=1, description="With engine auto: decode in Spark tasks from this many files.")
-    spark_min_bytes: int = Field(2 * 1024**3, ge=1, description="With engine auto: decode in Spark tasks from this many "
-                                 "bytes of files.")
+    engine: TaskEngine = TaskEngine.AUTO
+    spark_min_files: int = Field(2000, ge=1, description="With engine auto: Spark tasks from this many files.")
+    spark_min_bytes: int = Field(2 * 1024**3, ge=1, description="With engine auto: Spark tasks from this many bytes.")
+
+    def wants_spark(self, files: int, size: int, engine: TaskEngine | None = None) -> bool:
+        """Whether ``files`` files of ``size`` bytes go to Spark tasks (``engine`` overrides the
+        setting's)."""
+        chosen = engine or self.engine
+        if chosen is not TaskEngine.AUTO:
+            return chosen is TaskEngine.SPARK
+        return files >= self.spark_min_files or size >= self.spark_min_bytes
 
 
 class WorkspaceConfig(Frozen):
@@ -432,7 +440,8 @@ class WorkspaceConfig(Frozen):
     catalog: dict[str, CatalogDataset] = Field(default_factory=dict)
     policy: Policy = Policy()
     spark: SparkSettings = SparkSettings()
-    verify: VerifySettings = VerifySettings()
+    verify: FileWorkSettings = FileWorkSettings()
+    rewrite: FileWorkSettings = FileWorkSettings()
     storage: StorageSettings = StorageSettings()
     audit: AuditSettings = AuditSettings()
     pricing: Pricing = Pricing()

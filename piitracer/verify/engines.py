@@ -26,7 +26,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
-from piitracer.model.workspace import VerifyEngine, VerifySettings
+from piitracer.model.workspace import TaskEngine, FileWorkSettings
 from piitracer.storage.failpoints import failpoint
 from piitracer.storage.locations import Location
 from piitracer.storage.store import FileEntry, Store
@@ -145,14 +145,7 @@ def _index(value_sets: Mapping[str, Sequence[Any]], names: Sequence[str]) -> Val
     return ValueIndex.build({name: value_sets.get(name, []) for name in names})
 
 
-def choose_scanner(settings: VerifySettings, plan: ScanPlan, spark: FileScanner,
-                   engine: VerifyEngine | None = None) -> FileScanner:
-    """The engine for ``plan``: ``engine`` (or the settings') when it is driver or spark; with auto,
-    ``spark`` from ``spark_min_files`` files or ``spark_min_bytes`` bytes, else the driver."""
-    chosen = engine or settings.engine
-    if chosen is VerifyEngine.DRIVER:
-        return FileScanner()
-    if chosen is VerifyEngine.SPARK:
-        return spark
-    large = plan.file_count >= settings.spark_min_files or plan.byte_count >= settings.spark_min_bytes
-    return spark if large else FileScanner()
+def choose_scanner(settings: FileWorkSettings, plan: ScanPlan, spark: FileScanner,
+                   engine: TaskEngine | None = None) -> FileScanner:
+    """``spark`` or the driver for ``plan`` (:meth:`FileWorkSettings.wants_spark`)."""
+    return spark if settings.wants_spark(plan.file_count, plan.byte_count, engine) else FileScanner()
