@@ -40,8 +40,9 @@ SUBJECTS = 10
 PLANTED_FILES = 5
 
 
-def generate(root: Path, files: int, rows: int, seed: int = 7) -> dict[str, list]:
-    """The lakehouse; returns the value sets searched (the subjects' ids, PANs, phones)."""
+def generate(root: Path, files: int, rows: int, seed: int = 7, planted_every: int | None = None) -> dict[str, list]:
+    """The lakehouse; returns the value sets searched (the subjects' ids, PANs, phones). One file in
+    ``planted_every`` holds a subject's row (default: ``PLANTED_FILES`` files in all)."""
     rng = np.random.default_rng(seed)
     subject_ids = [9_000_000_000 + n for n in range(SUBJECTS)]
     subject_pans = [f"ZZPAN{n:05d}Q" for n in range(SUBJECTS)]
@@ -53,7 +54,7 @@ def generate(root: Path, files: int, rows: int, seed: int = 7) -> dict[str, list
         table = pa.table({"user_id": pa.array(ids, pa.int64()), "pan": pa.array(pans.tolist()),
                           "phone": pa.array(phones.tolist()), "amount": pa.array(rng.random(rows) * 1000),
                           "merchant": pa.array(rng.integers(0, 5000, rows).astype(str).tolist())})
-        if number % max(1, files // PLANTED_FILES) == 0:  # a few files hold a subject's row
+        if number % (planted_every or max(1, files // PLANTED_FILES)) == 0:  # a few files hold a subject's row
             k = number % SUBJECTS
             table = pa.concat_tables([table, pa.table({
                 "user_id": pa.array([subject_ids[k]], pa.int64()), "pan": [subject_pans[k]], "phone": [subject_phones[k]],

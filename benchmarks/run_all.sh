@@ -15,6 +15,7 @@ run lineage_store "$PY" benchmarks/bench_lineage_store.py
 run erasure "$PY" benchmarks/bench_erasure.py
 run delete_modes "$PY" benchmarks/bench_delete_modes.py
 run verify_engines "$PY" benchmarks/bench_verify_engines.py
+run rewrite_engines "$PY" benchmarks/bench_rewrite_engines.py
 demo_dir=$(mktemp -d)
 run demo /usr/bin/time -v "$(dirname "$PY")/piitracer" demo --dir "$demo_dir/demo"
 rm -rf "$demo_dir"

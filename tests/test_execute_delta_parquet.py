@@ -153,3 +153,41 @@ def test_delta_string_key_written_from_string_view_data(tmp_path: Path, warehous
     assert delete.outcome.rows_deleted == 2
     assert sorted(r[0] for r in delta_rows(location)) == sorted(set(phones) - set(subjects))
     assert find_values(location, subjects) == []
+
+
+def test_a_rewrite_task_killed_in_spark_then_resumed_finishes_exactly_the_rest(tmp_path: Path, warehouse: Path) -> None:
+    """Rewrites as Spark tasks (local mode: a killed task fails the job, as a lost executor
+    without retries would): the task's Python process is SIGKILLed right after its file's
+    replacement is in place; the step fails; the resumed attempt finds only the files not yet
+    rewritten and reports both attempts' rows and files, and no row but the subjects' is lost."""
+    from spark_lakehouse import spark_for
+
+    from piitracer.model.outcome import Attempt
+    from piitracer.storage.file_tasks import SparkFileTasks
+
+    folder = tmp_path / "cards"
+    folder.mkdir()
+    subjects = [f"S{n}" for n in range(6)]
+    for number in range(6):  # every file holds one subject's row among 500 others
+        pans = [f"{number}-{i:04d}" for i in range(500)] + [subjects[number]]
+        pq.write_table(pa.table({"pan": pans, "n": list(range(501))}), folder / f"part-{number}.parquet")
+    keep = checksum((r["pan"], r["n"]) for r in pq.read_table(folder).to_pylist() if r["pan"] not in subjects)
+    context = spark_for(warehouse).sparkContext
+    tasks = SparkFileTasks(lambda: context, tasks_per_core=3)  # 6 tasks of one file each on local[2]
+    journaled = Attempt()  # what the journal keeps across the kill
+    context.environment["PIITRACER_FAILPOINT"] = "parquet.after_rename@cards"  # the tasks' environment
+    try:
+        with pytest.raises(Exception):
+            parquet_eraser.rewrite_files(Location.parse(folder), STORE, "pan", subjects, journaled, lambda f, s: tasks)
+    finally:
+        del context.environment["PIITRACER_FAILPOINT"]
+    rewritten = [p.name for p in sorted(folder.iterdir()) if subjects[int(p.stem[-1])] not in
+                 pq.read_table(p).column("pan").to_pylist()]
+    assert 1 <= len(rewritten) < 6  # killed part-way
+
+    resumed = parquet_eraser.rewrite_files(Location.parse(folder), STORE, "pan", subjects, Attempt(journaled.earlier),
+                                           lambda f, s: tasks)
+    assert (resumed.rows_deleted, resumed.files_rewritten, resumed.details["ran_in"]) == (6, 6, "spark")
+    assert checksum((r["pan"], r["n"]) for r in pq.read_table(folder).to_pylist()) == keep
+    assert sorted(p.name for p in folder.iterdir()) == [f"part-{n}.parquet" for n in range(6)]
+    assert find_values(folder, subjects) == []

@@ -156,22 +156,28 @@ def test_a_worker_lost_mid_verification_gives_the_same_report(cluster, erased) -
         pytest.skip("needs the planted leftovers of the previous test")
     pause = out / "pause"
     pause.mkdir()
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    driver = subprocess.Popen([sys.executable, str(HERE / "cluster_demo_driver.py"), "lose-worker", str(folder),
-                               cluster.master_url, str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True)
-    try:
-        held = pause / "verify.task@planted-leftover.parquet.paused"
-        task, worker = kill_worker_holding(cluster, held, driver)
-        _, errors = driver.communicate(timeout=300)
-        assert driver.returncode == 0, errors[-3000:]
-    finally:
-        if driver.poll() is None:
-            driver.kill()
+    held = pause / "verify.task@planted-leftover.parquet.paused"
+    task, worker = run_losing_a_worker(cluster, "lose-worker", folder, out, held)
     # The task ran again (in another process: the lost worker's executor is gone, so on the other).
     assert worker.startswith("worker") and held.exists() and int(held.read_text()) != task
     again = json.loads((out / "lost_worker.json").read_text())
     assert again == json.loads((out / "plant.json").read_text())["driver"]
+
+
+def run_losing_a_worker(cluster, phase: str, folder: Path, out: Path, held: Path) -> tuple[int, str]:
+    """Run the driver's ``phase`` while killing the worker of the task held at ``held`` (see
+    :func:`kill_worker_holding`); the driver must still succeed."""
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    driver = subprocess.Popen([sys.executable, str(HERE / "cluster_demo_driver.py"), phase, str(folder), cluster.master_url,
+                               str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        lost = kill_worker_holding(cluster, held, driver)
+        _, errors = driver.communicate(timeout=300)
+        assert driver.returncode == 0, errors[-3000:]
+        return lost
+    finally:
+        if driver.poll() is None:
+            driver.kill()
 
 
 def kill_worker_holding(cluster, held: Path, driver: subprocess.Popen) -> tuple[int, str]:
@@ -206,18 +212,8 @@ def test_a_worker_lost_mid_rewrite_loses_nothing(cluster, erased) -> None:
     location = piitracer.load_workspace(folder).location_of("risk.card_usage")
     before = rows(pq.read_table(location))
     (out / "pause-rewrite").mkdir()
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    driver = subprocess.Popen([sys.executable, str(HERE / "cluster_demo_driver.py"), "lose-worker-rewriting", str(folder),
-                               cluster.master_url, str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True)
-    try:
-        held = out / "pause-rewrite" / "parquet.after_temp_write@card_usage.paused"
-        task, worker = kill_worker_holding(cluster, held, driver)
-        _, errors = driver.communicate(timeout=300)
-        assert driver.returncode == 0, errors[-3000:]
-    finally:
-        if driver.poll() is None:
-            driver.kill()
+    held = out / "pause-rewrite" / "parquet.after_temp_write@card_usage.paused"
+    task, worker = run_losing_a_worker(cluster, "lose-worker-rewriting", folder, out, held)
     assert worker.startswith("worker") and held.exists() and int(held.read_text()) != task  # rerun elsewhere
     outcome = json.loads((out / "rewrite.json").read_text())
     assert outcome["ran_in"] == "spark" and outcome["files"] == 1 and outcome["rows_deleted"] >= 1

@@ -753,6 +753,11 @@ def verify_command(ctx, plan_file: Path, output: str, sweep: str | None, audit_k
                               highlight=False, markup=False)
         done = len(report.datasets) - len(report.open_items())
         swept = f"; swept {len(report.swept)} more dataset(s)/folder(s), {report.swept_files} files" if report.sweep else ""
+        proven, decoded = (sum(d.column_chunks_proven for d in report.datasets),
+                           sum(d.column_chunks_decoded for d in report.datasets))
+        if proven or decoded:
+            console.print(f"Parquet column chunks: {decoded:,} decoded, {proven:,} proven without decoding (footer "
+                          "min/max or a type no searched value has)", highlight=False)
         verdict = ("complete: no subject data found, every person's step attested" if report.complete else
                    "not complete: " + ", ".join(f"{n} {state}" for state, n in
                                                 sorted(Counter(d.state.value for d in report.open_items()).items())))

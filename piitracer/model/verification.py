@@ -52,6 +52,10 @@ class DatasetVerification(Frozen):
     reason: str | None = None
     value_sets: tuple[str, ...] = Field((), description="Names of the value sets searched in this dataset (never the values).")
     notes: tuple[str, ...] = Field((), description="Files decoded only as raw bytes, versions that could not be read back.")
+    column_chunks_proven: int = Field(0, description="Parquet column chunks proven to hold no searched value without "
+                                      "decoding them: by their exact footer min/max, or because no searched value has "
+                                      "their type.")
+    column_chunks_decoded: int = Field(0, description="Parquet column chunks decoded and searched.")
 
 
 class VerificationReport(Frozen):

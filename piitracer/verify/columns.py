@@ -43,8 +43,9 @@ def column_hits(name: str, column: pa.ChunkedArray, index: ValueIndex) -> Iterat
             yield f"column {shown} (inside text)", inside - exact
 
 
-def _candidates(kind: pa.DataType, index: ValueIndex) -> pa.Array | None:
-    """The values of ``index`` that can be equal to a value of this Arrow type, as that type."""
+def candidates_for(kind: pa.DataType, index: ValueIndex) -> pa.Array | None:
+    """The values of ``index`` that can be equal to a value of this Arrow type, as that type (None:
+    no value can; the whole-value search of such a column finds nothing)."""
     try:
         if pa.types.is_integer(kind):
             info = _int_range(kind)
@@ -76,7 +77,7 @@ def _int_range(kind: pa.DataType) -> tuple[int, int]:
 
 def exact_hits(array: pa.Array, index: ValueIndex) -> set[str]:
     """Value sets with a value equal (typed) to some element of ``array``; vectorised."""
-    candidates = _candidates(array.type, index)
+    candidates = candidates_for(array.type, index)
     if candidates is None or len(array) == 0:
         return set()
     target = array
@@ -113,4 +114,4 @@ def _inside_text(array: pa.Array, index: ValueIndex) -> set[str]:
     return names
 
 
-__all__ = ["column_hits", "exact_hits", "leaves", "MIN_TEXT_LENGTH"]
+__all__ = ["candidates_for", "column_hits", "exact_hits", "leaves", "MIN_TEXT_LENGTH"]

@@ -48,6 +48,7 @@ class ScanResult:
     files: list[str] = field(default_factory=list)  # every file listed (relative paths, redacted)
     hits: list[Hit] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)  # 'file: why' (decoded as raw bytes instead)
+    chunks: "ChunkCounts" = field(default_factory=lambda: ChunkCounts())
 
     def add(self, scan: "FileScan") -> None:
         """Append one file's outcome (files in listing order give the same result anywhere)."""
@@ -55,6 +56,18 @@ class ScanResult:
         self.hits.extend(scan.hits)
         if scan.unreadable:
             self.unreadable.append(scan.unreadable)
+        self.chunks.proven += scan.chunks.proven
+        self.chunks.decoded += scan.chunks.decoded
+
+
+@dataclass
+class ChunkCounts:
+    """Parquet column chunks (one column of one row group) proven to hold no searched value
+    without decoding them — by their exact footer min/max, or because no searched value has their
+    type — and chunks decoded."""
+
+    proven: int = 0
+    decoded: int = 0
 
 
 @dataclass
@@ -103,6 +116,7 @@ class FileScan:
     shown: str
     hits: tuple[Hit, ...] = ()
     unreadable: str | None = None
+    chunks: ChunkCounts = field(default_factory=ChunkCounts)
 
 
 def scan_one_file(root: Location, relative: str, index: ValueIndex, store: Store) -> FileScan:
@@ -116,23 +130,27 @@ def scan_one_file(root: Location, relative: str, index: ValueIndex, store: Store
     for where, names, kind in _path_hits(relative, index):
         hits |= {(where, n, kind) for n in names}
     unreadable = None
+    chunks = ChunkCounts()
     try:
-        for where, names, kind in scan_file(source, index):
+        for where, names, kind in scan_file(source, index, chunks):
             hits |= {(where, n, kind) for n in names}
     except Exception as error:  # a file we cannot decode is still searched as raw bytes
         unreadable = f"{shown}: {type(error).__name__}"
+        chunks = ChunkCounts()
         for where, names, kind in _raw(source, index):
             hits |= {(where, n, kind) for n in names}
-    return FileScan(shown, tuple(Hit(shown, where, name, kind) for where, name, kind in sorted(hits)), unreadable)
+    return FileScan(shown, tuple(Hit(shown, where, name, kind) for where, name, kind in sorted(hits)), unreadable, chunks)
 
 
-def scan_file(source: FileSource, index: ValueIndex) -> Iterator[tuple[str, set[str], str]]:
-    """(where, value-set names, kind) for every place in one file."""
+def scan_file(source: FileSource, index: ValueIndex, chunks: ChunkCounts | None = None
+              ) -> Iterator[tuple[str, set[str], str]]:
+    """(where, value-set names, kind) for every place in one file; ``chunks`` counts the Parquet
+    column chunks proven without decoding and those decoded."""
     head = source.head(4)
     in_log = "_delta_log" in source.relative.split("/")
     name = source.name
     if head == PARQUET_MAGIC:
-        yield from _parquet(source, index, in_log)
+        yield from _parquet(source, index, in_log, chunks if chunks is not None else ChunkCounts())
     elif head == AVRO_MAGIC:
         yield from _avro(source, index)
     elif name.endswith(".gz") and name[:-3].endswith(".json"):
@@ -170,12 +188,13 @@ def redact_path(relative: str, index: ValueIndex) -> str:
 
 # ---- Parquet --------------------------------------------------------------------------------
 
-def _parquet(source: FileSource, index: ValueIndex, in_log: bool) -> Iterator[tuple[str, set[str], str]]:
+def _parquet(source: FileSource, index: ValueIndex, in_log: bool, chunks: ChunkCounts) -> Iterator[tuple[str, set[str], str]]:
     import pyarrow.parquet as pq
 
     handle = pq.ParquetFile(source.open())
     metadata = handle.metadata
-    offsets = _offset_columns(handle.schema_arrow)
+    schema = handle.schema_arrow
+    offsets = _offset_columns(schema)
     for group in range(metadata.num_row_groups):
         row_group = metadata.row_group(group)
         for number in range(row_group.num_columns):
@@ -190,20 +209,60 @@ def _parquet(source: FileSource, index: ValueIndex, in_log: bool) -> Iterator[tu
                 names = index.find(bound, place)
                 if names:
                     yield f"footer statistics {label} of {index.redact_text(column.path_in_schema)}", names, "statistics"
-    table = handle.read()  # every row group, every column: read once
     if in_log:
         # Delta checkpoints: the add actions' 'stats' are JSON strings; small files, walk them.
+        table = handle.read()
+        chunks.decoded += metadata.num_row_groups * len(schema.names)
         for number, record in enumerate(table.to_pylist()):
             for where, names in _walk(record, index, "", (), delta_log_place):
                 yield f"checkpoint row {number} {where}", names, "log_stats" if "stats" in where else "log"
         return
     from piitracer.verify.columns import column_hits
 
-    for name in table.column_names:
-        if name in offsets:
-            continue  # an Iceberg position delete's row position: an offset, not a value
-        for where, names in column_hits(name, table.column(name), index):
-            yield where, names, "data"
+    searched = [name for name in schema.names if name not in offsets]  # a position delete's 'pos' is an offset
+    leaves = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
+    for group in range(metadata.num_row_groups):
+        needed = []
+        for name in searched:
+            if _proven_without_decoding(schema.field(name).type, metadata.row_group(group), leaves.get(name), index):
+                chunks.proven += 1
+            else:
+                needed.append(name)
+        chunks.decoded += len(needed)
+        if not needed:
+            continue
+        part = handle.read_row_group(group, columns=needed)
+        for name in needed:
+            for where, names in column_hits(name, part.column(name), index):
+                yield where, names, "data"
+
+
+def _proven_without_decoding(kind, row_group, leaf: int | None, index: ValueIndex) -> bool:
+    """Whether a column chunk cannot hold a searched value, known without decoding it: a flat
+    column of a type no searched value has (a double column when only integers and strings are
+    searched), or an integer or date column whose footer min/max — exact for these types, unlike
+    a string's truncated bounds — exclude every searched value. Strings are never proven this way:
+    a value may sit inside a longer text anywhere between min and max."""
+    import pyarrow as pa
+
+    from piitracer.verify.columns import candidates_for
+
+    if leaf is None or pa.types.is_nested(kind) or pa.types.is_dictionary(kind) or pa.types.is_string(kind) \
+            or pa.types.is_large_string(kind):
+        return False
+    candidates = candidates_for(kind, index)
+    if candidates is None:
+        return True  # exact_hits searches no value of this type
+    if not (pa.types.is_integer(kind) or pa.types.is_date(kind)):
+        return False
+    stats = row_group.column(leaf).statistics
+    if stats is None or not stats.has_min_max:
+        return False
+    low, high = stats.min, stats.max
+    try:
+        return all(value < low or value > high for value in candidates.to_pylist())
+    except TypeError:  # bounds of another type than the candidates: decode
+        return False
 
 
 # Iceberg's reserved field ids of a position delete file's row position (the spec's 'pos').

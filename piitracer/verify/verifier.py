@@ -156,7 +156,8 @@ def verify_dataset(plan: DeletionPlan, decision: DatasetDecision, entry: Catalog
     if replicated:  # piitracer writes nothing here: only the replication removes a leftover
         removers = [[Action.AWAIT_REPLICATION] for _ in findings]
     common = dict(dataset=dataset, files_scanned=len(scan.files), snapshots_checked=view.versions_checked,
-                  findings=tuple(findings), value_sets=tuple(names), notes=tuple(notes))
+                  findings=tuple(findings), value_sets=tuple(names), notes=tuple(notes),
+                  column_chunks_proven=scan.chunks.proven, column_chunks_decoded=scan.chunks.decoded)
     if person:
         steps_text = ", ".join(f"{s.id} {s.action.value}" for s in person)
         if findings:
