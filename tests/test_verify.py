@@ -183,11 +183,11 @@ def test_cli_exit_codes_and_no_value_in_output(tmp_path: Path) -> None:
         journal.mark(plan.plan_id, "run1", step, COMMITTED)
     journal.close()
 
-    def run(*args: str, key: bool = True) -> subprocess.CompletedProcess:
+    def run(*args: str, key: bool = True, log_level: str = "WARNING") -> subprocess.CompletedProcess:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PIITRACER_AUDIT")}
         if key:
             env["PIITRACER_AUDIT_KEY"] = "verify-test-audit-key-0123456789"
-        return subprocess.run([*CLI, "--workspace", str(ws.root), "verify", str(plan_file), *args],
+        return subprocess.run([*CLI, "--log-level", log_level, "--workspace", str(ws.root), "verify", str(plan_file), *args],
                               capture_output=True, text=True, timeout=120, env=env)
 
     no_key = run(key=False)  # every verification is recorded: without an audit key nothing is scanned
@@ -200,6 +200,12 @@ def test_cli_exit_codes_and_no_value_in_output(tmp_path: Path) -> None:
     assert [row[:2] for row in rows if row[0]] == [["crm.people", "found"]] and "_delta_log/" in found_text.stdout
     document = json.loads(found_json.stdout)
     assert document["datasets"][0]["state"] == "found" and document["datasets"][0]["findings"]
+    # The same files decoded as Spark tasks: the same table and findings a person reads.
+    in_tasks = run("--no-record", "--engine", "spark", key=False, log_level="INFO")
+    assert in_tasks.returncode == 1, in_tasks.stderr
+    assert "of 1 datasets with the spark engine" in in_tasks.stderr
+    assert in_tasks.stdout.splitlines()[1:] == found_text.stdout.splitlines()[1:]  # all but the title's time
+    assert "Parquet column chunks: " in in_tasks.stdout
     for output in (found_text.stdout + found_text.stderr, found_json.stdout):
         assert str(SUBJECT) not in output and PAN not in output
 

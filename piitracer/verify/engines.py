@@ -12,8 +12,9 @@ another executor); a file that cannot be decoded is still searched as raw bytes,
 
 Choosing (``verify.engine: auto``): Spark tasks from ``spark_min_files`` files or
 ``spark_min_bytes`` bytes in the plan's locations, the driver below that — starting a Spark
-session and shipping a job cost seconds that a small plan's whole decode does not
-(``benchmarks/bench_verify_engines.py`` measures where the lines cross).
+session and shipping a job cost seconds (2-3 s here) that a small plan's whole decode does not
+(``benchmarks/RESULTS.md`` section 8: at 2,000 files Spark ``local[2]`` decodes 1.5x faster than
+the driver).
 
 Executors need piitracer importable in their Python (``PYSPARK_PYTHON``: the virtualenv piitracer is
 installed in) and, for object storage, credentials in their own environment: the driver's open
@@ -22,12 +23,12 @@ filesystems are not shipped (:class:`~piitracer.storage.store.Store` drops them 
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from piitracer.model.workspace import TaskEngine, FileWorkSettings
 from piitracer.storage.failpoints import failpoint
+from piitracer.storage.file_tasks import SparkFileTasks
 from piitracer.storage.locations import Location
 from piitracer.storage.store import FileEntry, Store
 from piitracer.verify.decoders import FileScan, ScanResult, scan_one_file
@@ -36,8 +37,8 @@ from piitracer.verify.values import ValueIndex
 if TYPE_CHECKING:  # pyspark is imported only when Spark decodes
     from pyspark import SparkContext
 
-log = logging.getLogger(__name__)  # counts and engines only, never a value
-JOB_GROUP = "piitracer.verify"  # the Spark job group of the decoding jobs (Spark UI, status tracker)
+JOB_LABEL = "verify"
+JOB_GROUP = f"piitracer.{JOB_LABEL}"  # the Spark job group of the decoding jobs (Spark UI, status tracker)
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,8 @@ class FileScanner:
 
 
 class SparkFileScanner(FileScanner):
-    """Decodes files as Spark tasks on the session ``context`` returns (started only when used)."""
+    """Decodes files as Spark tasks (:class:`~piitracer.storage.file_tasks.SparkFileTasks`) on the
+    session ``context`` returns (started only when there are files)."""
 
     name = "spark"
 
@@ -98,9 +100,9 @@ class SparkFileScanner(FileScanner):
         self.tasks_per_core = tasks_per_core
 
     def scan(self, plan: ScanPlan, value_sets: Mapping[str, Sequence[Any]], store: Store) -> list[ScanResult]:
-        work = [(number, request_no, plan.requests[request_no].root, entry.relative, plan.requests[request_no].value_sets)
-                for number, (request_no, entry) in enumerate(
-                    (request_no, entry) for request_no, listing in enumerate(plan.listings) for entry in listing)]
+        owners = [number for number, listing in enumerate(plan.listings) for _ in listing]
+        work = [(plan.requests[number].root, entry.relative, plan.requests[number].value_sets)
+                for number, listing in enumerate(plan.listings) for entry in listing]
         results = [ScanResult() for _ in plan.requests]
         if not work:
             return results
@@ -109,36 +111,30 @@ class SparkFileScanner(FileScanner):
         # Values go to the executors once per job, not once per task.
         shared = context.broadcast({name: list(value_sets.get(name, [])) for name in needed})
         try:
-            slices = max(1, min(len(work), context.defaultParallelism * self.tasks_per_core))
-            decode = _TaskDecoder(shared, store)
-            context.setJobGroup(JOB_GROUP, f"piitracer verify: decode {len(work)} files")
-            found = context.parallelize(work, slices).mapPartitions(decode).collect()
+            tasks = SparkFileTasks(lambda: context, self.tasks_per_core)
+            scans = tasks.run(_TaskDecoder(shared, store), work, JOB_LABEL)
         finally:
             shared.destroy()
-        by_number = dict(found)
-        if len(by_number) != len(work):  # Spark returns every partition or fails the job
-            raise RuntimeError(f"Spark returned {len(by_number)} of {len(work)} decoded files")
-        for number, request_no, *_ in work:
-            results[request_no].add(by_number[number])
-        log.info("decoded %d files in Spark tasks (%d partitions)", len(work), slices)
+        for owner, scan in zip(owners, scans):
+            results[owner].add(scan)
         return results
 
 
 class _TaskDecoder:
-    """The function each Spark partition runs: picklable, holding the broadcast handle and the
-    store's settings; builds a value index once per set of value-set names in the task's process."""
+    """What a Spark task runs per file: picklable, holding the broadcast handle and the store's
+    settings; builds a value index once per set of value-set names in the task's process."""
 
     def __init__(self, shared, store: Store) -> None:
         self.shared = shared
         self.store = store
+        self.indexes: dict[tuple[str, ...], ValueIndex] = {}
 
-    def __call__(self, rows: Iterator[tuple]) -> Iterator[tuple[int, FileScan]]:
-        indexes: dict[tuple[str, ...], ValueIndex] = {}
-        for number, _request_no, root, relative, names in rows:
-            if names not in indexes:
-                indexes[names] = _index(self.shared.value, names)
-            failpoint("verify.task", relative)  # tests: a task held here while its worker is killed
-            yield number, scan_one_file(root, relative, indexes[names], self.store)
+    def __call__(self, item: tuple[Location, str, tuple[str, ...]]) -> FileScan:
+        root, relative, names = item
+        if names not in self.indexes:
+            self.indexes[names] = _index(self.shared.value, names)
+        failpoint("verify.task", relative)  # tests: a task held here while its worker is killed
+        return scan_one_file(root, relative, self.indexes[names], self.store)
 
 
 def _index(value_sets: Mapping[str, Sequence[Any]], names: Sequence[str]) -> ValueIndex:
