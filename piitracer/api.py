@@ -40,6 +40,8 @@ from piitracer.storage.store import StorageError, Store, store_for
 from piitracer.planner.build import PlanningError, build_plan
 from piitracer.render.report import report_html, report_markdown
 from piitracer.verify import VerificationError, verify_datasets
+from piitracer.discover.drift import Difference, compare
+from piitracer.discover.lakehouse import DiscoveredTable, discover_tables
 from piitracer.verify.engines import FileScanner, ScanPlan, SparkFileScanner, choose_scanner
 
 
@@ -242,6 +244,28 @@ def dataset_locations(workspace: Workspace) -> dict[str, Location]:
 def warehouse_roots(workspace: Workspace) -> tuple[Location, ...]:
     """The ``warehouse_roots`` as locations (empty: no restriction)."""
     return tuple(Location.parse(root, workspace.root) for root in workspace.config.warehouse_roots)
+
+
+def discovery_roots(workspace: Workspace) -> tuple[Location, ...]:
+    """Where ``catalog discover`` looks for tables: the ``warehouse_roots``, else the workspace
+    folder (with the Iceberg warehouse, when that lies elsewhere)."""
+    roots = warehouse_roots(workspace)
+    if roots:
+        return roots
+    return (Location.parse(workspace.root), Location.parse(workspace.resolve(workspace.config.spark.warehouse)))
+
+
+def discover_catalog(workspace: Workspace) -> list[DiscoveredTable]:
+    """Every table the lakehouse has under the discovery roots, as its own metadata describes it
+    (:mod:`piitracer.discover.lakehouse`)."""
+    warehouse = Location.parse(workspace.resolve(workspace.config.spark.warehouse))
+    return discover_tables(discovery_roots(workspace), workspace_store(workspace), warehouse, workspace.config.spark.catalog)
+
+
+def catalog_drift(workspace: Workspace, tables: Sequence[DiscoveredTable] | None = None) -> list[Difference]:
+    """Where the workspace's catalog and the lakehouse disagree (:mod:`piitracer.discover.drift`)."""
+    found = discover_catalog(workspace) if tables is None else tables
+    return compare(workspace.config.catalog, dataset_locations(workspace), found)
 
 
 def write_private(path: str | os.PathLike[str], text: str) -> None:

@@ -127,6 +127,86 @@ def test_a_second_build_reuses_the_lakehouse(demo, warehouse: Path) -> None:
     assert sorted((workspace.location_of("prod.payments") / "metadata").iterdir()) == metadata
 
 
+def test_discovery_reproduces_the_fixture_catalog_field_by_field(demo, warehouse: Path) -> None:
+    """`catalog discover` on the built demo lakehouse says what the hand-written catalog says, where
+    both say something: format (an archive is Parquet to the lakehouse), location, columns, Spark
+    identifier, Iceberg write mode, every retention the tables' own properties carry; and it finds
+    the shallow clone. Its drift report for the demo's datasets is empty."""
+    from piitracer.api import catalog_drift, dataset_locations, discover_catalog
+    from piitracer.discover.drift import RETENTION_FIELDS
+    from piitracer.storage.guard import canonical
+
+    workspace, _ = demo
+    found = discover_catalog(workspace)
+    tables = {canonical(t.location).uri: t for t in found}
+    located = dataset_locations(workspace)
+    compared = 0
+    for dataset, entry in workspace.config.catalog.items():
+        if dataset not in located or not entry.format.stores_rows:
+            continue
+        table = tables.get(canonical(located[dataset]).uri)
+        assert table is not None, f"{dataset}: not discovered at {located[dataset]}"
+        assert table.format is (DatasetFormat.PARQUET if entry.format is DatasetFormat.ARCHIVE else entry.format), dataset
+        assert table.problems == (), (dataset, table.problems)
+        assert table.columns == (entry.columns or table.columns), dataset  # where the catalog lists them
+        if entry.format is DatasetFormat.ICEBERG:
+            assert (table.table, table.write_mode) == (entry.table, entry.write_mode), dataset
+        written = {name: getattr(entry.retention, name) for name in RETENTION_FIELDS if getattr(entry.retention, name) is not None}
+        assert table.retention == written, dataset
+        compared += 1
+    assert compared == 20  # every dataset with files: 11 Iceberg, 5 Delta (a replica too), 3 Parquet, 1 archive
+    shallow, deep = (tables[canonical(located[d]).uri] for d in ("dev.payments_shallow", "dev.payments_deep"))
+    assert canonical(shallow.shallow_clone_of) == canonical(located["prod.payments"]) and deep.shallow_clone_of is None
+    drift = [d for d in catalog_drift(workspace, found) if d.dataset in workspace.config.catalog]
+    assert drift == [], drift
+
+
+def check_workspace(workspace, folder: Path, warehouse: Path) -> Path:
+    """The demo's catalog as a workspace of its own whose discovery roots are only the demo's
+    folders (the session's shared warehouse holds other tests' tables)."""
+    import yaml
+
+    from piitracer.api import dataset_locations
+
+    config = yaml.safe_load((workspace.root / "piitracer.yaml").read_text())
+    located = dataset_locations(workspace)
+    for dataset, entry in config["catalog"].items():
+        if dataset in located:
+            entry["location"] = str(located[dataset])
+        for replica in entry.get("replicas", []):
+            replica["location"] = str(workspace.root / replica["location"])
+    config["lineage"] = {}
+    config["spark"]["warehouse"] = str(warehouse)
+    config["warehouse_roots"] = [str(workspace.root), *(str(warehouse / ns) for ns in DEMO_NAMESPACES)]
+    folder.mkdir()
+    (folder / "piitracer.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return folder
+
+
+def test_catalog_check_names_the_table_and_field_after_a_retention_property_changes(demo, warehouse: Path,
+                                                                                   tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from piitracer.cli.main import cli
+
+    workspace, _ = demo
+    spark = spark_for(warehouse)
+    base = ["--workspace", str(check_workspace(workspace, tmp_path / "ws", warehouse)), "catalog", "check"]
+    agreed = CliRunner().invoke(cli, base)
+    assert agreed.exit_code == 0, agreed.output
+    assert "0 difference(s) of drift" in agreed.output or "agrees" in agreed.output
+
+    spark.sql("ALTER TABLE lake.prod.payments SET TBLPROPERTIES ('history.expire.max-snapshot-age-ms'='86400000')")
+    try:
+        drifted = CliRunner().invoke(cli, base)
+    finally:
+        spark.sql("ALTER TABLE lake.prod.payments SET TBLPROPERTIES ('history.expire.max-snapshot-age-ms'='432000000')")
+    assert drifted.exit_code == 1, drifted.output
+    rows = [[c.strip() for c in line.strip("│").split("│")] for line in drifted.output.splitlines() if line.startswith("│")]
+    assert [row for row in rows if row[-1] == "drift"] == [
+        ["prod.payments", "retention.snapshot_max_age", "5d", "1d", "drift"]], drifted.output
+
+
 PERSON_STEPS = {"ml.payment_features": "manual_review", "stream.payments_cdc": "manual", "analytics.daily_revenue": "recompute"}
 
 

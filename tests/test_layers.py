@@ -1,6 +1,6 @@
 """Imports point one way only (design.md): model <- storage <- formats <- executor, verify;
 model, storage <- ingest (lineage files are listed through the store), audit (its anchor is written
-through it); model <- crypto; graph <- planner <- executor, verify, audit, render <- cli. The planner is pure:
+through it); model, storage, formats <- discover (catalog discovery); model <- crypto; graph <- planner <- executor, verify, audit, render <- cli. The planner is pure:
 no Spark, no file I/O. Relative imports and imports by name (``importlib.import_module``,
 ``__import__``) count like any other."""
 
@@ -20,6 +20,8 @@ for _layer in ("audit", "render"):
 LOWER["audit"] = LOWER["audit"] | {"storage"}  # the anchor is written through the store (a locked bucket)
 for _layer in ("executor", "verify"):
     LOWER[_layer] = {"model", "graph", "planner", "storage", "formats", "crypto"}
+# Catalog discovery reads tables through the storage layer and the formats' metadata readers.
+LOWER["discover"] = {"model", "storage", "formats"}
 # The request store: values under per-request keys, lifecycle, close; it records in the audit log.
 LOWER["requests"] = {"model", "crypto", "audit"}
 # The demo lakehouse builder is wiring for `piitracer demo` only (it builds tables with Spark and

@@ -21,7 +21,7 @@ from piitracer.api import (audit_log, audit_report, check_certificate, check_pla
                            journal_steps, load_plan, plan_deletion,
                            prepare_execution, record_plan, run_execution, record_run, record_verification, recorded_attestations, seal_plan,
                            verify_audit, verify_plan, write_private)
-from piitracer.api import DemoResult, run_demo
+from piitracer.api import DemoResult, catalog_drift, discover_catalog, discovery_roots, run_demo
 from piitracer.audit import load_audit_key, record_estimate_entry
 from piitracer.crypto.envelope import has_master_key, load_master_key
 from piitracer.executor.runner import ExecuteOptions, ExecutionError, RunSummary, StepResult
@@ -367,6 +367,85 @@ _MASTER_OPTION = click.option("--master-key-file", type=click.Path(dir_okay=Fals
                               help="The master key (default: $PIITRACER_MASTER_KEY_FILE, then $PIITRACER_MASTER_KEY).")
 _AUDIT_OPTION = click.option("--audit-key-file", type=click.Path(dir_okay=False, path_type=Path),
                              help="File holding the audit key (default: $PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE).")
+
+
+@cli.group("catalog")
+def catalog_group() -> None:
+    """The catalog as the lakehouse itself describes it, and where the workspace's has drifted."""
+
+
+@catalog_group.command("discover")
+@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.pass_context
+def catalog_discover(ctx: click.Context, output: str) -> None:
+    """List every table under the discovery roots (warehouse_roots, else the workspace folder and
+    the Iceberg warehouse) with what its own metadata says: format, location, columns, write mode,
+    retention properties, format version, tags and branches, shallow clones, Delta features,
+    partition columns. A table whose metadata cannot be read is listed with the reason."""
+    workspace = _workspace(ctx)
+    tables = discover_catalog(workspace)
+    if output == "json":
+        click.echo(json.dumps([_discovered_json(t) for t in tables], indent=2))
+        return
+    table = Table(title=f"{len(tables)} tables under {', '.join(str(r) for r in discovery_roots(workspace))}")
+    for column in ("dataset", "format", "location", "columns", "write mode", "retention", "notes"):
+        table.add_column(column)
+    for found in tables:
+        notes = [*found.refs, *found.features, *(f"problem: {p}" for p in found.problems)]
+        if found.shallow_clone_of is not None:
+            notes.insert(0, f"shallow clone of {found.shallow_clone_of}")
+        if found.format_version:
+            notes.insert(0, f"format v{found.format_version}")
+        table.add_row(Text(found.table or found.name), found.format.value, Text(str(found.location)),
+                      Text(", ".join(found.columns)), found.write_mode.value if found.write_mode else "",
+                      Text(_retention_text(found.retention)), Text("; ".join(notes)))
+    console.print(table)
+
+
+def _discovered_json(found) -> dict:
+    return {"dataset": found.table.split(".", 1)[1] if found.table else found.name, "format": found.format.value,
+            "location": str(found.location), "table": found.table, "columns": list(found.columns),
+            "write_mode": found.write_mode.value if found.write_mode else None,
+            "retention": {k: _retention_value(v) for k, v in found.retention.items()},
+            "format_version": found.format_version, "refs": list(found.refs),
+            "shallow_clone_of": str(found.shallow_clone_of) if found.shallow_clone_of else None,
+            "partition_columns": list(found.partition_columns), "features": list(found.features),
+            "problems": list(found.problems)}
+
+
+def _retention_value(value) -> object:
+    from datetime import timedelta
+
+    from piitracer.model.workspace import duration_text
+
+    return duration_text(value) if isinstance(value, timedelta) else value
+
+
+def _retention_text(retention: dict) -> str:
+    return ", ".join(f"{k}: {_retention_value(v)}" for k, v in retention.items())
+
+
+@catalog_group.command("check")
+@click.pass_context
+def catalog_check(ctx: click.Context) -> None:
+    """Compare the workspace's catalog with the lakehouse: a column that no longer exists or is not
+    listed, a format, write mode or retention that differs, a table that disappeared, a new table
+    not in the catalog. Exit 1 on drift; 0 when they agree (overrides the catalog makes on purpose
+    are listed, not counted)."""
+    differences = catalog_drift(_workspace(ctx))
+    drift = [d for d in differences if d.drift]
+    if differences:
+        table = Table(title="catalog vs lakehouse")
+        for column in ("dataset", "field", "catalog", "lakehouse", ""):
+            table.add_column(column)
+        for d in differences:
+            table.add_row(Text(d.dataset), Text(d.field), Text(d.catalog), Text(d.lakehouse),
+                          "drift" if d.drift else "override")
+        console.print(table)
+    overrides = len(differences) - len(drift)
+    console.print(f"{len(drift)} difference(s) of drift, {overrides} override(s)" if differences
+                  else "the catalog agrees with the lakehouse", highlight=False)
+    sys.exit(EXIT_FOUND if drift else EXIT_OK)
 
 
 @cli.group("requests", invoke_without_command=True)

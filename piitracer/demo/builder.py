@@ -28,6 +28,7 @@ from piitracer.demo.iceberg_tables import DemoBuildError, check_location, create
 from piitracer.demo.sql_pipelines import PipelineRunner, PipelineStatement, pipeline_statements
 from piitracer.executor.spark_session import spark_session
 from piitracer.ingest.workspace_loader import Workspace
+from piitracer.model.table_properties import delta_properties
 from piitracer.model.workspace import CatalogDataset, DatasetFormat
 
 DEFAULT_ROWS = 100_000
@@ -183,7 +184,8 @@ class _DemoLoads:
         days = sorted(set(load["dt"].to_pylist()))
         event_jobs.payment_features(self.spark, payments, self.entry("ml.payment_features").table,
                                     self.entry("ml.payment_features"), as_of=days[-1])
-        event_jobs.phone_directory(self.bridge, payments, self.location("support.phone_directory"))
+        event_jobs.phone_directory(self.bridge, payments, self.location("support.phone_directory"),
+                                   delta_properties(self.entry("support.phone_directory").retention))
         event_jobs.settlements(self.bridge, payments, self.location("finance.settlements"), days)
         self.build.written.update({
             "ml.payment_features": "iceberg: features appended per run (events/ml_payment_features.json)",
@@ -196,8 +198,9 @@ class _DemoLoads:
         copies.iceberg_shallow_clone(self.spark, source, self.location("prod.payments"),
                                      self.entry("dev.payments_shallow"), partitioned_by=("dt",))
         copies.iceberg_deep_clone(self.spark, source, self.entry("dev.payments_deep"), partitioned_by=("dt",))
-        copies.delta_deep_clone(self.location("analytics.customer_txn"), self.location("dev.customer_txn_deep"))
-        copies.delta_deep_clone(self.location("analytics.customer_txn"), self.location("analytics.customer_txn@dr"))
+        for clone in ("dev.customer_txn_deep", "analytics.customer_txn@dr"):
+            copies.delta_deep_clone(self.location("analytics.customer_txn"), self.location(clone),
+                                    delta_properties(self.entry(clone).retention))
         exports = calendar.dates[-ARCHIVE_EXPORTS:]
         copies.weekly_exports(payments, self.location("archive.payments_weekly"), exports)
         self.build.written.update({

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -38,9 +38,9 @@ def iceberg_shallow_clone(spark: "SparkSession", source: CatalogDataset, source_
     spark.sql(f"CALL {catalog}.system.add_files(table => '{namespace_table}', source_table => '`parquet`.`{data_folder}`')")
 
 
-def delta_deep_clone(source_location: Path, clone_location: Path) -> None:
-    """A Delta table of the source's current rows, in one commit."""
-    write_delta(clone_location, read_delta(source_location), overwrite=True)
+def delta_deep_clone(source_location: Path, clone_location: Path, configuration: Mapping[str, str] | None = None) -> None:
+    """A Delta table of the source's current rows, in one commit (created with ``configuration``)."""
+    write_delta(clone_location, read_delta(source_location), overwrite=True, configuration=configuration)
 
 
 def weekly_exports(payments: pa.Table, location: Path, export_dates: Sequence[date]) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -49,8 +49,10 @@ def payment_features(spark: "SparkSession", payments: "DataFrame", table: str, e
     features.writeTo(quoted_table(table)).append()
 
 
-def phone_directory(bridge: ArrowBridge, payments: "DataFrame", location: Path) -> None:
-    """Overwrite the Delta phone directory: each phone's latest merchant and payment date."""
+def phone_directory(bridge: ArrowBridge, payments: "DataFrame", location: Path,
+                    configuration: Mapping[str, str] | None = None) -> None:
+    """Overwrite the Delta phone directory: each phone's latest merchant and payment date (a new
+    table gets ``configuration``)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -59,7 +61,7 @@ def phone_directory(bridge: ArrowBridge, payments: "DataFrame", location: Path) 
                  .withColumn("rank", F.row_number().over(latest)).where("rank = 1")
                  .select("phone", F.col("merchant_id").cast("string").alias("last_merchant_id"),
                          F.col("dt").cast("string").alias("last_seen")))
-    write_delta(location, bridge.to_arrow(directory), overwrite=True)
+    write_delta(location, bridge.to_arrow(directory), overwrite=True, configuration=configuration)
 
 
 def settlements(bridge: ArrowBridge, payments: "DataFrame", location: Path, days: Sequence[date]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
+from piitracer.model.table_properties import iceberg_properties
 from piitracer.model.workspace import CatalogDataset, IcebergWriteMode
 from piitracer.model.errors import PiitracerError
 
@@ -28,9 +29,10 @@ def quoted_table(table: str) -> str:
 
 
 def table_properties(entry: CatalogDataset) -> dict[str, str]:
-    """Iceberg properties for the catalog entry: format-version 2 and its delete/update/merge mode."""
-    mode = (entry.write_mode or IcebergWriteMode.MERGE_ON_READ).value
-    return {"format-version": "2", "write.delete.mode": mode, "write.update.mode": mode, "write.merge.mode": mode}
+    """Iceberg properties for the catalog entry: format-version 2, its delete/update/merge mode and
+    its retention, as the table itself would carry them (``model.table_properties``)."""
+    return {"format-version": "2",
+            **iceberg_properties(entry.retention, entry.write_mode or IcebergWriteMode.MERGE_ON_READ)}
 
 
 def check_location(dataset: str, entry: CatalogDataset, location: Path | None, warehouse: Path) -> None:

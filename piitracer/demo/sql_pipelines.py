@@ -13,7 +13,7 @@ import itertools
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -24,6 +24,7 @@ from piitracer.demo.arrow_bridge import ArrowBridge, read_delta, read_parquet_fo
 from piitracer.demo.iceberg_tables import DemoBuildError, create_table
 from piitracer.ingest.source_files import display_path, files_under
 from piitracer.ingest.workspace_loader import Workspace
+from piitracer.model.table_properties import delta_properties
 from piitracer.model.workspace import DatasetFormat
 
 if TYPE_CHECKING:
@@ -177,19 +178,22 @@ class PipelineRunner:
     def _write_files(self, dataset: str, data: pa.Table, overwrite: bool) -> None:
         entry, location = self.catalog[dataset], self._location(dataset)
         if entry.format is DatasetFormat.DELTA:
-            write_delta(location, data, overwrite)
+            write_delta(location, data, overwrite, delta_properties(entry.retention))
         elif entry.format is DatasetFormat.PARQUET:
             write_parquet_files(location, data, overwrite)
         else:
             raise DemoBuildError(f"{dataset}: the demo cannot write a {entry.format.value} dataset")
 
 
-def write_delta(location: Path, data: pa.Table, overwrite: bool) -> None:
-    """One Delta commit: an overwrite (CREATE OR REPLACE, INSERT OVERWRITE) or an append."""
+def write_delta(location: Path, data: pa.Table, overwrite: bool, configuration: Mapping[str, str] | None = None) -> None:
+    """One Delta commit: an overwrite (CREATE OR REPLACE, INSERT OVERWRITE) or an append. A new
+    table gets ``configuration`` (its catalog entry's retention, ``model.table_properties``)."""
     from deltalake import write_deltalake
 
+    new = not (location / "_delta_log").exists()
     location.mkdir(parents=True, exist_ok=True)
-    write_deltalake(str(location), data, mode="overwrite" if overwrite else "append")
+    write_deltalake(str(location), data, mode="overwrite" if overwrite else "append",
+                    configuration=dict(configuration) if new and configuration else None)
 
 
 def write_parquet_files(location: Path, data: pa.Table, overwrite: bool, stem: str | None = None) -> list[Path]:

@@ -1,0 +1,95 @@
+"""Where the workspace's catalog and the lakehouse disagree (``piitracer catalog check``).
+
+Entries are paired by location (canonical: symlinks resolved), not by name. For each pair:
+
+- **drift** (exit 1): the format differs (an ``archive`` is a plain Parquet folder to the
+  lakehouse); a catalogued column no longer exists; the table has a column the catalog does not
+  list; the Iceberg write mode differs; a retention the table's own properties set differs from
+  the catalog's. A catalogued location with no table is a table that disappeared; a table under the
+  roots that no entry names is a new table not in the catalog.
+- **override** (reported, exit 0): the catalog sets a retention the table's properties do not —
+  the catalog's value is what planning uses, and it is said so.
+
+``maintenance_every``, owners, identifiers and everything else only a person knows are not compared.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from piitracer.discover.lakehouse import DiscoveredTable
+from piitracer.model.workspace import CatalogDataset, DatasetFormat, duration_text
+from piitracer.storage.guard import canonical
+from piitracer.storage.locations import Location
+
+RETENTION_FIELDS = ("snapshot_max_age", "min_snapshots_to_keep", "deleted_file_retention", "log_retention")
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One disagreement: the dataset (or the new table's location), the field, both sides' words."""
+
+    dataset: str
+    field: str
+    catalog: str
+    lakehouse: str
+    drift: bool = True  # False: an override the catalog makes on purpose (reported only)
+
+
+def compare(catalog: Mapping[str, CatalogDataset], locations: Mapping[str, Location],
+            tables: Sequence[DiscoveredTable]) -> list[Difference]:
+    """Every difference between the catalog's entries (those with a location) and ``tables``."""
+    by_place = {canonical(table.location).uri: table for table in tables}
+    claimed: set[str] = set()
+    found: list[Difference] = []
+    for dataset, entry in sorted(catalog.items()):
+        location = locations.get(dataset)
+        if location is None or not entry.format.stores_rows:
+            continue
+        place = canonical(location).uri
+        claimed.add(place)
+        table = by_place.get(place)
+        if table is None:
+            found.append(Difference(dataset, "location", str(location), "no table there (disappeared?)"))
+            continue
+        found += _entry_differences(dataset, entry, table)
+    for place, table in sorted(by_place.items()):
+        if place not in claimed:
+            found.append(Difference(table.name, "catalog", "not in the catalog",
+                                    f"new {table.format.value} table at {table.location}"))
+    return found
+
+
+def _entry_differences(dataset: str, entry: CatalogDataset, table: DiscoveredTable) -> list[Difference]:
+    found = []
+    stored_as = DatasetFormat.PARQUET if entry.format is DatasetFormat.ARCHIVE else entry.format
+    if stored_as is not table.format:
+        return [Difference(dataset, "format", entry.format.value, table.format.value)]
+    if table.problems:
+        found += [Difference(dataset, "metadata", "readable", problem) for problem in table.problems]
+    if entry.columns and table.columns:
+        gone = [c for c in entry.columns if c not in table.columns]
+        new = [c for c in table.columns if c not in entry.columns]
+        found += [Difference(dataset, f"columns.{c}", "listed", "no longer exists") for c in gone]
+        found += [Difference(dataset, f"columns.{c}", "not listed", "exists") for c in new]
+    if entry.format is DatasetFormat.ICEBERG and entry.write_mode and table.write_mode \
+            and entry.write_mode is not table.write_mode:
+        found.append(Difference(dataset, "write_mode", entry.write_mode.value, table.write_mode.value))
+    for name in RETENTION_FIELDS:
+        ours, theirs = getattr(entry.retention, name), table.retention.get(name)
+        if ours is None and theirs is None:
+            continue
+        if theirs is None:
+            found.append(Difference(dataset, f"retention.{name}", _text(ours), "not set on the table", drift=False))
+        elif ours is None:
+            found.append(Difference(dataset, f"retention.{name}", "not set", _text(theirs)))
+        elif ours != theirs:
+            found.append(Difference(dataset, f"retention.{name}", _text(ours), _text(theirs)))
+    return found
+
+
+def _text(value) -> str:
+    from datetime import timedelta
+
+    return duration_text(value) if isinstance(value, timedelta) else str(value)
