@@ -40,6 +40,7 @@ from piitracer.storage.store import StorageError, Store, store_for
 from piitracer.planner.build import PlanningError, build_plan
 from piitracer.render.report import report_html, report_markdown
 from piitracer.verify import VerificationError, verify_datasets
+from piitracer.discover.classify import ColumnVerdict
 from piitracer.discover.drift import Difference, compare
 from piitracer.discover.lakehouse import DiscoveredTable, discover_tables
 from piitracer.verify.engines import FileScanner, ScanPlan, SparkFileScanner, choose_scanner
@@ -266,6 +267,53 @@ def catalog_drift(workspace: Workspace, tables: Sequence[DiscoveredTable] | None
     """Where the workspace's catalog and the lakehouse disagree (:mod:`piitracer.discover.drift`)."""
     found = discover_catalog(workspace) if tables is None else tables
     return compare(workspace.config.catalog, dataset_locations(workspace), found)
+
+
+@dataclass
+class Classification:
+    """``catalog classify``: a verdict per column of every discovered table, and per table what
+    could not be read (named, never a value)."""
+
+    verdicts: list[ColumnVerdict]
+    problems: dict[str, str]
+
+    @property
+    def without_lineage(self) -> list[ColumnVerdict]:
+        """Columns that look like PII by their values and that no catalogued identifier reaches."""
+        return [v for v in self.verdicts if v.pii_without_lineage]
+
+
+def classify_catalog(workspace: Workspace, sample: int = 50) -> Classification:
+    """Classify every column of every discovered table (:mod:`piitracer.discover.classify`): by
+    name, by ``sample`` sampled rows per table validated with python-stdnum, phonenumbers and
+    email-validator, and by lineage from the catalog's identifiers."""
+    from piitracer.discover.classify import classify_columns, inherited
+    from piitracer.discover.lakehouse import sample_rows
+    from piitracer.formats import FormatError
+    from piitracer.storage.guard import canonical
+
+    store = workspace_store(workspace)
+    catalog = workspace.config.catalog
+    names = {canonical(location).uri: dataset for dataset, location in dataset_locations(workspace).items()}
+    graph = build_lineage_graph(workspace)
+    seeds = [ColumnRef(dataset=d, column=c) for d, entry in catalog.items() for c in entry.identifiers]
+    lineage = inherited(graph, seeds)
+    verdicts: list[ColumnVerdict] = []
+    problems: dict[str, str] = {}
+    for table in discover_catalog(workspace):
+        dataset = names.get(canonical(table.location).uri, table.name)
+        if table.problems:
+            problems[dataset] = "; ".join(table.problems)
+            continue
+        values = None
+        try:
+            rows = sample_rows(table, store, sample) if sample else None
+            values = {name.lower(): rows.column(name).to_pylist() for name in rows.column_names} if rows is not None else None
+        except (FormatError, OSError, ValueError) as error:
+            problems[dataset] = f"cannot sample its rows: {type(error).__name__}"
+        entry = catalog.get(dataset)
+        verdicts += classify_columns(dataset, table.columns, values, entry.identifiers if entry else (), lineage)
+    return Classification(verdicts, problems)
 
 
 def write_private(path: str | os.PathLike[str], text: str) -> None:

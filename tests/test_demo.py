@@ -162,8 +162,8 @@ def test_discovery_reproduces_the_fixture_catalog_field_by_field(demo, warehouse
 
 
 def check_workspace(workspace, folder: Path, warehouse: Path) -> Path:
-    """The demo's catalog as a workspace of its own whose discovery roots are only the demo's
-    folders (the session's shared warehouse holds other tests' tables)."""
+    """The demo's catalog and lineage as a workspace of its own whose discovery roots are only the
+    demo's folders (the session's shared warehouse holds other tests' tables)."""
     import yaml
 
     from piitracer.api import dataset_locations
@@ -175,7 +175,11 @@ def check_workspace(workspace, folder: Path, warehouse: Path) -> Path:
             entry["location"] = str(located[dataset])
         for replica in entry.get("replicas", []):
             replica["location"] = str(workspace.root / replica["location"])
-    config["lineage"] = {}
+    lineage = config["lineage"]
+    for kind in ("openlineage", "sql"):
+        for source in lineage.get(kind, []):
+            source["path"] = str(workspace.root / source["path"])
+    lineage["location_roots"] = {remote: str(workspace.root / local) for remote, local in lineage.get("location_roots", {}).items()}
     config["spark"]["warehouse"] = str(warehouse)
     config["warehouse_roots"] = [str(workspace.root), *(str(warehouse / ns) for ns in DEMO_NAMESPACES)]
     folder.mkdir()
@@ -205,6 +209,33 @@ def test_catalog_check_names_the_table_and_field_after_a_retention_property_chan
     rows = [[c.strip() for c in line.strip("│").split("│")] for line in drifted.output.splitlines() if line.startswith("│")]
     assert [row for row in rows if row[-1] == "drift"] == [
         ["prod.payments", "retention.snapshot_max_age", "5d", "1d", "drift"]], drifted.output
+
+
+def test_classify_finds_the_identifiers_and_every_derived_key_column_and_nothing_numeric(demo, warehouse: Path,
+                                                                                       tmp_path: Path) -> None:
+    """`catalog classify` on the built demo: the source's four identifiers, the key column of every
+    dataset the plan erases (renamed, hashed, copied: found through lineage), and no identifier
+    verdict on amounts, merchant ids, dates or the aggregates' numbers."""
+    from piitracer.api import classify_catalog
+
+    workspace, _ = demo
+    result = classify_catalog(piitracer.load_workspace(check_workspace(workspace, tmp_path / "ws", warehouse)), sample=50)
+    assert result.problems == {} and result.without_lineage == []
+    kinds = {(v.dataset, v.column): v.kind for v in result.verdicts}
+    assert [kinds[("prod.payments", c)] for c in ("user_id", "pan", "phone", "aadhaar_ref")] == \
+        ["user_id", "pan", "phone", "aadhaar"]
+    graph = piitracer.build_lineage_graph(workspace)
+    subject = Subject(value=str(SUBJECT_USER_ID), request_id="t", received_at="2026-11-20T09:00:00Z")
+    plan = plan_deletion(workspace, graph, ["prod.payments.user_id"], [subject])
+    keys = {(d.dataset, d.key_column) for d in plan.datasets if d.status is DatasetStatus.ERASE}
+    assert len(keys) >= 14 and {key: kinds.get(key) for key in keys if not kinds.get(key)} == {}
+    numbers = [("prod.payments", c) for c in ("amount", "merchant_id", "dt")]
+    numbers += [("analytics.daily_revenue", c) for c in ("dt", "revenue", "active_users")]
+    numbers += [("analytics.user_monthly_spend", c) for c in ("month", "spend", "txn_count")]
+    numbers += [("risk.card_usage", c) for c in ("txn_count", "total_amount")]
+    numbers += [("analytics.repeat_merchants", c) for c in ("merchant_id", "repeat_txns", "repeat_amount")]
+    numbers += [("analytics.user_hashes", "total_amount"), ("finance.settlements", "settled_amount")]
+    assert {key: kinds[key] for key in numbers if kinds[key]} == {}
 
 
 PERSON_STEPS = {"ml.payment_features": "manual_review", "stream.payments_cdc": "manual", "analytics.daily_revenue": "recompute"}

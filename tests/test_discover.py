@@ -122,3 +122,31 @@ def test_unreadable_metadata_is_reported_per_table_and_the_rest_still_discovered
     assert sorted(problems) == ["delta/crm/broken", "parquet/crm/odd", "warehouse/crm/broken"]
     assert all(p[0].startswith(("cannot read its metadata", "cannot read its files")) for p in problems.values())
     assert listed["warehouse/crm/people"]["columns"] == ["user_id", "email"]
+
+
+def test_an_email_table_no_lineage_reaches_is_pii_without_lineage(tmp_path: Path) -> None:
+    """crm.people's email is a catalogued identifier; the SQL copies it into crm.visits (reached);
+    crm.contacts holds e-mail addresses that no lineage brings there (nor to its archive,
+    archive.people): classify says so, by values validated with email-validator, and never prints
+    one."""
+    catalog = lakehouse(tmp_path)
+    catalog["crm.people"]["identifiers"] = ["user_id", "email"]
+    catalog["crm.people"]["subject_key"] = "user_id"
+    (tmp_path / "sql").mkdir()
+    (tmp_path / "sql" / "visits.sql").write_text(
+        "INSERT INTO crm.visits SELECT user_id, email, 'in' AS country FROM lake.crm.people;\n")
+    config = {"version": 1, "spark": {"warehouse": "warehouse"}, "catalog": catalog,
+              "lineage": {"sql": [{"path": "sql"}], "spark_catalogs": ["spark_catalog", "lake"]}}
+    (tmp_path / "piitracer.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    shown = CliRunner().invoke(cli, ["--workspace", str(tmp_path), "catalog", "classify", "--output", "json"])
+    assert shown.exit_code == 0, shown.output
+    columns = {(c["dataset"], c["column"]): c for c in json.loads(shown.output)["columns"]}
+    assert sorted(key for key, c in columns.items() if c["pii_without_lineage"]) == [
+        ("archive.people", "email"), ("crm.contacts", "email")]
+    assert columns[("crm.contacts", "email")]["kind"] == "email"
+    assert "2 of 2 sampled values are valid email values" in columns[("crm.contacts", "email")]["reasons"]
+    assert columns[("crm.visits", "email")]["kind"] == "email" and not columns[("crm.visits", "email")]["pii_without_lineage"]
+    assert columns[("crm.visits", "country")]["kind"] is None
+    text = CliRunner().invoke(cli, ["--workspace", str(tmp_path), "catalog", "classify"])
+    assert "PII without lineage: crm.contacts.email looks like email values" in text.output
+    assert "a@x.in" not in text.output + shown.output and "b@x.in" not in text.output + shown.output

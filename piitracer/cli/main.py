@@ -21,7 +21,7 @@ from piitracer.api import (audit_log, audit_report, check_certificate, check_pla
                            journal_steps, load_plan, plan_deletion,
                            prepare_execution, record_plan, run_execution, record_run, record_verification, recorded_attestations, seal_plan,
                            verify_audit, verify_plan, write_private)
-from piitracer.api import DemoResult, catalog_drift, discover_catalog, discovery_roots, run_demo
+from piitracer.api import DemoResult, catalog_drift, classify_catalog, discover_catalog, discovery_roots, run_demo
 from piitracer.audit import load_audit_key, record_estimate_entry
 from piitracer.crypto.envelope import has_master_key, load_master_key
 from piitracer.executor.runner import ExecuteOptions, ExecutionError, RunSummary, StepResult
@@ -423,6 +423,40 @@ def _retention_value(value) -> object:
 
 def _retention_text(retention: dict) -> str:
     return ", ".join(f"{k}: {_retention_value(v)}" for k, v in retention.items())
+
+
+@catalog_group.command("classify")
+@click.option("--sample", type=click.IntRange(min=0), default=50, show_default=True,
+              help="Rows read per table for the value validators (0: names and lineage only).")
+@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.pass_context
+def catalog_classify(ctx: click.Context, sample: int, output: str) -> None:
+    """A verdict per column of every discovered table — identifier kind, confidence and reasons —
+    from its name, from sampled values validated by python-stdnum, phonenumbers and
+    email-validator (counts and kinds only: a sampled value is never shown), and from lineage out
+    of the catalog's identifiers. Lists the columns that look like PII but that no catalogued
+    identifier reaches ("PII without lineage"). A proposal for a person to confirm."""
+    result = classify_catalog(_workspace(ctx), sample)
+    if output == "json":
+        click.echo(json.dumps({"columns": [{"dataset": v.dataset, "column": v.column, "kind": v.kind,
+                                            "confidence": v.confidence, "reasons": v.reasons,
+                                            "pii_without_lineage": v.pii_without_lineage} for v in result.verdicts],
+                               "problems": result.problems}, indent=2))
+        return
+    table = Table(title="identifier columns (a proposal: confirm before relying on it)")
+    for column in ("dataset", "column", "kind", "confidence", "reasons"):
+        table.add_column(column)
+    for verdict in result.verdicts:
+        if verdict.kind:
+            table.add_row(Text(verdict.dataset), Text(verdict.column), verdict.kind, f"{verdict.confidence:.2f}",
+                          Text("; ".join(verdict.reasons)))
+    console.print(table)
+    for verdict in result.without_lineage:
+        console.print(f"PII without lineage: {verdict.dataset}.{verdict.column} looks like {verdict.kind} values and no "
+                      "catalogued identifier flows there: a hidden copy? add its lineage or its identifiers",
+                      highlight=False, markup=False)
+    for dataset, problem in sorted(result.problems.items()):
+        err_console.print(f"{dataset}: not classified: {problem}", highlight=False, markup=False)
 
 
 @catalog_group.command("check")

@@ -226,3 +226,16 @@ def _days(milliseconds: int) -> str:
     from piitracer.model.workspace import duration_text
 
     return duration_text(timedelta(milliseconds=milliseconds))
+
+
+def sample_rows(table: DiscoveredTable, store: Store, limit: int):
+    """At most ``limit`` rows of a discovered table as Arrow, read by its format's own reader
+    (pyiceberg scan with a limit, delta-rs dataset head, pyarrow dataset head): for the
+    classifier's validators only, never shown."""
+    if table.format is DatasetFormat.ICEBERG:
+        found = iceberg_format.static_table(table.location, store)
+        return found.scan(limit=limit).to_arrow()
+    if table.format is DatasetFormat.DELTA:
+        return delta_format.open_table(table.location, store).to_pyarrow_dataset().head(limit)
+    found = parquet_format.dataset(table.location, store)
+    return found.head(limit) if found is not None else None
