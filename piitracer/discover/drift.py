@@ -3,7 +3,7 @@
 Entries are paired by location (canonical: symlinks resolved), not by name. For each pair:
 
 - **drift** (exit 1): the format differs (an ``archive`` is a plain Parquet folder to the
-  lakehouse); a catalogued column no longer exists; the table has a column the catalog does not
+  lakehouse: ``FormatSupport.stored_as``); a catalogued column no longer exists; the table has a column the catalog does not
   list; the Iceberg write mode differs; a retention the table's own properties set differs from
   the catalog's. A catalogued location with no table is a table that disappeared; a table under the
   roots that no entry names is a new table not in the catalog.
@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from piitracer.discover.lakehouse import DiscoveredTable
-from piitracer.model.workspace import CatalogDataset, DatasetFormat, duration_text
+from piitracer.formats import support_for
+from piitracer.model.workspace import CatalogDataset, duration_text
 from piitracer.storage.guard import canonical
 from piitracer.storage.locations import Location
 
@@ -63,7 +64,7 @@ def compare(catalog: Mapping[str, CatalogDataset], locations: Mapping[str, Locat
 
 def _entry_differences(dataset: str, entry: CatalogDataset, table: DiscoveredTable) -> list[Difference]:
     found = []
-    stored_as = DatasetFormat.PARQUET if entry.format is DatasetFormat.ARCHIVE else entry.format
+    stored_as = support_for(entry.format).stored_as or entry.format
     if stored_as is not table.format:
         return [Difference(dataset, "format", entry.format.value, table.format.value)]
     if table.problems:
@@ -73,8 +74,7 @@ def _entry_differences(dataset: str, entry: CatalogDataset, table: DiscoveredTab
         new = [c for c in table.columns if c not in entry.columns]
         found += [Difference(dataset, f"columns.{c}", "listed", "no longer exists") for c in gone]
         found += [Difference(dataset, f"columns.{c}", "not listed", "exists") for c in new]
-    if entry.format is DatasetFormat.ICEBERG and entry.write_mode and table.write_mode \
-            and entry.write_mode is not table.write_mode:
+    if entry.write_mode and table.write_mode and entry.write_mode is not table.write_mode:
         found.append(Difference(dataset, "write_mode", entry.write_mode.value, table.write_mode.value))
     for name in RETENTION_FIELDS:
         ours, theirs = getattr(entry.retention, name), table.retention.get(name)

@@ -18,14 +18,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any, Iterable, Mapping, Sequence
 
-from piitracer.formats import FormatError, hidden
-from piitracer.formats import delta as delta_format
-from piitracer.formats import iceberg as iceberg_format
-from piitracer.formats import parquet as parquet_format
-from piitracer.model.table_properties import ICEBERG_DELETE_MODE, delta_retention, iceberg_retention
+from piitracer.formats import FormatError, FormatSupport, TableFacts, hidden, support_for, supported_formats
 from piitracer.model.workspace import DatasetFormat, IcebergWriteMode
 from piitracer.storage.guard import canonical
 from piitracer.storage.locations import Location
@@ -62,20 +57,21 @@ class DiscoveredTable:
 
 def discover_tables(roots: Sequence[Location], store: Store, warehouse: Location | None = None,
                     catalog_name: str = "lake") -> list[DiscoveredTable]:
-    """Every table under ``roots``, sorted by location. An Iceberg table under ``warehouse`` (a
-    Hadoop catalog) gets its Spark identifier ``<catalog_name>.<namespace>.<table>``."""
-    folders: dict[str, DatasetFormat] = {}
-    parquet_folders: set[str] = set()
+    """Every table under ``roots``, sorted by location. A table of a format Spark reaches by
+    identifier, under ``warehouse`` (a Hadoop catalog), gets ``<catalog_name>.<namespace>.<table>``."""
+    supports = [support_for(fmt) for fmt in supported_formats()]
+    loose = next(support for support in supports if support.loose_files)
+    folders: dict[str, FormatSupport] = {}
+    loose_folders: set[str] = set()
     for root in _distinct(roots, store):
         files = [entry.relative for entry in store.list_files(root)]
-        tables = _table_folders(files)
-        folders.update({root.child(folder).uri if folder else root.uri: fmt for folder, fmt in tables.items()})
+        tables = _table_folders(files, supports)
+        folders.update({root.child(folder).uri if folder else root.uri: support for folder, support in tables.items()})
         for relative in files:
-            if not relative.endswith(".parquet") or hidden(relative) or _inside(relative, tables):
-                continue
-            parquet_folders.add(_dataset_folder(root, relative))
-    found = [_describe(Location.parse(uri), fmt, store, warehouse, catalog_name) for uri, fmt in folders.items()]
-    found += [_parquet(Location.parse(uri), store) for uri in parquet_folders]
+            if relative.endswith(".parquet") and not hidden(relative) and not _inside(relative, tables):
+                loose_folders.add(_dataset_folder(root, relative))
+    found = [_describe(Location.parse(uri), support, store, warehouse, catalog_name) for uri, support in folders.items()]
+    found += [_describe(Location.parse(uri), loose, store, None, catalog_name) for uri in loose_folders]
     _mark_shallow_clones(found)
     return sorted(found, key=lambda table: table.location.uri)
 
@@ -91,19 +87,21 @@ def _distinct(roots: Iterable[Location], store: Store) -> list[Location]:
     return kept
 
 
-def _table_folders(files: Sequence[str]) -> dict[str, DatasetFormat]:
-    """Relative folder -> format of every Iceberg and Delta table among ``files``."""
-    tables: dict[str, DatasetFormat] = {}
+def _table_folders(files: Sequence[str], supports: Sequence[FormatSupport]) -> dict[str, FormatSupport]:
+    """Relative folder -> format of every table a file among ``files`` marks (each format says
+    which files mark its tables: Iceberg's metadata files, Delta's log)."""
+    tables: dict[str, FormatSupport] = {}
     for relative in files:
-        parts = relative.split("/")
-        if len(parts) >= 2 and parts[-2] == "metadata" and parts[-1].endswith((".metadata.json", ".metadata.json.gz")):
-            tables.setdefault("/".join(parts[:-2]), DatasetFormat.ICEBERG)
-        elif len(parts) >= 2 and parts[-2] == "_delta_log" and parts[-1].endswith(".json"):
-            tables.setdefault("/".join(parts[:-2]), DatasetFormat.DELTA)
+        parts = tuple(relative.split("/"))
+        for support in supports:
+            folder = support.table_folder(parts)
+            if folder is not None:
+                tables.setdefault(folder, support)
+                break
     return tables
 
 
-def _inside(relative: str, tables: Mapping[str, DatasetFormat]) -> bool:
+def _inside(relative: str, tables: Mapping[str, Any]) -> bool:
     parts = relative.split("/")
     return any("/".join(parts[:n]) in tables for n in range(len(parts)))
 
@@ -121,121 +119,42 @@ def _dataset_folder(root: Location, relative: str) -> str:
     return root.child("/".join(parts)).uri if parts else root.uri
 
 
-def _describe(location: Location, fmt: DatasetFormat, store: Store, warehouse: Location | None,
+def _describe(location: Location, support: FormatSupport, store: Store, warehouse: Location | None,
               catalog_name: str) -> DiscoveredTable:
+    """The table at ``location`` as its format's own metadata describes it (a read error is the
+    table's problem, not the discovery's end)."""
     try:
-        if fmt is DatasetFormat.ICEBERG:
-            return _iceberg(location, store, warehouse, catalog_name)
-        return _delta(location, store)
+        facts = support.table_facts(location, store) if support.table_facts else TableFacts()
     except (FormatError, OSError, ValueError) as error:
-        return DiscoveredTable(location, fmt, problems=(f"cannot read its metadata: {error}",))
-
-
-def _iceberg(location: Location, store: Store, warehouse: Location | None, catalog_name: str) -> DiscoveredTable:
-    from pyiceberg.table.refs import SnapshotRefType
-
-    table = iceberg_format.static_table(location, store)
-    metadata = table.metadata
-    properties = dict(metadata.properties)
-    retention, problems = iceberg_retention(properties)
-    mode = properties.get(ICEBERG_DELETE_MODE, IcebergWriteMode.COPY_ON_WRITE.value)  # Iceberg's default
-    refs = []
-    for name, ref in sorted(metadata.refs.items()):
-        if name == "main":
-            continue
-        kind = "tag" if ref.snapshot_ref_type is SnapshotRefType.TAG else "branch"
-        age = f" (max-ref-age {_days(ref.max_ref_age_ms)})" if ref.max_ref_age_ms else ""
-        refs.append(f"{kind} {name}{age}")
+        return DiscoveredTable(location, support.format, problems=(f"cannot read its metadata: {error}",))
     identifier = None
-    if warehouse is not None and canonical(warehouse).contains(canonical(location)):
+    if support.spark_table and warehouse is not None and canonical(warehouse).contains(canonical(location)):
         relative = canonical(warehouse).relative(canonical(location))
         identifier = ".".join([catalog_name, *relative.split("/")]) if relative else None
-    schema = table.schema()
     return DiscoveredTable(
-        location=location, format=DatasetFormat.ICEBERG, columns=tuple(f.name.lower() for f in schema.fields),
-        table=identifier, write_mode=IcebergWriteMode(mode) if mode in {m.value for m in IcebergWriteMode} else None,
-        retention=retention, format_version=int(metadata.format_version), refs=tuple(refs),
-        partition_columns=tuple(schema.find_field(f.source_id).name for f in metadata.spec().fields),
-        data_folders=tuple(sorted(_data_file_folders(table))), problems=tuple(problems))
-
-
-def _data_file_folders(table) -> set[str]:
-    """The folders of the current snapshot's data files (one file per manifest says where that
-    manifest's files live)."""
-    snapshot = table.current_snapshot()
-    if snapshot is None:
-        return set()
-    found = set()
-    for manifest in snapshot.manifests(table.io):
-        for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
-            path = entry.data_file.file_path
-            found.add(path.removeprefix("file:").rsplit("/", 1)[0])
-            break
-    return found
+        location=location, format=support.format, columns=facts.columns, table=identifier, write_mode=facts.write_mode,
+        retention=dict(facts.retention), format_version=facts.format_version, refs=facts.refs,
+        partition_columns=facts.partition_columns, features=facts.features, problems=facts.problems,
+        data_folders=facts.data_folders)
 
 
 def _mark_shallow_clones(tables: list[DiscoveredTable]) -> None:
-    """An Iceberg table whose data files live under another discovered table's location is that
+    """A table whose current data files live under another discovered table's location is that
     table's shallow clone."""
-    icebergs = [t for t in tables if t.format is DatasetFormat.ICEBERG]
-    for table in icebergs:
+    for table in tables:
         own = canonical(table.location)
         for folder in table.data_folders:
             place = canonical(Location.parse(folder))
             if own.contains(place):
                 continue
-            source = next((other for other in icebergs if other is not table and canonical(other.location).contains(place)),
+            source = next((other for other in tables if other is not table and canonical(other.location).contains(place)),
                           None)
             if source is not None:
                 table.shallow_clone_of = source.location
                 break
 
 
-def _delta(location: Location, store: Store) -> DiscoveredTable:
-    table = delta_format.open_table(location, store)
-    metadata = table.metadata()
-    configuration = dict(metadata.configuration)
-    retention, problems = delta_retention(configuration)
-    features = []
-    if configuration.get("delta.enableChangeDataFeed", "").lower() == "true":
-        features.append("change data feed")
-    protocol = table.protocol()
-    if "deletionVectors" in (protocol.writer_features or []) or \
-            configuration.get("delta.enableDeletionVectors", "").lower() == "true":
-        features.append("deletion vectors")
-    if configuration.get("delta.dataSkippingStatsColumns"):
-        features.append(f"stats columns: {configuration['delta.dataSkippingStatsColumns']}")
-    schema = delta_format.arrow_schema(location, store)
-    return DiscoveredTable(location=location, format=DatasetFormat.DELTA, columns=tuple(n.lower() for n in schema.names),
-                           retention=retention, partition_columns=tuple(metadata.partition_columns),
-                           features=tuple(features), problems=tuple(problems))
-
-
-def _parquet(location: Location, store: Store) -> DiscoveredTable:
-    try:
-        found = parquet_format.dataset(location, store)
-    except (OSError, ValueError) as error:  # pyarrow: a file that is no Parquet, schemas that do not merge
-        return DiscoveredTable(location, DatasetFormat.PARQUET, problems=(f"cannot read its files: {error}",))
-    partitioning = found.partitioning.schema.names if found is not None and found.partitioning else []
-    names = tuple(n.lower() for n in found.schema.names) if found is not None else ()
-    return DiscoveredTable(location=location, format=DatasetFormat.PARQUET, columns=names,
-                           partition_columns=tuple(partitioning))
-
-
-def _days(milliseconds: int) -> str:
-    from piitracer.model.workspace import duration_text
-
-    return duration_text(timedelta(milliseconds=milliseconds))
-
-
 def sample_rows(table: DiscoveredTable, store: Store, limit: int):
-    """At most ``limit`` rows of a discovered table as Arrow, read by its format's own reader
-    (pyiceberg scan with a limit, delta-rs dataset head, pyarrow dataset head): for the
-    classifier's validators only, never shown."""
-    if table.format is DatasetFormat.ICEBERG:
-        found = iceberg_format.static_table(table.location, store)
-        return found.scan(limit=limit).to_arrow()
-    if table.format is DatasetFormat.DELTA:
-        return delta_format.open_table(table.location, store).to_pyarrow_dataset().head(limit)
-    found = parquet_format.dataset(table.location, store)
-    return found.head(limit) if found is not None else None
+    """At most ``limit`` rows of a discovered table as Arrow, read by its format's own reader: for
+    the classifier's validators only, never shown."""
+    return support_for(table.format).sample_rows(table.location, store, limit)

@@ -29,7 +29,7 @@ from piitracer.storage.file_tasks import FileTasks
 from piitracer.storage.locations import Location, LocationError
 from piitracer.storage.store import Store
 
-__all__ = ["FormatError", "FormatSupport", "StepWork", "Shown", "TableFiles", "VersionRows", "key_type_name",
+__all__ = ["FormatError", "FormatSupport", "StepWork", "Shown", "TableFacts", "TableFiles", "VersionRows", "key_type_name",
            "support_for", "table_schema", "relative_to", "hidden"]
 
 
@@ -74,6 +74,21 @@ class TableFiles:
     retained: set[str] = field(default_factory=set)  # files only older retained snapshots use
     ref_files: dict[str, str] = field(default_factory=dict)  # file -> tag/branch whose snapshot uses it
     problems: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TableFacts:
+    """What one table's own metadata says, in catalog terms (never a row's value)."""
+
+    columns: tuple[str, ...] = ()
+    write_mode: Any = None  # IcebergWriteMode, for formats that have one
+    retention: dict[str, Any] = field(default_factory=dict)  # catalog retention fields its properties set
+    format_version: int | None = None
+    refs: tuple[str, ...] = ()  # 'tag month_end_close (max-ref-age 90d)'
+    partition_columns: tuple[str, ...] = ()
+    features: tuple[str, ...] = ()  # 'change data feed', 'deletion vectors', 'stats columns: a, b'
+    data_folders: tuple[str, ...] = ()  # where its current data files live (shallow clones: elsewhere)
+    problems: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -133,6 +148,15 @@ class FormatSupport:
     candidate_files: Callable[[Location, Store, str | None, list[Any] | None], list[tuple[str, int]]] = \
         lambda location, store, key, values: []
     estimate_basis: str = "no files"
+    # Catalog discovery: the table folder a file marks (its path split in parts; None: not a
+    # marker), what the table's own metadata says (``TableFacts``), a few of its rows for the
+    # classifier; ``loose_files``: the format of visible files in no table (plain Parquet);
+    # ``stored_as``: the format the lakehouse shows for this one (an archive is plain Parquet).
+    table_folder: Callable[[tuple[str, ...]], str | None] = lambda parts: None
+    table_facts: Callable[[Location, Store], "TableFacts"] | None = None
+    sample_rows: Callable[[Location, Store, int], Any] = lambda location, store, limit: None
+    loose_files: bool = False
+    stored_as: DatasetFormat | None = None
 
     @property
     def stores_rows(self) -> bool:

@@ -15,4 +15,5 @@ SUPPORT = FormatSupport(
     describe={Action.REWRITE_ARCHIVE: parquet.rewrite_text}, schema=parquet.arrow_schema, files=parquet.files,
     versions=parquet.versions, file_removers=_FILE_REMOVERS, logical_removers=_LOGICAL_REMOVERS,
     candidate_files=parquet.candidate_files, estimate_basis="Parquet footer statistics",
+    stored_as=DatasetFormat.PARQUET,  # to the lakehouse, an archive is a plain Parquet folder
 )

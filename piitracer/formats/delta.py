@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from piitracer.formats import FormatError, FormatSupport, TableFiles, VersionRows, hidden, may_hold, relative_to
+from piitracer.formats import FormatError, FormatSupport, TableFacts, TableFiles, VersionRows, hidden, may_hold, relative_to
 from piitracer.formats.values import SUBJECT_COLUMN, arrow_frame, typed_values
 from piitracer.model.outcome import Attempt, SafetyError, StepOutcome
 from piitracer.model.plan import Action
@@ -305,9 +305,47 @@ def candidate_files(location: Location, store: Store, key_column: str | None, va
     return sorted(found)
 
 
+# ---- catalog discovery ----------------------------------------------------------------------------
+
+def table_folder(parts: tuple[str, ...]) -> str | None:
+    """``<table>/_delta_log/<n>.json`` marks a Delta table at ``<table>``."""
+    if len(parts) >= 2 and parts[-2] == "_delta_log" and parts[-1].endswith(".json"):
+        return "/".join(parts[:-2])
+    return None
+
+
+def table_facts(location: Location, store: Store) -> TableFacts:
+    """Schema, retention (``delta.deletedFileRetentionDuration``, ``delta.logRetentionDuration``),
+    change data feed, deletion vectors, ``delta.dataSkippingStatsColumns``, partition columns."""
+    from piitracer.model.table_properties import delta_retention
+
+    table = open_table(location, store)
+    metadata = table.metadata()
+    configuration = dict(metadata.configuration)
+    retention, problems = delta_retention(configuration)
+    features = []
+    if configuration.get("delta.enableChangeDataFeed", "").lower() == "true":
+        features.append("change data feed")
+    if "deletionVectors" in (table.protocol().writer_features or []) or \
+            configuration.get("delta.enableDeletionVectors", "").lower() == "true":
+        features.append("deletion vectors")
+    if configuration.get("delta.dataSkippingStatsColumns"):
+        features.append(f"stats columns: {configuration['delta.dataSkippingStatsColumns']}")
+    schema = pa.schema(table.schema().to_arrow())
+    return TableFacts(columns=tuple(n.lower() for n in schema.names), retention=retention,
+                      partition_columns=tuple(metadata.partition_columns), features=tuple(features),
+                      problems=tuple(problems))
+
+
+def sample_rows(location: Location, store: Store, limit: int):
+    """At most ``limit`` current rows (delta-rs dataset head)."""
+    return open_table(location, store).to_pyarrow_dataset().head(limit)
+
+
 SUPPORT = FormatSupport(
     format=DatasetFormat.DELTA, perform=PERFORM, describe=DESCRIBE, schema=arrow_schema,
     newest_metadata=newest_commit, referenced_paths=referenced_paths, source_rows=source_rows, files=files,
     versions=versions, file_removers=file_removers, logical_removers=logical_removers,
     candidate_files=candidate_files, estimate_basis="Delta add actions' min/max statistics",
+    table_folder=table_folder, table_facts=table_facts, sample_rows=sample_rows,
 )

@@ -10,10 +10,10 @@ from __future__ import annotations
 import itertools
 import re
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Iterator
 
-from piitracer.formats import FormatError, FormatSupport, Shown, StepWork, TableFiles, VersionRows, hidden, relative_to
+from piitracer.formats import FormatError, FormatSupport, Shown, StepWork, TableFacts, TableFiles, VersionRows, hidden, relative_to
 from piitracer.formats.values import SUBJECT_COLUMN, subject_frame
 from piitracer.model.outcome import Attempt, SafetyError, StepOutcome
 from piitracer.model.plan import Action
@@ -438,10 +438,71 @@ def candidate_files(location: Location, store: Store, key_column: str | None, va
                   for task in table.scan(row_filter=row_filter).plan_files())
 
 
+# ---- catalog discovery ----------------------------------------------------------------------------
+
+def table_folder(parts: tuple[str, ...]) -> str | None:
+    """``<table>/metadata/<n>.metadata.json`` marks an Iceberg table at ``<table>``."""
+    if len(parts) >= 2 and parts[-2] == "metadata" and parts[-1].endswith((".metadata.json", ".metadata.json.gz")):
+        return "/".join(parts[:-2])
+    return None
+
+
+def table_facts(location: Location, store: Store) -> TableFacts:
+    """Schema, write mode (``write.delete.mode``; Iceberg's default is copy-on-write), retention
+    properties, format version, tags and branches with their max-ref-age, partition columns, and
+    where the current snapshot's data files live."""
+    from pyiceberg.table.refs import SnapshotRefType
+
+    from piitracer.model.table_properties import ICEBERG_DELETE_MODE, iceberg_retention
+    from piitracer.model.workspace import IcebergWriteMode, duration_text
+
+    table = static_table(location, store)
+    if table is None:
+        raise FormatError(f"{location}: no Iceberg metadata file")
+    metadata = table.metadata
+    properties = dict(metadata.properties)
+    retention, problems = iceberg_retention(properties)
+    mode = properties.get(ICEBERG_DELETE_MODE, IcebergWriteMode.COPY_ON_WRITE.value)
+    refs = []
+    for name, ref in sorted(metadata.refs.items()):
+        if name != "main":
+            kind = "tag" if ref.snapshot_ref_type is SnapshotRefType.TAG else "branch"
+            age = f" (max-ref-age {duration_text(timedelta(milliseconds=ref.max_ref_age_ms))})" if ref.max_ref_age_ms else ""
+            refs.append(f"{kind} {name}{age}")
+    schema = table.schema()
+    return TableFacts(
+        columns=tuple(f.name.lower() for f in schema.fields),
+        write_mode=IcebergWriteMode(mode) if mode in {m.value for m in IcebergWriteMode} else None,
+        retention=retention, format_version=int(metadata.format_version), refs=tuple(refs),
+        partition_columns=tuple(schema.find_field(f.source_id).name for f in metadata.spec().fields),
+        data_folders=tuple(sorted(_data_file_folders(table))), problems=tuple(problems))
+
+
+def _data_file_folders(table) -> set[str]:
+    """The folders of the current snapshot's data files (one file per manifest says where that
+    manifest's files live)."""
+    snapshot = table.current_snapshot()
+    if snapshot is None:
+        return set()
+    found = set()
+    for manifest in snapshot.manifests(table.io):
+        for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
+            found.add(entry.data_file.file_path.removeprefix("file:").rsplit("/", 1)[0])
+            break
+    return found
+
+
+def sample_rows(location: Location, store: Store, limit: int):
+    """At most ``limit`` current rows (pyiceberg scan with a limit)."""
+    table = static_table(location, store)
+    return None if table is None else table.scan(limit=limit).to_arrow()
+
+
 SUPPORT = FormatSupport(
     format=DatasetFormat.ICEBERG, perform=PERFORM, describe=DESCRIBE,
     spark_actions=frozenset(PERFORM), spark_table=True, schema=arrow_schema, newest_metadata=newest_metadata_file,
     referenced_paths=referenced_paths, keeps_refs=True, table_state=table_state, source_rows=source_rows, files=files,
     versions=versions, version_word="snapshot", file_removers=file_removers, logical_removers=logical_removers,
     candidate_files=candidate_files, estimate_basis="Iceberg manifest bounds (scan plan)",
+    table_folder=table_folder, table_facts=table_facts, sample_rows=sample_rows,
 )

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from piitracer.formats import FormatSupport, Shown, StepWork, TableFiles, VersionRows, hidden, may_hold
+from piitracer.formats import FormatError, FormatSupport, Shown, StepWork, TableFacts, TableFiles, VersionRows, hidden, may_hold
 from piitracer.formats.values import arrow_frame, typed_values
 from piitracer.model.outcome import Attempt, SafetyError, StepOutcome
 from piitracer.model.plan import Action
@@ -280,9 +280,30 @@ def _hive_value(relative: str, key_column: str) -> str | None:
 
 
 _FILE_REMOVERS, _LOGICAL_REMOVERS = rewrite_removers(Action.REWRITE_FILES)
+# ---- catalog discovery ----------------------------------------------------------------------------
+
+def table_facts(location: Location, store: Store) -> TableFacts:
+    """The columns readers see (Hive partition columns included) and the partition columns."""
+    try:
+        found = dataset(location, store)
+    except (OSError, ValueError) as error:  # pyarrow: a file that is no Parquet, schemas that do not merge
+        raise FormatError(f"{location}: cannot read its Parquet files: {error}") from error
+    if found is None:
+        return TableFacts()
+    partitioning = found.partitioning.schema.names if found.partitioning else []
+    return TableFacts(columns=tuple(n.lower() for n in found.schema.names), partition_columns=tuple(partitioning))
+
+
+def sample_rows(location: Location, store: Store, limit: int):
+    """At most ``limit`` rows (pyarrow dataset head)."""
+    found = dataset(location, store)
+    return None if found is None else found.head(limit)
+
+
 SUPPORT = FormatSupport(
     format=DatasetFormat.PARQUET, perform={Action.REWRITE_FILES: perform_rewrite},
     describe={Action.REWRITE_FILES: rewrite_text}, schema=arrow_schema, source_rows=source_rows, files=files,
     versions=versions, file_removers=_FILE_REMOVERS, logical_removers=_LOGICAL_REMOVERS,
     candidate_files=candidate_files, estimate_basis="Parquet footer statistics",
+    table_facts=table_facts, sample_rows=sample_rows, loose_files=True,
 )
