@@ -42,7 +42,7 @@ from piitracer.render.report import report_html, report_markdown
 from piitracer.verify import VerificationError, verify_datasets
 from piitracer.discover.classify import ColumnVerdict
 from piitracer.discover.drift import Difference, compare
-from piitracer.discover.lakehouse import DiscoveredTable, discover_tables
+from piitracer.discover.lakehouse import DiscoveredTable, Discovery, discover_tables
 from piitracer.verify.engines import FileScanner, ScanPlan, SparkFileScanner, choose_scanner
 
 
@@ -256,16 +256,29 @@ def discovery_roots(workspace: Workspace) -> tuple[Location, ...]:
     return (Location.parse(workspace.root), Location.parse(workspace.resolve(workspace.config.spark.warehouse)))
 
 
-def discover_catalog(workspace: Workspace) -> list[DiscoveredTable]:
-    """Every table the lakehouse has under the discovery roots, as its own metadata describes it
-    (:mod:`piitracer.discover.lakehouse`)."""
+def discover_catalog(workspace: Workspace, progress: Callable[[str], None] | None = None) -> Discovery:
+    """Every table the lakehouse has under the discovery roots, as its own metadata describes it,
+    and the roots that could not be listed (:mod:`piitracer.discover.lakehouse`)."""
     warehouse = Location.parse(workspace.resolve(workspace.config.spark.warehouse))
-    return discover_tables(discovery_roots(workspace), workspace_store(workspace), warehouse, workspace.config.spark.catalog)
+    return discover_tables(discovery_roots(workspace), workspace_store(workspace), warehouse, workspace.config.spark.catalog,
+                           progress)
+
+
+def lineage_only_datasets(workspace: Workspace, discovery: Discovery) -> list[str]:
+    """Datasets the lineage names that neither the catalog nor the lakehouse has: seen in
+    lineage, not found in storage (a table since dropped, a name the events spell otherwise, a
+    system outside the roots)."""
+    from piitracer.storage.guard import canonical
+
+    names = {canonical(location).uri: dataset for dataset, location in dataset_locations(workspace).items()}
+    found = {names.get(canonical(t.location).uri, t.name) for t in discovery.tables}
+    graph = build_lineage_graph(workspace)
+    return sorted(d for d in graph.datasets() if d not in workspace.config.catalog and d not in found)
 
 
 def catalog_drift(workspace: Workspace, tables: Sequence[DiscoveredTable] | None = None) -> list[Difference]:
     """Where the workspace's catalog and the lakehouse disagree (:mod:`piitracer.discover.drift`)."""
-    found = discover_catalog(workspace) if tables is None else tables
+    found = discover_catalog(workspace).tables if tables is None else tables
     return compare(workspace.config.catalog, dataset_locations(workspace), found)
 
 
@@ -300,7 +313,9 @@ def classify_catalog(workspace: Workspace, sample: int = 50) -> Classification:
     lineage = inherited(graph, seeds)
     verdicts: list[ColumnVerdict] = []
     problems: dict[str, str] = {}
-    for table in discover_catalog(workspace):
+    discovery = discover_catalog(workspace)
+    problems.update({root: f"cannot list it: {why}" for root, why in discovery.unreadable_roots.items()})
+    for table in discovery.tables:
         dataset = names.get(canonical(table.location).uri, table.name)
         if table.problems:
             problems[dataset] = "; ".join(table.problems)

@@ -137,7 +137,7 @@ def test_discovery_reproduces_the_fixture_catalog_field_by_field(demo, warehouse
     from piitracer.storage.guard import canonical
 
     workspace, _ = demo
-    found = discover_catalog(workspace)
+    found = discover_catalog(workspace).tables
     tables = {canonical(t.location).uri: t for t in found}
     located = dataset_locations(workspace)
     compared = 0

@@ -63,7 +63,7 @@ def workspace(root: Path, catalog: dict) -> Path:
 
 def test_discovery_reads_each_format_and_the_catalog_agrees(tmp_path: Path) -> None:
     ws = piitracer.load_workspace(workspace(tmp_path, lakehouse(tmp_path)))
-    found = {str(canonical(t.location).uri).removeprefix(str(tmp_path.resolve()) + "/"): t for t in discover_catalog(ws)}
+    found = {str(canonical(t.location).uri).removeprefix(str(tmp_path.resolve()) + "/"): t for t in discover_catalog(ws).tables}
     assert sorted(found) == ["archive/people", "delta/crm/contacts", "parquet/crm/visits", "warehouse/crm/people"]
     people, contacts, visits = found["warehouse/crm/people"], found["delta/crm/contacts"], found["parquet/crm/visits"]
     assert (people.format.value, people.table, people.write_mode.value, people.format_version) == \
@@ -115,7 +115,7 @@ def test_unreadable_metadata_is_reported_per_table_and_the_rest_still_discovered
     workspace(tmp_path, catalog)
     shown = CliRunner().invoke(cli, ["--workspace", str(tmp_path), "catalog", "discover", "--output", "json"])
     assert shown.exit_code == 0, shown.output
-    listed = {Path(t["location"]).relative_to(tmp_path.resolve()).as_posix(): t for t in json.loads(shown.output)}
+    listed = {Path(t["location"]).relative_to(tmp_path.resolve()).as_posix(): t for t in json.loads(shown.output)["tables"]}
     assert sorted(listed) == ["archive/people", "delta/crm/broken", "delta/crm/contacts", "parquet/crm/odd",
                               "parquet/crm/visits", "warehouse/crm/broken", "warehouse/crm/people"]
     problems = {place: table["problems"] for place, table in listed.items() if table["problems"]}
@@ -150,3 +150,32 @@ def test_an_email_table_no_lineage_reaches_is_pii_without_lineage(tmp_path: Path
     text = CliRunner().invoke(cli, ["--workspace", str(tmp_path), "catalog", "classify"])
     assert "PII without lineage: crm.contacts.email looks like email values" in text.output
     assert "a@x.in" not in text.output + shown.output and "b@x.in" not in text.output + shown.output
+
+
+def test_an_unreachable_root_is_reported_and_lineage_only_datasets_are_listed(tmp_path: Path) -> None:
+    """warehouse_roots names an object store nobody answers on: that root is one line on stderr and
+    the local roots are still discovered; a table the lineage writes that is nowhere in storage or
+    the catalog is 'seen in lineage, not found in storage'."""
+    import os
+    import subprocess
+    import sys
+
+    from s3_server import free_port
+
+    catalog = lakehouse(tmp_path)
+    (tmp_path / "sql").mkdir()
+    (tmp_path / "sql" / "export.sql").write_text("INSERT INTO crm.people_export SELECT user_id, email FROM lake.crm.people;\n")
+    config = {"version": 1, "spark": {"warehouse": "warehouse"}, "catalog": catalog,
+              "lineage": {"sql": [{"path": "sql"}], "spark_catalogs": ["spark_catalog", "lake"]},
+              "warehouse_roots": [str(tmp_path), "s3://lake/warehouse"]}
+    (tmp_path / "piitracer.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    env = {**os.environ, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}", "AWS_ACCESS_KEY_ID": "x",
+           "AWS_SECRET_ACCESS_KEY": "y", "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true", "AWS_EC2_METADATA_DISABLED": "true"}
+    done = subprocess.run([sys.executable, "-m", "piitracer.cli.main", "--workspace", str(tmp_path), "catalog", "discover",
+                           "--output", "json"], capture_output=True, text=True, timeout=180, env=env)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert sorted(document["unreadable_roots"]) == ["s3://lake/warehouse"]
+    assert len(document["tables"]) == 4  # every local table still discovered
+    assert document["seen_in_lineage_not_found_in_storage"] == ["crm.people_export"]
+    assert "s3://lake/warehouse: not discovered: " in done.stderr and "Traceback" not in done.stderr

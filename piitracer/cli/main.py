@@ -21,7 +21,8 @@ from piitracer.api import (audit_log, audit_report, check_certificate, check_pla
                            journal_steps, load_plan, plan_deletion,
                            prepare_execution, record_plan, run_execution, record_run, record_verification, recorded_attestations, seal_plan,
                            verify_audit, verify_plan, write_private)
-from piitracer.api import DemoResult, catalog_drift, classify_catalog, discover_catalog, discovery_roots, run_demo
+from piitracer.api import (DemoResult, catalog_drift, classify_catalog, discover_catalog, discovery_roots, lineage_only_datasets,
+                           run_demo)
 from piitracer.audit import load_audit_key, record_estimate_entry
 from piitracer.crypto.envelope import has_master_key, load_master_key
 from piitracer.executor.runner import ExecuteOptions, ExecutionError, RunSummary, StepResult
@@ -383,9 +384,15 @@ def catalog_discover(ctx: click.Context, output: str) -> None:
     retention properties, format version, tags and branches, shallow clones, Delta features,
     partition columns. A table whose metadata cannot be read is listed with the reason."""
     workspace = _workspace(ctx)
-    tables = discover_catalog(workspace)
+    with err_console.status("discovering tables") as status:
+        discovery = discover_catalog(workspace, lambda place: status.update(f"reading {place}"))
+    tables = discovery.tables
+    lineage_only = lineage_only_datasets(workspace, discovery)
+    for root, why in sorted(discovery.unreadable_roots.items()):
+        err_console.print(f"{root}: not discovered: {why}", highlight=False, markup=False)
     if output == "json":
-        click.echo(json.dumps([_discovered_json(t) for t in tables], indent=2))
+        click.echo(json.dumps({"tables": [_discovered_json(t) for t in tables], "unreadable_roots": discovery.unreadable_roots,
+                               "seen_in_lineage_not_found_in_storage": lineage_only}, indent=2))
         return
     table = Table(title=f"{len(tables)} tables under {', '.join(str(r) for r in discovery_roots(workspace))}")
     for column in ("dataset", "format", "location", "columns", "write mode", "retention", "notes"):
@@ -400,6 +407,8 @@ def catalog_discover(ctx: click.Context, output: str) -> None:
                       Text(", ".join(found.columns)), found.write_mode.value if found.write_mode else "",
                       Text(_retention_text(found.retention)), Text("; ".join(notes)))
     console.print(table)
+    for dataset in lineage_only:
+        console.print(f"seen in lineage, not found in storage: {dataset}", highlight=False, markup=False)
 
 
 def _discovered_json(found) -> dict:
@@ -466,7 +475,11 @@ def catalog_check(ctx: click.Context) -> None:
     listed, a format, write mode or retention that differs, a table that disappeared, a new table
     not in the catalog. Exit 1 on drift; 0 when they agree (overrides the catalog makes on purpose
     are listed, not counted)."""
-    differences = catalog_drift(_workspace(ctx))
+    workspace = _workspace(ctx)
+    discovery = discover_catalog(workspace)
+    for root, why in sorted(discovery.unreadable_roots.items()):
+        err_console.print(f"{root}: not checked: {why}", highlight=False, markup=False)
+    differences = catalog_drift(workspace, discovery.tables)
     drift = [d for d in differences if d.drift]
     if differences:
         table = Table(title="catalog vs lakehouse")

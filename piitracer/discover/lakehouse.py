@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from piitracer.formats import FormatError, FormatSupport, TableFacts, hidden, support_for, supported_formats
 from piitracer.model.workspace import DatasetFormat, IcebergWriteMode
 from piitracer.storage.guard import canonical
 from piitracer.storage.locations import Location
-from piitracer.storage.store import Store
+from piitracer.storage.store import StorageError, Store
 
 
 @dataclass
@@ -55,30 +55,56 @@ class DiscoveredTable:
         return ".".join(parts[-2:])
 
 
+@dataclass
+class Discovery:
+    """The tables found, sorted by location, and the roots that could not be listed (with why)."""
+
+    tables: list[DiscoveredTable]
+    unreadable_roots: dict[str, str] = field(default_factory=dict)
+
+
 def discover_tables(roots: Sequence[Location], store: Store, warehouse: Location | None = None,
-                    catalog_name: str = "lake") -> list[DiscoveredTable]:
-    """Every table under ``roots``, sorted by location. A table of a format Spark reaches by
-    identifier, under ``warehouse`` (a Hadoop catalog), gets ``<catalog_name>.<namespace>.<table>``."""
+                    catalog_name: str = "lake", progress: Callable[[str], None] | None = None) -> Discovery:
+    """Every table under ``roots``. A table of a format Spark reaches by identifier, under
+    ``warehouse`` (a Hadoop catalog), gets ``<catalog_name>.<namespace>.<table>``. A root that
+    cannot be listed (an unreachable store, wrong credentials) is reported and the others are
+    still read; ``progress`` hears of each table as it is read."""
     supports = [support_for(fmt) for fmt in supported_formats()]
     loose = next(support for support in supports if support.loose_files)
     folders: dict[str, FormatSupport] = {}
     loose_folders: set[str] = set()
-    for root in _distinct(roots, store):
-        files = [entry.relative for entry in store.list_files(root)]
+    unreadable: dict[str, str] = {}
+    readable = []
+    for root in roots:
+        try:
+            if store.exists(root):
+                readable.append(root)
+        except StorageError as error:
+            unreadable[str(root)] = str(error)
+    for root in _distinct(readable, store):
+        try:
+            files = [entry.relative for entry in store.list_files(root)]
+        except StorageError as error:
+            unreadable[str(root)] = str(error)
+            continue
         tables = _table_folders(files, supports)
         folders.update({root.child(folder).uri if folder else root.uri: support for folder, support in tables.items()})
         for relative in files:
             if relative.endswith(".parquet") and not hidden(relative) and not _inside(relative, tables):
                 loose_folders.add(_dataset_folder(root, relative))
-    found = [_describe(Location.parse(uri), support, store, warehouse, catalog_name) for uri, support in folders.items()]
-    found += [_describe(Location.parse(uri), loose, store, None, catalog_name) for uri in loose_folders]
+    say = progress or (lambda text: None)
+    found = []
+    for uri, support in [*folders.items(), *((uri, loose) for uri in sorted(loose_folders))]:
+        say(uri)
+        found.append(_describe(Location.parse(uri), support, store, warehouse if support is not loose else None,
+                               catalog_name))
     _mark_shallow_clones(found)
-    return sorted(found, key=lambda table: table.location.uri)
+    return Discovery(sorted(found, key=lambda table: table.location.uri), unreadable)
 
 
 def _distinct(roots: Iterable[Location], store: Store) -> list[Location]:
     """The existing roots, without one that lies inside another (its tables would be found twice)."""
-    existing = sorted({canonical(root).uri: canonical(root) for root in roots if store.exists(root)}.values(),
+    existing = sorted({canonical(root).uri: canonical(root) for root in roots}.values(),
                       key=lambda location: len(location.uri))
     kept: list[Location] = []
     for root in existing:
