@@ -16,6 +16,7 @@ run erasure "$PY" benchmarks/bench_erasure.py
 run delete_modes "$PY" benchmarks/bench_delete_modes.py
 run verify_engines "$PY" benchmarks/bench_verify_engines.py
 run rewrite_engines "$PY" benchmarks/bench_rewrite_engines.py
+run discovery "$PY" benchmarks/bench_discovery.py
 demo_dir=$(mktemp -d)
 run demo /usr/bin/time -v "$(dirname "$PY")/piitracer" demo --dir "$demo_dir/demo"
 rm -rf "$demo_dir"
