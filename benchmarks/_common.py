@@ -81,6 +81,17 @@ def _fmt(value: object) -> str:
     return str(value)
 
 
+def run_child(script: str, *arguments: str) -> dict:
+    """Run ``script`` again in a fresh Python process (one Spark session per process) and return
+    the JSON object it prints on its last line; its stderr tail on failure."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, script, *arguments], capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise RuntimeError(done.stderr[-3000:])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def write_results(name: str, figures: dict[str, object]) -> Path:
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"{name}.json"

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -24,7 +23,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from _common import print_table, timed, write_results  # noqa: E402
+from _common import print_table, run_child, timed, write_results  # noqa: E402
 from bench_verify_engines import generate  # noqa: E402
 
 
@@ -59,13 +58,9 @@ def rewrite(root: Path, subjects: list[int], engine: str, master: str | None) ->
 
 
 def in_child(root: Path, subjects: list[int], engine: str, master: str | None = None) -> dict:
-    arguments = [sys.executable, __file__, "--child", engine, "--root", str(root), "--subjects", json.dumps(subjects)]
-    if master:
-        arguments += ["--master", master]
-    done = subprocess.run(arguments, capture_output=True, text=True, check=False)
-    if done.returncode:
-        raise RuntimeError(done.stderr[-3000:])
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    """``rewrite`` in a fresh process (a Spark session per process)."""
+    return run_child(__file__, "--child", engine, "--root", str(root), "--subjects", json.dumps(subjects),
+                     *(["--master", master] if master else []))
 
 
 def main() -> None:

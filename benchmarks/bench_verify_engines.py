@@ -22,7 +22,6 @@ import argparse
 import json
 import multiprocessing
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +33,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from _common import print_table, timed, write_results  # noqa: E402
+from _common import print_table, run_child, timed, write_results  # noqa: E402
 
 SUBJECTS = 10
 PLANTED_FILES = 5
@@ -110,13 +109,8 @@ def scan(root: Path, value_sets: dict, engine: str, master: str | None = None) -
 
 def in_child(root: Path, value_sets: dict, engine: str, master: str | None = None) -> dict:
     """``scan`` in a fresh process (a Spark session per process)."""
-    arguments = [sys.executable, __file__, "--child", engine, "--root", str(root), "--values", json.dumps(value_sets)]
-    if master:
-        arguments += ["--master", master]
-    done = subprocess.run(arguments, capture_output=True, text=True, check=False)
-    if done.returncode:
-        raise RuntimeError(done.stderr[-3000:])
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_child(__file__, "--child", engine, "--root", str(root), "--values", json.dumps(value_sets),
+                     *(["--master", master] if master else []))
 
 
 def main() -> None:

@@ -264,14 +264,20 @@ def discover_catalog(workspace: Workspace, progress: Callable[[str], None] | Non
                            progress)
 
 
+def discovered_name(workspace: Workspace) -> Callable[[DiscoveredTable], str]:
+    """A discovered table's dataset id: the catalog's for a catalogued location, else its own name."""
+    from piitracer.storage.guard import canonical
+
+    names = {canonical(location).uri: dataset for dataset, location in dataset_locations(workspace).items()}
+    return lambda table: names.get(canonical(table.location).uri, table.name)
+
+
 def lineage_only_datasets(workspace: Workspace, discovery: Discovery) -> list[str]:
     """Datasets the lineage names that neither the catalog nor the lakehouse has: seen in
     lineage, not found in storage (a table since dropped, a name the events spell otherwise, a
     system outside the roots)."""
-    from piitracer.storage.guard import canonical
-
-    names = {canonical(location).uri: dataset for dataset, location in dataset_locations(workspace).items()}
-    found = {names.get(canonical(t.location).uri, t.name) for t in discovery.tables}
+    name_of = discovered_name(workspace)
+    found = {name_of(t) for t in discovery.tables}
     graph = build_lineage_graph(workspace)
     return sorted(d for d in graph.datasets() if d not in workspace.config.catalog and d not in found)
 
@@ -303,11 +309,10 @@ def classify_catalog(workspace: Workspace, sample: int = 50) -> Classification:
     from piitracer.discover.classify import classify_columns, inherited
     from piitracer.discover.lakehouse import sample_rows
     from piitracer.formats import FormatError
-    from piitracer.storage.guard import canonical
 
     store = workspace_store(workspace)
     catalog = workspace.config.catalog
-    names = {canonical(location).uri: dataset for dataset, location in dataset_locations(workspace).items()}
+    name_of = discovered_name(workspace)
     graph = build_lineage_graph(workspace)
     seeds = [ColumnRef(dataset=d, column=c) for d, entry in catalog.items() for c in entry.identifiers]
     lineage = inherited(graph, seeds)
@@ -316,7 +321,7 @@ def classify_catalog(workspace: Workspace, sample: int = 50) -> Classification:
     discovery = discover_catalog(workspace)
     problems.update({root: f"cannot list it: {why}" for root, why in discovery.unreadable_roots.items()})
     for table in discovery.tables:
-        dataset = names.get(canonical(table.location).uri, table.name)
+        dataset = name_of(table)
         if table.problems:
             problems[dataset] = "; ".join(table.problems)
             continue

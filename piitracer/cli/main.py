@@ -412,7 +412,7 @@ def catalog_discover(ctx: click.Context, output: str) -> None:
 
 
 def _discovered_json(found) -> dict:
-    return {"dataset": found.table.split(".", 1)[1] if found.table else found.name, "format": found.format.value,
+    return {"dataset": found.name, "format": found.format.value,
             "location": str(found.location), "table": found.table, "columns": list(found.columns),
             "write_mode": found.write_mode.value if found.write_mode else None,
             "retention": {k: _retention_value(v) for k, v in found.retention.items()},

@@ -168,11 +168,10 @@ def classify_columns(dataset: str, columns: Sequence[str], sample: Mapping[str, 
         if named:
             verdict.add(named, NAME_CONFIDENCE, f"name matches the {named} pattern")
         values = (sample or {}).get(column)
-        if values is not None:
-            found = value_kind(values)
-            if found:
-                kind, passed, sampled = found
-                verdict.add(kind, round(passed / sampled, 2), f"{passed} of {sampled} sampled values are valid {kind} values")
+        by_values = value_kind(values) if values is not None else None
+        if by_values:
+            kind, passed, sampled = by_values
+            verdict.add(kind, round(passed / sampled, 2), f"{passed} of {sampled} sampled values are valid {kind} values")
         ref = ColumnRef(dataset=dataset, column=column)
         if column in catalog_identifiers:
             verdict.add(named or "identifier", 1.0, "a catalogued identifier")
@@ -180,12 +179,8 @@ def classify_columns(dataset: str, columns: Sequence[str], sample: Mapping[str, 
             source = lineage[ref]
             verdict.add(name_kind(source.column, patterns) or "identifier", LINEAGE_CONFIDENCE,
                         f"inherits {source} through DIRECT lineage")
-        elif found_by_values(verdict):
+        elif by_values:
             verdict.pii_without_lineage = True
             verdict.reasons.append("PII without lineage: no catalogued identifier flows here")
         verdicts.append(verdict)
     return verdicts
-
-
-def found_by_values(verdict: ColumnVerdict) -> bool:
-    return any("sampled values are valid" in reason for reason in verdict.reasons)

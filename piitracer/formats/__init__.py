@@ -25,7 +25,7 @@ from piitracer.model.registry import discover
 from piitracer.model.outcome import Attempt, StepOutcome
 from piitracer.model.plan import Action, Step
 from piitracer.model.workspace import CatalogDataset, DatasetFormat
-from piitracer.storage.file_tasks import FileTasks
+from piitracer.storage.file_tasks import FileTasks, in_this_process
 from piitracer.storage.locations import Location, LocationError
 from piitracer.storage.store import Store
 
@@ -52,7 +52,7 @@ class StepWork:
     store: Store
     spark: Callable[[], Any]
     # Where per-file work runs, given the number and bytes of files (in this process by default).
-    file_tasks: Callable[[int, int], FileTasks] = lambda files, size: FileTasks()
+    file_tasks: Callable[[int, int], FileTasks] = in_this_process
 
 
 @dataclass(frozen=True)

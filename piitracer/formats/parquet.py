@@ -13,6 +13,7 @@ files already rewritten.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, Callable, Iterator
 
 import pyarrow as pa
@@ -25,7 +26,7 @@ from piitracer.model.outcome import Attempt, SafetyError, StepOutcome
 from piitracer.model.plan import Action
 from piitracer.model.workspace import CatalogDataset, DatasetFormat
 from piitracer.storage.failpoints import failpoint
-from piitracer.storage.file_tasks import FileTasks
+from piitracer.storage.file_tasks import FileTasks, in_this_process
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
 
@@ -93,7 +94,7 @@ def rewrite_files(location: Location, store: Store, key_column: str | None, valu
     stale = _remove_stale_temporaries(location, store)
     sizes = store.sizes(location)
     candidates = [(relative, sizes.get(relative, 0)) for relative in data_files(location, store)]
-    tasks = (tasks_for or _in_this_process)(len(candidates), sum(size for _, size in candidates))
+    tasks = (tasks_for or in_this_process)(len(candidates), sum(size for _, size in candidates))
     matches = tasks.run(_FindSubjects(location, store, key_column, values), candidates, "rewrite.find")
     outcome = StepOutcome(details={"files_scanned": len(candidates),
                                    "files_skipped_by_statistics": sum(1 for m in matches if m == SKIPPED_BY_STATISTICS),
@@ -113,10 +114,6 @@ def rewrite_files(location: Location, store: Store, key_column: str | None, valu
 
 
 SKIPPED_BY_STATISTICS = -1
-
-
-def _in_this_process(files: int, size: int) -> FileTasks:
-    return FileTasks()
 
 
 class _FindSubjects:
@@ -159,10 +156,17 @@ def _replace_without(location: Location, store: Store, relative: str, handle: pq
                      subjects: pa.Array, matched: int) -> int:
     table = handle.read()
     kept = table.filter(pc.invert(pc.fill_null(pc.is_in(table.column(key_column), value_set=subjects), False)))
+    if kept.num_rows == table.num_rows:
+        # Rewritten since it was found: by a task of a failed earlier run that was still finishing
+        # (Spark cancels those asynchronously); its replacement is complete and in place.
+        return kept.num_rows
     if kept.num_rows != table.num_rows - matched:
         raise SafetyError(f"{location.child(relative)}: expected {table.num_rows} - {matched} rows after the rewrite, got {kept.num_rows}")
     folder, _, name = relative.rpartition("/")
-    temporary = location.child(f"{folder}/.{name}{TEMP_SUFFIX}" if folder else f".{name}{TEMP_SUFFIX}")
+    # A temporary of this writer's own: two writers of one file (a straggling task and a resumed
+    # one) never write into the same temporary, so neither can put the other's half-written file in place.
+    mine = f".{name}.{uuid.uuid4().hex[:12]}{TEMP_SUFFIX}"
+    temporary = location.child(f"{folder}/{mine}" if folder else mine)
     target = location.child(relative)
     compression = _compression(handle)
     with store.open_durable_output(temporary) as sink:

@@ -5,6 +5,10 @@ file) to a :class:`FileTasks` and get the results back in the items' order, whic
 With Spark the items are split into a few tasks per core; a task that fails (an executor lost) is
 run again by Spark on another executor, so the function must be safe to run twice on the same
 file (the rewrite is: it writes a hidden temporary and replaces the original only when complete).
+When a job fails, its tasks still running are cancelled (their Python workers killed), but that is
+asynchronous: one may still finish its file while a resumed step starts, so the function must also
+be safe to run concurrently with itself on one file (the rewrite writes a temporary of its own and
+skips a file another task already rewrote).
 
 ``choose_file_tasks`` picks by how much there is to do: starting a Spark session and shipping a
 job cost seconds a few small files do not need (``rewrite.engine`` / ``verify.engine``: auto,
@@ -47,9 +51,15 @@ class SparkFileTasks(FileTasks):
             return []
         context = self._context()
         slices = max(1, min(len(items), context.defaultParallelism * self.tasks_per_core))
-        context.setJobGroup(f"piitracer.{label}", f"piitracer {label}: {len(items)} files")
+        group = f"piitracer.{label}"
+        # interruptOnCancel: when the job fails, Spark kills its still-running tasks' Python workers.
+        context.setJobGroup(group, f"piitracer {label}: {len(items)} files", interruptOnCancel=True)
         numbered = list(enumerate(items))
-        results = dict(context.parallelize(numbered, slices).map(_Numbered(function)).collect())
+        try:
+            results = dict(context.parallelize(numbered, slices).map(_Numbered(function)).collect())
+        except Exception:
+            context.cancelJobGroup(group)  # the failed job's other tasks: stopped, not left running
+            raise
         if len(results) != len(items):  # Spark returns every task's results or fails the job
             raise RuntimeError(f"Spark returned {len(results)} of {len(items)} results of {label}")
         log.info("%s: %d files in Spark tasks (%d partitions)", label, len(items), slices)
@@ -65,6 +75,11 @@ class _Numbered:
     def __call__(self, numbered: tuple[int, Any]) -> tuple[int, Any]:
         number, item = numbered
         return number, self.function(item)
+
+
+def in_this_process(files: int, size: int) -> FileTasks:
+    """The chooser that always keeps the work here (the default where no settings apply)."""
+    return FileTasks()
 
 
 def choose_file_tasks(settings: FileWorkSettings, files: int, size: int, spark: FileTasks,

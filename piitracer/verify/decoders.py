@@ -221,10 +221,13 @@ def _parquet(source: FileSource, index: ValueIndex, in_log: bool, chunks: ChunkC
 
     searched = [name for name in schema.names if name not in offsets]  # a position delete's 'pos' is an offset
     leaves = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
+    # Per column, once per file: how a chunk of it can be proven without decoding (if at all).
+    proofs = {name: _proof(schema.field(name).type, leaves.get(name), index) for name in searched}
     for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
         needed = []
         for name in searched:
-            if _proven_without_decoding(schema.field(name).type, metadata.row_group(group), leaves.get(name), index):
+            if proofs[name] is not None and proofs[name](row_group):
                 chunks.proven += 1
             else:
                 needed.append(name)
@@ -237,32 +240,38 @@ def _parquet(source: FileSource, index: ValueIndex, in_log: bool, chunks: ChunkC
                 yield where, names, "data"
 
 
-def _proven_without_decoding(kind, row_group, leaf: int | None, index: ValueIndex) -> bool:
-    """Whether a column chunk cannot hold a searched value, known without decoding it: a flat
-    column of a type no searched value has (a double column when only integers and strings are
-    searched), or an integer or date column whose footer min/max — exact for these types, unlike
-    a string's truncated bounds — exclude every searched value. Strings are never proven this way:
-    a value may sit inside a longer text anywhere between min and max."""
+def _proof(kind, leaf: int | None, index: ValueIndex) -> Callable[[Any], bool] | None:
+    """How a chunk of one column (Arrow type ``kind``, Parquet leaf ``leaf``) is proven to hold no
+    searched value without decoding it, given its row group's metadata; None: it never is.
+
+    - A flat column of a type no searched value has (a double when only integers and strings are
+      searched): always.
+    - An integer or date column: when its footer min/max — exact for these types, unlike a
+      string's truncated bounds — exclude every searched value.
+    - Strings never: a value may sit inside a longer text anywhere between min and max."""
     import pyarrow as pa
 
     from piitracer.verify.columns import candidates_for
 
     if leaf is None or pa.types.is_nested(kind) or pa.types.is_dictionary(kind) or pa.types.is_string(kind) \
             or pa.types.is_large_string(kind):
-        return False
+        return None
     candidates = candidates_for(kind, index)
     if candidates is None:
-        return True  # exact_hits searches no value of this type
+        return lambda row_group: True  # exact_hits searches no value of this type
     if not (pa.types.is_integer(kind) or pa.types.is_date(kind)):
-        return False
-    stats = row_group.column(leaf).statistics
-    if stats is None or not stats.has_min_max:
-        return False
-    low, high = stats.min, stats.max
-    try:
-        return all(value < low or value > high for value in candidates.to_pylist())
-    except TypeError:  # bounds of another type than the candidates: decode
-        return False
+        return None
+    values = candidates.to_pylist()
+
+    def excluded_by_statistics(row_group) -> bool:
+        stats = row_group.column(leaf).statistics
+        if stats is None or not stats.has_min_max:
+            return False
+        try:
+            return all(value < stats.min or value > stats.max for value in values)
+        except TypeError:  # bounds of another type than the candidates: decode
+            return False
+    return excluded_by_statistics
 
 
 # Iceberg's reserved field ids of a position delete file's row position (the spec's 'pos').

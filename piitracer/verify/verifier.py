@@ -127,7 +127,7 @@ def verify_dataset(plan: DeletionPlan, decision: DatasetDecision, entry: Catalog
             return DatasetVerification(dataset=dataset, state=ErasureState.NO_ACTION, reason=decision.reason)
         return _not_checked(dataset, "not in the catalog: its format and location are unknown" if entry is None
                             else "no location in the catalog")
-    if not store.exists(location):
+    if scan is None and not store.exists(location):  # a scan given: its location was listed
         return _not_checked(dataset, f"location {location} does not exist")
 
     names = sets_for(plan, decision)
