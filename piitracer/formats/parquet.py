@@ -107,6 +107,9 @@ def rewrite_files(location: Location, store: Store, key_column: str | None, valu
     outcome.files_rewritten = max(int(first["files"]) - now["files"], 0)
     outcome.bytes_removed = max(int(first["bytes"]) - now["bytes"], 0)
     tasks.run(_RewriteWithout(location, store, key_column, values), holders, "rewrite")
+    # A rewrite task that died after writing its own temporary (a lost executor, then Spark's rerun
+    # wrote another) left it behind: the complete replacements are in place, so it goes.
+    outcome.details["stale_temporaries_removed"] += _remove_stale_temporaries(location, store)
     outcome.rows_deleted += now["rows"]
     outcome.files_rewritten += now["files"]
     outcome.bytes_removed += now["bytes"]
