@@ -14,6 +14,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+import yaml
 from pydantic import ValidationError
 
 from piitracer.crypto.envelope import (KeyWrapper, MasterKeyError, ShreddedError, ValueCipher, has_master_key,
@@ -23,6 +24,7 @@ from piitracer.audit import (AnchorFile, AuditError, AuditKey, AuditLog, AuditPr
 from piitracer.executor.journal import Journal
 from piitracer.executor.runner import ExecuteOptions, ExecutionContext, PlanExecutor, RunSummary, StepResult
 from piitracer.graph.lineage_graph import LineageGraph
+from piitracer.ingest.catalog_layers import DISCOVERED_FILE, DISCOVERED_HEADER
 from piitracer.ingest.lineage_store import STORE_FILE, LineageStore, open_store
 from piitracer.ingest.workspace_ingest import StoreUpdate, batch_from_store, ingest_workspace, update_store
 from piitracer.ingest.workspace_loader import Workspace, WorkspaceError, load_workspace
@@ -32,7 +34,7 @@ from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import NO_FILE_WORK, PERSON_ACTIONS, DeletionPlan, PlanRequest, Subject
 from piitracer.model.requests import ErasureRequest, RequestState
 from piitracer.model.steps import StepRecord
-from piitracer.model.workspace import CatalogDataset, TaskEngine
+from piitracer.model.workspace import CatalogDataset, DatasetFormat, TaskEngine
 from piitracer.model.table_state import TableState
 from piitracer.model.verification import VerificationReport
 from piitracer.storage.locations import Location, LocationError
@@ -40,6 +42,7 @@ from piitracer.storage.store import StorageError, Store, store_for
 from piitracer.planner.build import PlanningError, build_plan
 from piitracer.render.report import report_html, report_markdown
 from piitracer.verify import VerificationError, verify_datasets
+from piitracer.discover.catalog_file import DiscoveredCatalog, catalog_entries, kept_identifiers, with_identifiers
 from piitracer.discover.classify import ColumnVerdict
 from piitracer.discover.drift import Difference, compare
 from piitracer.discover.lakehouse import DiscoveredTable, Discovery, discover_tables
@@ -256,12 +259,25 @@ def discovery_roots(workspace: Workspace) -> tuple[Location, ...]:
     return (Location.parse(workspace.root), Location.parse(workspace.resolve(workspace.config.spark.warehouse)))
 
 
-def discover_catalog(workspace: Workspace, progress: Callable[[str], None] | None = None) -> Discovery:
+def discover_catalog(workspace: Workspace, progress: Callable[[str], None] | None = None,
+                     spark_views: bool = False) -> Discovery:
     """Every table the lakehouse has under the discovery roots, as its own metadata describes it,
-    and the roots that could not be listed (:mod:`piitracer.discover.lakehouse`)."""
+    and the roots that could not be listed (:mod:`piitracer.discover.lakehouse`). With
+    ``spark_views``, also the views the workspace's Spark catalogs keep (this starts Spark)."""
     warehouse = Location.parse(workspace.resolve(workspace.config.spark.warehouse))
-    return discover_tables(discovery_roots(workspace), workspace_store(workspace), warehouse, workspace.config.spark.catalog,
-                           progress)
+    found = discover_tables(discovery_roots(workspace), workspace_store(workspace), warehouse, workspace.config.spark.catalog,
+                            progress)
+    if spark_views:
+        from piitracer.executor.spark_catalog import list_views
+        from piitracer.executor.spark_session import spark_session
+
+        if progress:
+            progress("the Spark catalogs' views")
+        settings = workspace.config.spark
+        catalogs = tuple(dict.fromkeys(("spark_catalog", *workspace.config.lineage.spark_catalogs, settings.catalog)))
+        listed = list_views(spark_session(settings, workspace.resolve(settings.warehouse)), catalogs)
+        found.views, found.unreadable_catalogs = listed.views, listed.problems
+    return found
 
 
 def discovered_name(workspace: Workspace) -> Callable[[DiscoveredTable], str]:
@@ -285,7 +301,62 @@ def lineage_only_datasets(workspace: Workspace, discovery: Discovery) -> list[st
 def catalog_drift(workspace: Workspace, tables: Sequence[DiscoveredTable] | None = None) -> list[Difference]:
     """Where the workspace's catalog and the lakehouse disagree (:mod:`piitracer.discover.drift`)."""
     found = discover_catalog(workspace).tables if tables is None else tables
-    return compare(workspace.config.catalog, dataset_locations(workspace), found)
+    return compare(workspace.config.catalog, dataset_locations(workspace), found, workspace.layers.overrides)
+
+
+def write_discovered_catalog(workspace: Workspace, discovery: Discovery | None = None,
+                             classification: "Classification | None" = None) -> tuple[Path, DiscoveredCatalog]:
+    """Write ``catalog.discovered.yaml``: an entry per discovered table (and per view the lineage
+    creates), under the person's ``piitracer.yaml`` (:mod:`piitracer.ingest.catalog_layers`).
+    With ``classification``, its identifier columns are added as ``classified_by: auto``; without,
+    the identifiers an earlier classification proposed are kept where their columns still exist."""
+    if discovery is None:
+        discovery = classification.discovery if classification is not None else None
+    found = discover_catalog(workspace) if discovery is None else discovery
+    supplied = workspace.layers.from_discovery
+    declared = {d: location for d, location in dataset_locations(workspace).items() if "location" not in supplied.get(d, ())}
+    formats = {d: entry.format for d, entry in workspace.config.catalog.items() if "format" not in supplied.get(d, ())}
+    for dataset, raw in workspace.set_aside.items():  # what the person says of tables not yet described
+        declared.update(_said_locations(workspace, dataset, raw))
+        if raw.get("format"):
+            formats[dataset] = DatasetFormat(str(raw["format"]).lower())
+    root = Location.parse(workspace.root)
+
+    def place_text(location: Location) -> str:
+        inside = root.relative(location)
+        return inside if inside else str(location)
+
+    graph = build_lineage_graph(workspace)
+    stored = {name for name in (discovered_name(workspace)(t) for t in found.tables)}
+    views = {d: tuple(graph.dataset(d).columns) for d in graph.datasets() if graph.dataset(d).view and d not in stored}
+    views.update({d: columns for d, columns in found.views.items() if d not in stored})  # what the catalog keeps wins
+    written = catalog_entries(found.tables, declared, formats, place_text, views)
+    path = workspace.root / DISCOVERED_FILE
+    if classification is not None:
+        with_identifiers(written, classification.verdicts)
+    elif path.is_file():
+        previous = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        kept_identifiers(written, (previous.get("catalog") or {}) if isinstance(previous, dict) else {})
+    path.write_text(written.to_yaml(DISCOVERED_HEADER), encoding="utf-8")
+    return path, written
+
+
+def _said_locations(workspace: Workspace, dataset: str, raw: Mapping[str, Any]) -> dict[str, Location]:
+    """The locations a catalog entry set aside at load names: its own and its replicas'
+    (``<dataset>@<name>``), so discovery names those tables after it."""
+    from piitracer.model.workspace import REPLICA_SEPARATOR
+
+    said = {}
+    try:
+        if raw.get("location"):
+            said[dataset] = Location.parse(str(raw["location"]), workspace.root)
+        for replica in raw.get("replicas") or []:
+            if isinstance(replica, dict) and replica.get("location") and replica.get("name"):
+                said[f"{dataset}{REPLICA_SEPARATOR}{str(replica['name']).lower()}"] = Location.parse(str(replica["location"]),
+                                                                                                     workspace.root)
+    except LocationError as error:
+        raise WorkspaceError(f"{workspace.root / 'piitracer.yaml'}: catalog.{dataset}: {error}") from None
+    return said
 
 
 @dataclass
@@ -295,6 +366,7 @@ class Classification:
 
     verdicts: list[ColumnVerdict]
     problems: dict[str, str]
+    discovery: Discovery | None = None  # the tables classified
 
     @property
     def without_lineage(self) -> list[ColumnVerdict]:
@@ -333,7 +405,7 @@ def classify_catalog(workspace: Workspace, sample: int = 50) -> Classification:
             problems[dataset] = f"cannot sample its rows: {type(error).__name__}"
         entry = catalog.get(dataset)
         verdicts += classify_columns(dataset, table.columns, values, entry.identifiers if entry else (), lineage)
-    return Classification(verdicts, problems)
+    return Classification(verdicts, problems, discovery)
 
 
 def write_private(path: str | os.PathLike[str], text: str) -> None:

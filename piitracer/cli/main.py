@@ -21,7 +21,7 @@ from piitracer.api import (audit_log, audit_report, check_certificate, check_pla
                            journal_steps, load_plan, plan_deletion,
                            prepare_execution, record_plan, run_execution, record_run, record_verification, recorded_attestations, seal_plan,
                            verify_audit, verify_plan, write_private)
-from piitracer.api import (DemoResult, catalog_drift, classify_catalog, discover_catalog, discovery_roots, lineage_only_datasets,
+from piitracer.api import (DemoResult, write_discovered_catalog, catalog_drift, classify_catalog, discover_catalog, discovery_roots, lineage_only_datasets,
                            run_demo)
 from piitracer.audit import load_audit_key, record_estimate_entry
 from piitracer.crypto.envelope import has_master_key, load_master_key
@@ -377,21 +377,33 @@ def catalog_group() -> None:
 
 @catalog_group.command("discover")
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--write", "write", is_flag=True,
+              help="Also write catalog.discovered.yaml: the workspace's catalog then takes every field "
+              "piitracer.yaml does not say from it.")
+@click.option("--spark", "spark_views", is_flag=True,
+              help="Also ask the Spark catalogs (spark_catalog, lineage.spark_catalogs, spark.catalog) for their views "
+              "(starts Spark).")
 @click.pass_context
-def catalog_discover(ctx: click.Context, output: str) -> None:
+def catalog_discover(ctx: click.Context, output: str, write: bool, spark_views: bool) -> None:
     """List every table under the discovery roots (warehouse_roots, else the workspace folder and
     the Iceberg warehouse) with what its own metadata says: format, location, columns, write mode,
     retention properties, format version, tags and branches, shallow clones, Delta features,
     partition columns. A table whose metadata cannot be read is listed with the reason."""
     workspace = _workspace(ctx)
     with err_console.status("discovering tables") as status:
-        discovery = discover_catalog(workspace, lambda place: status.update(f"reading {place}"))
+        discovery = discover_catalog(workspace, lambda place: status.update(f"reading {place}"), spark_views)
     tables = discovery.tables
-    lineage_only = lineage_only_datasets(workspace, discovery)
+    lineage_only = [d for d in lineage_only_datasets(workspace, discovery) if d not in discovery.views]
     for root, why in sorted(discovery.unreadable_roots.items()):
         err_console.print(f"{root}: not discovered: {why}", highlight=False, markup=False)
+    for catalog, why in sorted(discovery.unreadable_catalogs.items()):
+        err_console.print(f"Spark catalog {catalog}: views not listed: {why}", highlight=False, markup=False, soft_wrap=True)
+    if write:
+        _write_discovered(workspace, discovery=discovery)
     if output == "json":
         click.echo(json.dumps({"tables": [_discovered_json(t) for t in tables], "unreadable_roots": discovery.unreadable_roots,
+                               "views": {d: list(c) for d, c in sorted(discovery.views.items())},
+                               "unreadable_catalogs": discovery.unreadable_catalogs,
                                "seen_in_lineage_not_found_in_storage": lineage_only}, indent=2))
         return
     table = Table(title=f"{len(tables)} tables under {', '.join(str(r) for r in discovery_roots(workspace))}")
@@ -406,9 +418,22 @@ def catalog_discover(ctx: click.Context, output: str) -> None:
         table.add_row(Text(found.table or found.name), found.format.value, Text(str(found.location)),
                       Text(", ".join(found.columns)), found.write_mode.value if found.write_mode else "",
                       Text(_retention_text(found.retention)), Text("; ".join(notes)))
+    for view, columns in sorted(discovery.views.items()):
+        table.add_row(Text(view), "view", "", Text(", ".join(columns)), "", "", "kept by the Spark catalog")
     console.print(table)
     for dataset in lineage_only:
         console.print(f"seen in lineage, not found in storage: {dataset}", highlight=False, markup=False)
+
+
+def _write_discovered(workspace, **found) -> None:
+    """Write catalog.discovered.yaml and say so on stderr (stdout may be JSON)."""
+    path, written = write_discovered_catalog(workspace, **found)
+    auto = sum(1 for entry in written.entries.values() if entry.get("classified_by") == "auto")
+    err_console.print(f"wrote {len(written.entries)} catalog entries to {path}"
+                      + (f" ({auto} with identifiers classified_by: auto, to confirm in piitracer.yaml)" if auto else ""),
+                      highlight=False, markup=False, soft_wrap=True)
+    for place, why in sorted(written.skipped.items()):
+        err_console.print(f"{place}: not written: {why}", highlight=False, markup=False, soft_wrap=True)
 
 
 def _discovered_json(found) -> dict:
@@ -438,14 +463,20 @@ def _retention_text(retention: dict) -> str:
 @click.option("--sample", type=click.IntRange(min=0), default=50, show_default=True,
               help="Rows read per table for the value validators (0: names and lineage only).")
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--write", "write", is_flag=True,
+              help="Also write catalog.discovered.yaml with the identifier columns found, marked "
+              "classified_by: auto until a person confirms them in piitracer.yaml.")
 @click.pass_context
-def catalog_classify(ctx: click.Context, sample: int, output: str) -> None:
+def catalog_classify(ctx: click.Context, sample: int, output: str, write: bool) -> None:
     """A verdict per column of every discovered table — identifier kind, confidence and reasons —
     from its name, from sampled values validated by python-stdnum, phonenumbers and
     email-validator (counts and kinds only: a sampled value is never shown), and from lineage out
     of the catalog's identifiers. Lists the columns that look like PII but that no catalogued
     identifier reaches ("PII without lineage"). A proposal for a person to confirm."""
-    result = classify_catalog(_workspace(ctx), sample)
+    workspace = _workspace(ctx)
+    result = classify_catalog(workspace, sample)
+    if write:
+        _write_discovered(workspace, classification=result)
     if output == "json":
         click.echo(json.dumps({"columns": [{"dataset": v.dataset, "column": v.column, "kind": v.kind,
                                             "confidence": v.confidence, "reasons": v.reasons,

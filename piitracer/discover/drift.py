@@ -8,14 +8,16 @@ Entries are paired by location (canonical: symlinks resolved), not by name. For 
   the catalog's. A catalogued location with no table is a table that disappeared; a table under the
   roots that no entry names is a new table not in the catalog.
 - **override** (reported, exit 0): the catalog sets a retention the table's properties do not —
-  the catalog's value is what planning uses, and it is said so.
+  the catalog's value is what planning uses, and it is said so; and ``piitracer.yaml`` sets a
+  write mode or retention on purpose over what ``catalog.discovered.yaml`` recorded of the table
+  (``overrides``). A listed column that no longer exists is drift whoever listed it.
 
 ``maintenance_every``, owners, identifiers and everything else only a person knows are not compared.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 from piitracer.discover.lakehouse import DiscoveredTable
@@ -39,8 +41,9 @@ class Difference:
 
 
 def compare(catalog: Mapping[str, CatalogDataset], locations: Mapping[str, Location],
-            tables: Sequence[DiscoveredTable]) -> list[Difference]:
-    """Every difference between the catalog's entries (those with a location) and ``tables``."""
+            tables: Sequence[DiscoveredTable], overrides: Mapping[str, frozenset[str]] | None = None) -> list[Difference]:
+    """Every difference between the catalog's entries (those with a location) and ``tables``;
+    ``overrides``: per dataset, the fields the person set over the discovered layer."""
     by_place = {canonical(table.location).uri: table for table in tables}
     claimed: set[str] = set()
     found: list[Difference] = []
@@ -54,7 +57,9 @@ def compare(catalog: Mapping[str, CatalogDataset], locations: Mapping[str, Locat
         if table is None:
             found.append(Difference(dataset, "location", str(location), "no table there (disappeared?)"))
             continue
-        found += _entry_differences(dataset, entry, table)
+        chosen = (overrides or {}).get(dataset, frozenset())
+        found += [replace(d, drift=False) if d.field in chosen and _overridable(d.field) else d
+                  for d in _entry_differences(dataset, entry, table)]
     for place, table in sorted(by_place.items()):
         if place not in claimed:
             found.append(Difference(table.name, "catalog", "not in the catalog",
@@ -87,6 +92,10 @@ def _entry_differences(dataset: str, entry: CatalogDataset, table: DiscoveredTab
         elif ours != theirs:
             found.append(Difference(dataset, f"retention.{name}", _text(ours), _text(theirs)))
     return found
+
+
+def _overridable(field: str) -> bool:
+    return field == "write_mode" or field.startswith("retention.")
 
 
 def _text(value) -> str:

@@ -61,6 +61,10 @@ class Discovery:
 
     tables: list[DiscoveredTable]
     unreadable_roots: dict[str, str] = field(default_factory=dict)
+    # Views the Spark catalogs keep (dataset id -> columns), when they were asked, and per catalog
+    # why it could not be listed.
+    views: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    unreadable_catalogs: dict[str, str] = field(default_factory=dict)
 
 
 def discover_tables(roots: Sequence[Location], store: Store, warehouse: Location | None = None,

@@ -65,6 +65,7 @@ class DatasetInfo:
     columns: list[str] = field(default_factory=list)
     aliases: set[str] = field(default_factory=set)
     catalog: CatalogDataset | None = None
+    view: bool = False  # the lineage made it with CREATE VIEW (no files of its own)
 
     @property
     def in_catalog(self) -> bool:
@@ -117,6 +118,7 @@ class LineageGraph:
             info = graph._dataset(facts.dataset)
             info.add_columns(facts.columns)
             info.aliases.update(facts.aliases)
+            info.view = info.view or facts.view
         for edge in sorted(batch.column_edges, key=ColumnEdge.sort_key):
             graph.add_column_edge(edge)
         for edge in sorted(batch.dataset_edges, key=DatasetEdge.sort_key):

@@ -241,7 +241,7 @@ class _FileIngest:
         for dataset in write.inputs:
             flow = DatasetEdge(source=dataset, target=write.dataset, relation=DatasetRelation.FLOW, origin=origin)
             self.dataset_edges.add(flow)
-        self.facts.add(DatasetFacts(dataset=write.dataset, columns=tuple(write.schema), origin=origin))
+        self.facts.add(DatasetFacts(dataset=write.dataset, columns=tuple(write.schema), origin=origin, view=write.view))
         return bool(write.indirect) or any(lineage.flows for _, lineage in write.columns) or len(self.edges) > before
 
 

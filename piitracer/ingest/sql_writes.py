@@ -109,6 +109,7 @@ class Write:
     indirect: frozenset[Influence]
     schema: list[str]  # the target's columns, as this statement tells them
     verb: str = "write"  # "INSERT into", "UPDATE of"... for messages
+    view: bool = False  # CREATE VIEW: the target stores no rows
 
     def describe(self) -> str:
         return f"{self.verb} {self.dataset}"
@@ -248,7 +249,7 @@ def _create(node: exp.Create, ctx: QueryContext) -> Write | None:
     names = explicit or query.column_names()
     ctx.schemas[dataset] = list(names)
     columns = [(name, lineage) for name, (_, lineage) in zip(names, query.columns)]
-    return Write(dataset, columns, query.inputs, query.indirect, list(names), f"CREATE {kind}")
+    return Write(dataset, columns, query.inputs, query.indirect, list(names), f"CREATE {kind}", view=kind == "VIEW")
 
 
 def _learn_ddl_schema(node: exp.Create, dataset: str, columns: list[str], ctx: QueryContext) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +11,10 @@ import orjson
 import yaml
 from pydantic import ValidationError
 
+from piitracer.ingest.catalog_layers import DISCOVERED_FILE, CatalogLayers, merge_discovered, validate_discovered
 from piitracer.model.gc_pause import cyclic_gc_paused
 from piitracer.model.naming import DEFAULT_SPARK_CATALOGS, DatasetNamer, normalise_location, split_table_name
-from piitracer.model.workspace import REPLICA_SEPARATOR, WorkspaceConfig
+from piitracer.model.workspace import REPLICA_SEPARATOR, CatalogDataset, WorkspaceConfig
 from piitracer.model.errors import PiitracerError
 
 WORKSPACE_FILE = "piitracer.yaml"
@@ -32,6 +33,10 @@ class Workspace:
     namer: DatasetNamer
     # Not fatal, but worth a look: "file:line: field: what is wrong" (see ``workspace_warnings``).
     warnings: tuple[str, ...] = ()
+    # Which catalog fields came from catalog.discovered.yaml and which the person overrode there.
+    layers: CatalogLayers = CatalogLayers()
+    # Catalog entries set aside as written (no format yet: discovery has still to describe them).
+    set_aside: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def resolve(self, path: str) -> Path:
         """A path of the workspace file, relative to the workspace folder unless absolute."""
@@ -85,13 +90,87 @@ def load_workspace(folder: str | os.PathLike[str] = ".") -> Workspace:
         data = {}
     if not isinstance(data, dict):
         raise WorkspaceError(f"{path}:1: expected a mapping of keys (lineage, catalog, policy, spark)")
+    layers = CatalogLayers()
+    if (root / DISCOVERED_FILE).is_file():
+        data, layers = _with_discovered(data, root)
+    data, set_aside, undescribed = _set_aside_undescribed(data, path, _Lines(text))
     try:
         with cyclic_gc_paused():  # 100k catalog entries: the collector would walk them again and again
             config = WorkspaceConfig.model_validate(data)
     except ValidationError as error:
         raise WorkspaceError(_describe(error, path, _Lines(text))) from None
-    workspace = Workspace(root=root, config=config, namer=build_namer(config, root))
-    return replace(workspace, warnings=workspace_warnings(workspace, path, _Lines(text)))
+    workspace = Workspace(root=root, config=config, namer=build_namer(config, root), layers=layers, set_aside=set_aside)
+    return replace(workspace, warnings=layers.warnings + undescribed + workspace_warnings(workspace, path, _Lines(text)))
+
+
+def _set_aside_undescribed(data: dict[str, Any], path: Path,
+                           document: "_Lines") -> tuple[dict[str, Any], dict[str, dict[str, Any]], tuple[str, ...]]:
+    """``data`` without the catalog entries that have no format yet (a person said only what
+    they know — an owner, a maintenance cadence — and the lakehouse has not been discovered), with
+    a warning for each: they join the catalog once ``catalog discover --write`` describes them.
+    Their keys are still checked, so a typo is not silently set aside. An entry naming one of
+    them (an archive of a source only discovery will describe) waits with it; a name the file
+    does not have at all is an error, as always."""
+    catalog = data.get("catalog")
+    if not isinstance(catalog, dict):
+        return data, {}, ()
+    undescribed = [k for k, v in catalog.items() if isinstance(v, dict) and "format" not in v]
+    aside = {str(k).lower() for k in undescribed}
+    if not aside:
+        return data, {}, ()
+    waiting: dict[str, str] = {}  # entries that refer to a dataset set aside wait with it
+    while True:
+        more = {k: ref for k, v in catalog.items() if k not in undescribed and k not in waiting
+                and (ref := _refers_to(v, aside | {str(w).lower() for w in waiting}))}
+        if not more:
+            break
+        waiting.update(more)
+    known = set(CatalogDataset.model_fields)
+    warnings = []
+    for dataset in undescribed:
+        unknown = sorted(str(key) for key in catalog[dataset] if str(key) not in known)
+        if unknown:
+            where = f"{path}:{document.line_of(['catalog', dataset, unknown[0]]) or 1}"
+            raise WorkspaceError(f"invalid workspace:\n  {where}: catalog.{dataset}.{unknown[0]}: not a catalog field "
+                                 f"(expected one of {', '.join(sorted(known))})")
+        warnings.append(f"{path}:{document.line_of(['catalog', dataset]) or 1}: catalog.{dataset}: no format yet "
+                        "(say it, or run `piitracer catalog discover --write`): left out of the catalog until then")
+    for dataset, ref in waiting.items():
+        warnings.append(f"{path}:{document.line_of(['catalog', dataset]) or 1}: catalog.{dataset}: refers to {ref}, "
+                        "which has no format yet: left out of the catalog until then")
+    kept = {k: v for k, v in catalog.items() if k not in set(undescribed) and k not in waiting}
+    set_aside = {str(k).lower(): v for k, v in catalog.items() if k not in kept}
+    return {**data, "catalog": kept}, set_aside, tuple(warnings)
+
+
+def _refers_to(entry: Any, names: set[str]) -> str | None:
+    """The dataset among ``names`` that ``entry``'s clone_of / archive_of names, if any."""
+    if not isinstance(entry, dict):
+        return None
+    for key in ("clone_of", "archive_of"):
+        ref = entry.get(key)
+        if isinstance(ref, dict) and str(ref.get("dataset", "")).lower() in names:
+            return str(ref["dataset"]).lower()
+    return None
+
+
+def _with_discovered(data: dict[str, Any], root: Path) -> tuple[dict[str, Any], CatalogLayers]:
+    """``data`` with the discovered catalog layered under its ``catalog:``; an invalid discovered
+    file is named with its own line and field."""
+    path = root / DISCOVERED_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise WorkspaceError(f"{path}: cannot read: {error}") from error
+    discovered = _parsed(text, path)
+    try:
+        validate_discovered(discovered)
+    except ValidationError as error:
+        raise WorkspaceError(_describe(error, path, _Lines(text)).replace("invalid workspace:", "invalid discovered catalog:",
+                                                                          1)) from None
+    except ValueError as error:
+        raise WorkspaceError(f"{path}:1: {error}") from None
+    return merge_discovered(data, discovered or {}, root, path)
 
 
 def _parsed(text: str, path: Path) -> Any:
@@ -117,6 +196,7 @@ def _parsed(text: str, path: Path) -> Any:
 def workspace_warnings(workspace: Workspace, path: Path, document: "_Lines") -> tuple[str, ...]:
     """Catalog locations that do not exist or lie outside the warehouse roots."""
     warnings = []
+    discovered_lines: _Lines | None = None
     for dataset_id, entry in sorted(workspace.config.catalog.items()):
         text = workspace._local_location(dataset_id)
         if text is None or not entry.format.stores_rows or "://" in str(entry.location):
@@ -131,7 +211,11 @@ def workspace_warnings(workspace: Workspace, path: Path, document: "_Lines") -> 
             primary, name = entry.replica_of.dataset, dataset_id.rsplit(REPLICA_SEPARATOR, 1)[1]
             position = next(i for i, r in enumerate(workspace.config.catalog[primary].replicas) if r.name == name)
             field = ["catalog", primary, "replicas", position, "location"]
-        where = f"{path}:{document.line_of(field) or 1}: {'.'.join(str(part) for part in field)}"
+        said_in, lines = path, document
+        if "location" in workspace.layers.from_discovery.get(dataset_id, ()):  # the discovered file said it
+            said_in = workspace.layers.discovered_file or path
+            lines = discovered_lines = discovered_lines or _Lines(said_in.read_text(encoding="utf-8"))
+        where = f"{said_in}:{lines.line_of(field) or 1}: {'.'.join(str(part) for part in field)}"
         if missing:
             warnings.append(f"{where}: {location} does not exist (a {entry.format.value} dataset's files are expected there)")
         if outside:

@@ -160,6 +160,7 @@ class DatasetFacts(Frozen):
     columns: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     origin: Origin
+    view: bool = False  # made by CREATE VIEW: a query, no files of its own
 
 
 class ProblemSeverity(str, Enum):

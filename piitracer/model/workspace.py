@@ -76,6 +76,13 @@ class CloneMode(str, Enum):
     DEEP = "deep"  # its own copy of the files
 
 
+class ClassifiedBy(str, Enum):
+    """Who said which columns are identifiers."""
+
+    PERSON = "person"  # written or confirmed in piitracer.yaml
+    AUTO = "auto"  # proposed by ``catalog classify --write``: a person has yet to confirm it
+
+
 class Retention(Frozen):
     """How long a dataset keeps bytes after a logical delete, under its own maintenance."""
 
@@ -161,6 +168,12 @@ class CatalogDataset(Frozen):
     write_mode: IcebergWriteMode | None = Field(None, description="Iceberg only.")
     columns: tuple[str, ...] = Field((), description="Schema, in order (used to expand SELECT *).")
     identifiers: tuple[str, ...] = Field((), description="Columns holding PII identifiers.")
+    classified_by: ClassifiedBy = Field(
+        ClassifiedBy.PERSON,
+        description="'auto': the identifiers are catalog classify's proposal (catalog.discovered.yaml), not yet "
+        "confirmed; a plan relying on them warns. Listing identifiers in piitracer.yaml, or saying "
+        "'classified_by: person' there, confirms them.",
+    )
     column_types: dict[str, str] = Field(
         default_factory=dict,
         description="Types of key columns ({user_id: bigint}); subject values are parsed strictly against "

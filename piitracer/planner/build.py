@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from piitracer.graph.lineage_graph import LineageGraph, Reach
 from piitracer.model.lineage import ColumnRef
@@ -19,7 +19,7 @@ from piitracer.model.plan import (
     ValueSource,
 )
 from piitracer.model.table_state import TableState
-from piitracer.model.workspace import CatalogDataset, CloneMode, Policy
+from piitracer.model.workspace import CatalogDataset, ClassifiedBy, CloneMode, Policy
 from piitracer.planner.deadlines import deadline_for
 from piitracer.planner.decisions import Decision, decide
 from piitracer.planner.derivations import derive, describe_path, seeds
@@ -78,6 +78,7 @@ def build_plan(
     summaries = tuple(_summary(decisions[d], catalog.get(d), order.group.get(d), received, policy) for d in order.datasets)
     warnings = [w for d in order.datasets for w in decisions[d].warnings]
     warnings += [t.warning for d in order.datasets for t in templates[d] if t.warning]
+    warnings = _unconfirmed_identifiers(identifiers, catalog) + warnings
     plan = DeletionPlan(
         sources=request.sources,
         subjects=tuple(sorted(request.subjects, key=lambda s: (s.request_id, s.value))),
@@ -88,6 +89,15 @@ def build_plan(
         warnings=tuple(warnings),
     )
     return plan.with_id()
+
+
+def _unconfirmed_identifiers(identifiers: Mapping[str, Sequence[str]], catalog: Mapping[str, CatalogDataset]) -> list[str]:
+    """A warning per source whose identifiers (the values resolved and erased everywhere) are
+    only the classifier's proposal: a wrong one erases or misses rows by a guess."""
+    return [f"{dataset}: the plan relies on identifiers {list(columns)} that are classified_by: auto "
+            "(catalog classify's proposal in catalog.discovered.yaml): confirm them in piitracer.yaml"
+            for dataset, columns in sorted(identifiers.items())
+            if catalog[dataset].classified_by is ClassifiedBy.AUTO]
 
 
 def _validate(graph: LineageGraph, catalog: Mapping[str, CatalogDataset], request: PlanRequest) -> None:
