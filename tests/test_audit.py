@@ -383,7 +383,7 @@ def test_an_anchor_on_table_files_or_over_a_foreign_file_is_refused_and_nothing_
                              (notes, "not a piitracer audit anchor")):
         root = tmp_path / f"case-{anchor.name}"
         workspace = copy_workspace(root, anchor=anchor)
-        config = workspace.root / "piitracer.yaml"
+        config = workspace.root / "catalog.discovered.yaml"  # where the demo's table locations are said
         config.write_text(config.read_text().replace("location: warehouse/prod/merchants", f"location: {lake}"))
         before = anchor.read_bytes()
         code, _, err = cli_verify(workspace.root)

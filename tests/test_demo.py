@@ -169,12 +169,14 @@ def check_workspace(workspace, folder: Path, warehouse: Path) -> Path:
     from piitracer.api import dataset_locations
 
     config = yaml.safe_load((workspace.root / "piitracer.yaml").read_text())
+    discovered = yaml.safe_load((workspace.root / "catalog.discovered.yaml").read_text())
     located = dataset_locations(workspace)
-    for dataset, entry in config["catalog"].items():
-        if dataset in located:
-            entry["location"] = str(located[dataset])
-        for replica in entry.get("replicas", []):
-            replica["location"] = str(workspace.root / replica["location"])
+    for document in (config, discovered):
+        for dataset, entry in document["catalog"].items():
+            if "location" in entry and dataset in located:
+                entry["location"] = str(located[dataset])
+            for replica in entry.get("replicas", []):
+                replica["location"] = str(workspace.root / replica["location"])
     lineage = config["lineage"]
     for kind in ("openlineage", "sql"):
         for source in lineage.get(kind, []):
@@ -184,7 +186,33 @@ def check_workspace(workspace, folder: Path, warehouse: Path) -> Path:
     config["warehouse_roots"] = [str(workspace.root), *(str(warehouse / ns) for ns in DEMO_NAMESPACES)]
     folder.mkdir()
     (folder / "piitracer.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    (folder / "catalog.discovered.yaml").write_text(yaml.safe_dump(discovered, sort_keys=False))
     return folder
+
+
+def test_discover_write_on_the_built_demo_writes_the_fixtures_discovered_catalog(demo, warehouse: Path,
+                                                                                tmp_path: Path) -> None:
+    """lineage_fixtures/catalog.discovered.yaml is what `catalog discover --write` writes for the
+    demo lakehouse: every entry and field, locations compared below the workspace or warehouse."""
+    import yaml
+
+    from piitracer.api import write_discovered_catalog
+
+    workspace, _ = demo
+    folder = check_workspace(workspace, tmp_path / "ws", warehouse)
+    (folder / "catalog.discovered.yaml").unlink()  # written from the lakehouse alone
+    _, written = write_discovered_catalog(piitracer.load_workspace(folder))
+
+    def below(location: str) -> str:
+        for root, name in ((workspace.root, ""), (warehouse, "warehouse/")):
+            if location.startswith(f"{root}/"):
+                return name + location[len(str(root)) + 1:]
+        return location
+
+    entries = {d: {**e, "location": below(e["location"])} if "location" in e else e for d, e in written.entries.items()}
+    fixture = Path(__file__).resolve().parents[1] / "lineage_fixtures" / "catalog.discovered.yaml"
+    assert entries == yaml.safe_load(fixture.read_text())["catalog"]
+    assert sorted(written.skipped) == ["analytics.customer_txn@dr", "archive.payments_weekly"]
 
 
 def test_catalog_check_names_the_table_and_field_after_a_retention_property_changes(demo, warehouse: Path,

@@ -1,5 +1,7 @@
 """The demo's workspace folder: a copy of the fixture workspace's files (``piitracer.yaml``,
-``sql/``, ``events/``), made once and never overwritten (a user may have edited it)."""
+``catalog.discovered.yaml``, ``sql/``, ``events/``), made once and never overwritten (a user may
+have edited it). The discovered catalog is what ``catalog discover --write`` writes for the built
+demo lakehouse; the builder builds the tables it describes (test_demo checks the two agree)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ from pathlib import Path
 import yaml
 
 from piitracer.demo.iceberg_tables import DemoBuildError
+from piitracer.ingest.catalog_layers import DISCOVERED_FILE
 from piitracer.ingest.workspace_loader import WORKSPACE_FILE
 
-WORKSPACE_PARTS = (WORKSPACE_FILE, "sql", "events")
+WORKSPACE_PARTS = (WORKSPACE_FILE, DISCOVERED_FILE, "sql", "events")
 
 
 def fixtures_folder() -> Path:
@@ -33,24 +36,42 @@ def prepare_workspace(folder: Path, fixtures: Path | None = None, warehouse: Pat
         raise DemoBuildError(f"{source}: no {WORKSPACE_FILE} to copy (the demo needs the lineage_fixtures/ folder "
                                 "of a source checkout)")
     folder.mkdir(parents=True, exist_ok=True)
-    for part in WORKSPACE_PARTS[1:]:
+    for part in WORKSPACE_PARTS[2:]:
         if (source / part).is_dir():
             shutil.copytree(source / part, folder / part, dirs_exist_ok=True)
     text = (source / WORKSPACE_FILE).read_text(encoding="utf-8")
+    discovered = (source / DISCOVERED_FILE).read_text(encoding="utf-8") if (source / DISCOVERED_FILE).is_file() else None
     if warehouse is not None:
+        old = str(yaml.safe_load(text).get("spark", {}).get("warehouse", "warehouse")).rstrip("/")
         text = _moved_warehouse(text, Path(warehouse).absolute())
+        if discovered is not None:
+            discovered = _moved_locations(discovered, old, Path(warehouse).absolute())
+    if discovered is not None:  # written first: the workspace file's presence marks a finished copy
+        (folder / DISCOVERED_FILE).write_text(discovered, encoding="utf-8")
     (folder / WORKSPACE_FILE).write_text(text, encoding="utf-8")
     return folder
+
+
+def _moved_locations(text: str, old: str, warehouse: Path) -> str:
+    """The discovered catalog with its Iceberg tables' locations under ``warehouse`` instead of ``old``."""
+    config = yaml.safe_load(text)
+    _move_iceberg_locations(config, old, warehouse)
+    header = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
+    return header + f"# (the Iceberg warehouse moved to {warehouse})\n" + yaml.safe_dump(config, sort_keys=False)
+
+
+def _move_iceberg_locations(config: dict, old: str, warehouse: Path) -> None:
+    for entry in (config.get("catalog") or {}).values():
+        location = str(entry.get("location", ""))
+        if entry.get("format") == "iceberg" and (location == old or location.startswith(old + "/")):
+            entry["location"] = str(warehouse) + location[len(old):]
 
 
 def _moved_warehouse(text: str, warehouse: Path) -> str:
     config = yaml.safe_load(text)
     old = str(config.get("spark", {}).get("warehouse", "warehouse")).rstrip("/")
     config.setdefault("spark", {})["warehouse"] = str(warehouse)
-    for entry in config.get("catalog", {}).values():
-        location = str(entry.get("location", ""))
-        if entry.get("format") == "iceberg" and (location == old or location.startswith(old + "/")):
-            entry["location"] = str(warehouse) + location[len(old):]
+    _move_iceberg_locations(config, old, warehouse)
     roots = config.setdefault("lineage", {}).setdefault("location_roots", {})
     for remote, local in list(roots.items()):
         if str(local).rstrip("/") in (".", ""):
