@@ -1032,7 +1032,8 @@ def run_demo(
 
         result = DemoResult(folder=root, build=built, subjects=len(batch), subject_rows=found, plan=plan,
                             plan_path=plan_path, diagram_path=diagram_path, seconds=seconds)
-        options = ExecuteOptions(no_concurrent_writers=True, drop_refs=True)
+        # No --drop-refs: the demo's month_end_close tag is rewritten (rewrite_ref), not dropped.
+        options = ExecuteOptions(no_concurrent_writers=True)
         record_plan(log, plan)
         move_plan_requests(store, log, plan, RequestState.EXECUTING, "execute (demo)")
         result.run = execute_plan(workspace, plan, options, attested=attested_steps(log, plan), cipher=cipher,

@@ -303,6 +303,11 @@ def test_run_demo_erases_the_subject_end_to_end(demo, warehouse: Path) -> None:
     workspace, _ = demo
     spark = spark_for(warehouse)
     payments_before = spark.table("lake.prod.payments").count()
+    tag_query = "SELECT * FROM lake.prod.payments VERSION AS OF 'month_end_close'"
+    tagged_before = spark.sql(f"SELECT snapshot_id FROM lake.prod.payments.refs WHERE name = 'month_end_close'").collect()[0][0]
+    tag_rows = spark.sql(tag_query)
+    tag_keep = (tag_rows.where(f"user_id != {SUBJECT_USER_ID}").count(), tag_rows.where(f"user_id = {SUBJECT_USER_ID}").count())
+    assert tag_keep[1] > 0  # the finance close's tag holds the person before the run
     result = run_demo(workspace.root, warehouse=warehouse, attest=False)
     assert result.build.reused and result.subjects == 1 and result.subject_rows > 0
     assert result.plan_path.stat().st_mode & 0o777 == 0o600 and result.plan.seal is not None
@@ -319,6 +324,14 @@ def test_run_demo_erases_the_subject_end_to_end(demo, warehouse: Path) -> None:
     assert {d.dataset: d.state.value for d in report.open_items()} == dict.fromkeys(PERSON_STEPS, "awaiting_attestation"), \
         [(d.dataset, d.state.value, d.findings[:2]) for d in report.open_items()]
 
+    # The month_end_close tag survives without the person (no --drop-refs): rewritten, not dropped.
+    (moved,) = [r for r in result.run.results if r.step.action.value == "rewrite_ref"]
+    assert (moved.step.params.ref, moved.state) == ("month_end_close", "committed")
+    tagged_after = spark.sql(f"SELECT snapshot_id FROM lake.prod.payments.refs WHERE name = 'month_end_close'").collect()[0][0]
+    assert tagged_after != tagged_before and moved.outcome.details["ref_snapshot_after"] == str(tagged_after)
+    tag_rows = spark.sql(tag_query)
+    assert (tag_rows.where(f"user_id != {SUBJECT_USER_ID}").count(), tag_rows.where(f"user_id = {SUBJECT_USER_ID}").count()) == \
+        (tag_keep[0], 0)
     # Every form of the person the plan resolved (kept for the last test, which looks for them all).
     CAPTURED.update(resolved_forms(workspace, result.plan))
     assert len(CAPTURED) >= 4 and CAPTURED["prod.payments.user_id"] == [SUBJECT_USER_ID]
@@ -337,6 +350,9 @@ def test_run_demo_erases_the_subject_end_to_end(demo, warehouse: Path) -> None:
     assert result.audit_intact is True
     page = result.report_path.read_text(encoding="utf-8")
     assert "<svg" in page and str(SUBJECT_USER_ID) not in page
+    refs_table = page.split('<h2 id="refs">Tags and branches</h2>', 1)[1].split("</table>", 1)[0]
+    assert all(f"<td>{cell}</td>" in refs_table for cell in ("prod.payments", "month_end_close", "tag", "rewrite_ref",
+                                                              "committed", str(tagged_before), str(tagged_after))), refs_table
     # The plan's diagram shows every dataset it reaches, the PAN- and phone-only tables included.
     svg = result.diagram_path.read_text()
     for dataset in ("risk.card_usage", "support.phone_directory", "risk.contact_points"):

@@ -15,7 +15,7 @@ import pytest
 from piitracer.formats import TableFiles, support_for, supported_formats
 from piitracer.model.plan import NO_FILE_WORK, Action
 from piitracer.model.table_state import RefType, TableRef, TableState
-from piitracer.model.workspace import CatalogDataset, DatasetFormat
+from piitracer.model.workspace import CatalogDataset, DatasetFormat, Policy, RefHandling
 from piitracer.planner.templates import template_for, templated_formats
 
 PACKAGE = Path(__file__).resolve().parents[1] / "piitracer"
@@ -49,7 +49,8 @@ def test_a_template_plans_only_actions_its_format_runs_and_describes(fmt: Datase
         TableRef(name="eom", type=RefType.TAG, snapshot_id=1), TableRef(name="dev", type=RefType.BRANCH, snapshot_id=1)))
     planned: set[Action] = set()
     for entry in _entries(fmt):
-        planned |= {step.action for step in template_for(fmt).steps(entry, state)}
+        for policy in (Policy(), Policy(refs=RefHandling.RELEASE)):  # tags rewritten, or released
+            planned |= {step.action for step in template_for(fmt).steps(entry, state, policy)}
     assert planned, f"{fmt.value}: the template plans nothing"
     assert planned - NO_FILE_WORK <= support.actions, f"{fmt.value}: planned actions it cannot run: {planned - support.actions}"
     assert set(support.describe) == set(support.perform), f"{fmt.value}: an action without its dry-run text"

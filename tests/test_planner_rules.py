@@ -10,7 +10,7 @@ from lineage_builders import A, I, T, col, edge, flow, graph_of, request, table
 from piitracer.model.lineage import EdgeSubtype
 from piitracer.model.plan import Action, DatasetStatus, ValueKind
 from piitracer.model.table_state import RefType, TableRef, TableState
-from piitracer.model.workspace import Policy
+from piitracer.model.workspace import RefHandling, Policy
 from piitracer.planner.build import PlanningError, build_plan
 
 POLICY = Policy()
@@ -185,14 +185,22 @@ def test_archive_is_rewritten_and_its_retention_flagged() -> None:
     assert "rewrites the affected archived objects now" in decision.deadline.override
 
 
-def test_tag_retaining_an_old_snapshot_blocks_erasure() -> None:
+def test_a_tag_holding_the_subject_is_rewritten_by_default_and_released_only_by_policy() -> None:
     state = TableState(dataset="src.pay", current_snapshot_id=9, refs=(TableRef(name="eoy-2025", type=RefType.TAG, snapshot_id=7),))
     plan = plan_for(edge("src.pay.amount", "x.y.z", A), states={"src.pay": state})
-    (release,) = [s for s in plan.steps if s.action is Action.RELEASE_REF]
-    assert release.blocking and release.params.ref == "eoy-2025" and release.params.snapshot_id == 7
+    (rewrite,) = [s for s in plan.steps if s.action is Action.REWRITE_REF]
+    delete = next(s for s in plan.steps if s.dataset == "src.pay" and s.action is Action.DELETE_ROWS)
+    assert not rewrite.blocking and (rewrite.params.ref, rewrite.params.ref_type, rewrite.params.snapshot_id) == ("eoy-2025", "tag", 7)
+    assert (rewrite.key_column, rewrite.values_from) == (delete.key_column, delete.values_from) and rewrite.owner is None
     expire = [s for s in plan.steps if s.dataset == "src.pay" and s.action is Action.EXPIRE_SNAPSHOTS][0]
-    assert release.id in expire.depends_on
-    assert any("tag 'eoy-2025' retains snapshot 7" in w for w in plan.warnings)
+    assert rewrite.id in expire.depends_on and not [s for s in plan.steps if s.action is Action.RELEASE_REF]
+
+    graph, full = graph_of(edge("src.pay.amount", "x.y.z", A))
+    released = build_plan(graph, full, POLICY.model_copy(update={"refs": RefHandling.RELEASE}), request(), {"src.pay": state})
+    (release,) = [s for s in released.steps if s.action is Action.RELEASE_REF]
+    assert release.blocking and release.params.ref == "eoy-2025" and release.params.snapshot_id == 7
+    assert any("tag 'eoy-2025' retains snapshot 7" in w for w in released.warnings)
+    assert not [s for s in released.steps if s.action is Action.REWRITE_REF]
 
 
 def test_retention_longer_than_the_deadline_is_flagged() -> None:
@@ -314,3 +322,21 @@ def test_an_identity_column_beats_a_join_equivalent_one() -> None:
     decision = plan.decision("risk.both")
     assert (decision.key_column, decision.rule) == ("account_id", "1: identity of the subject key")
     assert decision.column_forms == {"account_id": ("bank.accounts.account_id",), "holder": ("bank.accounts.account_id",)}
+
+
+def test_a_delta_erasure_says_which_time_travel_it_ends_before_it_runs() -> None:
+    """Delta versions cannot be rewritten without the subject (unlike an Iceberg tag): the plan
+    tells the owner that every version before the delete becomes unreadable once cleaned."""
+    from rich.console import Console
+
+    from piitracer.render.plan_text import plan_tables
+
+    plan = plan_for(edge("src.pay.user_id", "d.t.user_id", I), catalog={"d.t": table("delta")})
+    (clean,) = [s for s in plan.steps if s.dataset == "d.t" and s.action is Action.CLEAN_DELTA_LOG]
+    assert clean.reason.startswith("time travel ends at the delete: once vacuumed and the log cleaned, every version "
+                                   "before it can no longer be read, for anyone")
+    assert not [s for s in plan.steps if s.dataset == "src.pay" and s.reason and "time travel" in s.reason]
+    console = Console(width=2000, record=True, file=open("/dev/null", "w"))
+    console.print(plan_tables(plan))
+    row = next(line for line in console.export_text().splitlines() if f" {clean.id} " in line)
+    assert "clean_delta_log" in row and "time travel ends at the delete" in row

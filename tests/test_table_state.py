@@ -1,5 +1,5 @@
 """A tag on a real Iceberg table (written by pyiceberg, read back from its metadata files) becomes a
-blocking release_ref step in the plan."""
+rewrite_ref step in the plan (a blocking release_ref by ``policy.refs: release``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pyiceberg.catalog.sql import SqlCatalog
 from piitracer.formats.iceberg import newest_metadata_file, table_state
 from piitracer.model.plan import Action
 from piitracer.model.table_state import RefType
-from piitracer.model.workspace import Policy
+from piitracer.model.workspace import Policy, RefHandling
 from piitracer.planner.build import build_plan
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
@@ -40,13 +40,17 @@ def test_reads_tags_and_branches_from_the_metadata_files(tmp_path: Path) -> None
     assert table_state("src.none", Location.parse(tmp_path / "nothing"), STORE) is None
 
 
-def test_a_live_tag_blocks_erasure_in_the_plan(tmp_path: Path) -> None:
+def test_a_live_tag_is_rewritten_or_by_policy_released_in_the_plan(tmp_path: Path) -> None:
     location, tagged = make_tagged_table(tmp_path)
     graph, catalog = graph_of(edge("src.pay.amount", "x.y.z", A))
     states = {"src.pay": table_state("src.pay", location, STORE)}
     plan = build_plan(graph, catalog, Policy(), request(), states)
+    rewrites = [s for s in plan.steps if s.action is Action.REWRITE_REF]
+    assert [(s.params.ref, s.params.ref_type, s.params.snapshot_id, s.blocking) for s in rewrites] == [
+        ("audit", "branch", tagged, False), ("eoy-2025", "tag", tagged, False)]
+    expire = next(s for s in plan.steps if s.dataset == "src.pay" and s.action is Action.EXPIRE_SNAPSHOTS)
+    assert rewrites[-1].id in expire.depends_on
+    plan = build_plan(graph, catalog, Policy(refs=RefHandling.RELEASE), request(), states)
     releases = [s for s in plan.steps if s.action is Action.RELEASE_REF]
     assert [(s.params.ref, s.params.snapshot_id, s.blocking) for s in releases] == [("audit", tagged, True), ("eoy-2025", tagged, True)]
-    expire = next(s for s in plan.steps if s.dataset == "src.pay" and s.action is Action.EXPIRE_SNAPSHOTS)
-    assert releases[-1].id in expire.depends_on
     assert any(f"tag 'eoy-2025' retains snapshot {tagged}" in w for w in plan.warnings)

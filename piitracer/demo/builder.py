@@ -36,7 +36,7 @@ DEFAULT_SEED = 42
 MARKER = Path(".piitracer") / "demo-lakehouse.json"
 STAGING = Path(".piitracer") / "demo-staging"  # Arrow <-> Spark files while building
 # A tag on the first load's snapshot of the source, as a finance close would keep one: it retains
-# pre-delete files, so the plan must release it (release_ref) before expiry can erase them.
+# pre-delete files, so the plan rewrites it without the subjects' rows (rewrite_ref) before expiry.
 SOURCE_TAG = "month_end_close"
 PARTITIONED_BY_DATE = ("prod.payments", "dev.payments_shallow", "dev.payments_deep")
 ARCHIVE_EXPORTS = 3

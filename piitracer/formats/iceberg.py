@@ -133,6 +133,17 @@ def _referenced(table) -> Iterator[tuple[str, str]]:
 # ---- erasure on Spark ------------------------------------------------------------------------
 
 _view_numbers = itertools.count(1)
+WORK_BRANCH_PREFIX = "piitracer_rewrite_"  # the working branch a tag's rewrite is committed to
+DELETE_MODE = "write.delete.mode"
+SAVED_DELETE_MODE = "piitracer.saved.write.delete.mode"  # the mode to put back after a rewrite_ref
+
+
+def _retain_clause(milliseconds: int) -> str:
+    """``RETAIN n DAYS|HOURS|MINUTES`` text for a ref's max age (the largest whole unit)."""
+    for unit, size in (("DAYS", 86_400_000), ("HOURS", 3_600_000), ("MINUTES", 60_000)):
+        if milliseconds % size == 0:
+            return f"{milliseconds // size} {unit}"
+    return f"{max(milliseconds // 60_000, 1)} MINUTES"
 
 
 def _quote(name: str) -> str:
@@ -262,7 +273,183 @@ class IcebergEraser:
         kind = "TAG" if ref_type == "tag" else "BRANCH"
         before = self.snapshot_id()
         self.spark.sql(f"ALTER TABLE {self.quoted} DROP {kind} IF EXISTS {_quote(name)}")
-        return StepOutcome(version_before=before, version_after=self.snapshot_id(), details={"dropped": f"{kind.lower()} {name}"})
+        return StepOutcome(version_before=before, version_after=self.snapshot_id(),
+                           details={"dropped": f"{kind.lower()} {name}", "ref": name, "ref_type": ref_type})
+
+    def rewrite_ref(self, name: str, ref_type: str, key_column: str, values: list[Any],
+                    attempt: Attempt | None = None) -> StepOutcome:
+        """Remove the subjects' rows from a tag's or branch's snapshot without dropping the ref.
+
+        A branch gets a copy-on-write DELETE committed to it (only the data files holding a
+        subject are rewritten; every other file is shared), then one more commit that rewrites
+        the manifests carrying the DELETE's tombstones (a DELETED entry keeps the removed file's
+        column bounds, which can be a subject's value). A tag gets the same on a working branch
+        made at its snapshot, and is then moved there with its retention (``REPLACE TAG``).
+
+        Only Iceberg's own commits are used. The tag is moved only after the new snapshot is
+        complete, so it never points at a snapshot expiry may remove. A rerun finds the ref
+        without the subjects and only tidies up (a working branch left by a kill is dropped
+        and the work redone)."""
+        attempt = attempt or Attempt()
+        self._restore_delete_mode()  # a killed attempt may have left its copy-on-write switch on
+        refs = self._refs()
+        if name not in refs or refs[name][0] != ref_type:
+            raise SafetyError(f"{self.table}: {ref_type} '{name}' is not there any more (found {sorted(refs)}): "
+                              "plan again")
+        _, old, max_age_ms = refs[name]
+        first = attempt.start({"snapshot_before": str(old)})
+        work = name if ref_type == "branch" else f"{WORK_BRANCH_PREFIX}{name}"
+        rows = self._ref_rows_matching(f"VERSION AS OF {old}", key_column, values)
+        if ref_type == "tag":
+            self.spark.sql(f"ALTER TABLE {self.quoted} DROP BRANCH IF EXISTS {_quote(work)}")
+            if rows == 0:
+                return self._ref_outcome(name, ref_type, first["snapshot_before"], old, 0, 0)
+            self.spark.sql(f"ALTER TABLE {self.quoted} CREATE BRANCH {_quote(work)} AS OF VERSION {old}")
+        branch = f"{self.quoted}.{_quote('branch_' + work)}"
+        rewritten = 0
+        if rows:
+            total_before = self.spark.table(branch).count()
+            before_files = self._data_file_count(work)
+            view = f"piitracer_subjects_{next(_view_numbers)}"
+            frame = self.spark.table(branch)
+            subject_frame(self.spark, values, frame.schema[key_column].dataType).createOrReplaceTempView(view)
+            try:
+                with self._copy_on_write_deletes():
+                    self.spark.sql(f"DELETE FROM {branch} WHERE {_quote(key_column)} IN (SELECT {SUBJECT_COLUMN} FROM {view})")
+            finally:
+                self.spark.catalog.dropTempView(view)
+            total_after = self.spark.table(branch).count()
+            if total_after != total_before - rows:
+                raise SafetyError(f"{self.table}: {ref_type} '{name}' held {total_before} rows, {rows} of the subjects'; "
+                                  f"{total_after} are left: stopping (a concurrent writer on the ref?)")
+            rewritten = max(before_files - self._data_file_count(work), 0) + self._added_by_head(work)
+        kept = self._drop_tombstones(work)
+        failpoint("iceberg.rewrite_ref.before_move")  # test-only: new snapshot written, the tag not yet moved
+        new = self._refs()[work][1]
+        if ref_type == "tag":
+            retain = f" RETAIN {_retain_clause(max_age_ms)}" if max_age_ms else ""
+            self.spark.sql(f"ALTER TABLE {self.quoted} REPLACE TAG {_quote(name)} AS OF VERSION {new}{retain}")
+            self.spark.sql(f"ALTER TABLE {self.quoted} DROP BRANCH IF EXISTS {_quote(work)}")
+        outcome = self._ref_outcome(name, ref_type, first["snapshot_before"], new, rows, rewritten)
+        if kept:
+            outcome.details["manifests_keeping_tombstones"] = kept
+        return outcome
+
+    def _refs(self) -> dict[str, tuple[str, int, int | None]]:
+        """name -> (tag|branch, snapshot id, max reference age in ms)."""
+        rows = self.spark.sql(f"SELECT name, type, snapshot_id, max_reference_age_in_ms FROM {self.quoted}.refs").collect()
+        return {r["name"]: (r["type"].lower(), int(r["snapshot_id"]), r["max_reference_age_in_ms"]) for r in rows}
+
+    def _ref_rows_matching(self, version: str, key_column: str, values: list[Any]) -> int:
+        from pyspark.sql import functions as F
+
+        frame = self.spark.sql(f"SELECT * FROM {self.quoted} {version}")
+        subjects = F.broadcast(subject_frame(self.spark, values, frame.schema[key_column].dataType))
+        return frame.join(subjects, frame[key_column] == subjects[SUBJECT_COLUMN], "left_semi").count()
+
+    def _data_file_count(self, ref: str) -> int:
+        snapshot = self.java_table().snapshot(ref)
+        return int(snapshot.summary().get("total-data-files") or 0) if snapshot is not None else 0
+
+    def _added_by_head(self, ref: str) -> int:
+        snapshot = self.java_table().snapshot(ref)
+        return int(snapshot.summary().get("added-data-files") or 0) if snapshot is not None else 0
+
+    def _ref_outcome(self, name: str, ref_type: str, before: str, after: int, rows: int, rewritten: int) -> StepOutcome:
+        return StepOutcome(rows_deleted=rows, files_rewritten=rewritten, version_before=str(before),
+                           version_after=str(after), details={
+                               "ref": name, "ref_type": ref_type, "ref_snapshot_before": str(before),
+                               "ref_snapshot_after": str(after), "ref_rows_removed": rows,
+                               "ref_data_files_rewritten": rewritten})
+
+    def _copy_on_write_deletes(self):
+        """Switch the table's DELETEs to copy-on-write for one statement: Iceberg 1.10 takes the
+        mode from the table only, and a merge-on-read DELETE would leave the rows in the data
+        files a ref keeps. The old mode is saved in a table property first, so a kill between
+        the switch and its undo is undone by the next attempt (:meth:`_restore_delete_mode`). A
+        concurrent writer's DELETE meanwhile is still correct, only rewritten instead of marked."""
+        from contextlib import contextmanager
+
+        @contextmanager
+        def switched():
+            mode = self.java_table().properties().get(DELETE_MODE)
+            if mode is None or str(mode) == "copy-on-write":
+                yield
+                return
+            self.spark.sql(f"ALTER TABLE {self.quoted} SET TBLPROPERTIES ('{SAVED_DELETE_MODE}'='{mode}', "
+                           f"'{DELETE_MODE}'='copy-on-write')")
+            try:
+                failpoint("iceberg.rewrite_ref.copy_on_write")  # test-only: the switch is on, nothing deleted yet
+                yield
+            finally:
+                self._restore_delete_mode()
+        return switched()
+
+    def _restore_delete_mode(self) -> None:
+        saved = self.java_table().properties().get(SAVED_DELETE_MODE)
+        if saved is not None:
+            self.spark.sql(f"ALTER TABLE {self.quoted} SET TBLPROPERTIES ('{DELETE_MODE}'='{saved}')")
+            self.spark.sql(f"ALTER TABLE {self.quoted} UNSET TBLPROPERTIES ('{SAVED_DELETE_MODE}')")
+
+    def _drop_tombstones(self, ref: str) -> int:
+        """Commit once more to ``ref`` so no manifest of its snapshot keeps a DELETED entry of the
+        ref's own last commit (they carry the removed files' column bounds). Iceberg 1.10 cannot
+        rewrite a branch's manifests (``rewriteManifests().toBranch`` is refused), but a commit
+        that replaces one live file of a manifest rewrites that manifest without the earlier
+        tombstones, and drops manifests holding nothing but tombstones. The replaced file is a
+        byte copy of itself: the rows do not change. Returns how many manifests keep their
+        tombstones because every live file in them has delete files (verify decodes them)."""
+        jvm = self.spark._jvm
+        table = self.java_table()
+        head = table.snapshot(ref)
+        if head is None:
+            return 0
+        with_tombstones = [m for m in head.dataManifests(table.io())
+                           if m.snapshotId() == head.snapshotId() and m.hasDeletedFiles()]
+        if not with_tombstones:
+            return 0
+        # A copy at another path would shed the position deletes that name the original: only a
+        # file no delete file applies to may be copied.
+        with_deletes = set()
+        tasks = table.newScan().useRef(ref).planFiles()
+        try:
+            iterator = tasks.iterator()
+            while iterator.hasNext():
+                task = iterator.next()
+                if not task.deletes().isEmpty():
+                    with_deletes.add(str(task.file().location()))
+        finally:
+            tasks.close()
+        overwrite = table.newOverwrite().toBranch(ref)
+        kept = 0
+        for manifest in with_tombstones:
+            reader = jvm.org.apache.iceberg.ManifestFiles.read(manifest, table.io())
+            original, live_files = None, 0
+            try:
+                live = reader.iterator()
+                while live.hasNext() and original is None:
+                    candidate = live.next()
+                    live_files += 1
+                    if str(candidate.location()) not in with_deletes:
+                        original = candidate.copy()
+            finally:
+                reader.close()
+            if original is None:
+                kept += live_files > 0  # tombstones only: any commit drops the manifest; else they stay
+                continue
+            path = str(original.location())
+            folder, base = path.rsplit("/", 1)
+            copy_path = f"{folder}/piitracer-copy-{next(_view_numbers)}-{int(time.time() * 1000)}-{base}"
+            conf = self.spark._jsc.hadoopConfiguration()
+            source = jvm.org.apache.hadoop.fs.Path(path)
+            filesystem = source.getFileSystem(conf)
+            jvm.org.apache.hadoop.fs.FileUtil.copy(filesystem, source, filesystem, jvm.org.apache.hadoop.fs.Path(copy_path),
+                                                    False, conf)
+            spec = table.specs().get(original.specId())
+            copy = jvm.org.apache.iceberg.DataFiles.builder(spec).copy(original).withPath(copy_path).build()
+            overwrite = overwrite.deleteFile(original).addFile(copy)
+        overwrite.commit()
+        return kept
 
     # ---- helpers --------------------------------------------------------------------------
 
@@ -307,6 +494,8 @@ PERFORM = {
     Action.EXPIRE_SNAPSHOTS: _expire,
     Action.REMOVE_ORPHAN_FILES: lambda work: _eraser(work).remove_orphan_files(work.attempt),
     Action.RELEASE_REF: lambda work: _eraser(work).drop_ref(work.step.params.ref, work.step.params.ref_type),
+    Action.REWRITE_REF: lambda work: _eraser(work).rewrite_ref(work.step.params.ref, work.step.params.ref_type,
+                                                               work.step.key_column, work.values, work.attempt),
 }
 
 
@@ -330,6 +519,14 @@ DESCRIBE = {
         f"SparkActions.deleteOrphanFiles({s.table}).olderThan(<run time>)  -- only with --no-concurrent-writers"),
     Action.RELEASE_REF: lambda s: (
         f"ALTER TABLE {s.table} DROP {s.step.params.ref_type.upper()} `{s.step.params.ref}`  -- only with --drop-refs"),
+    Action.REWRITE_REF: lambda s: (
+        (f"ALTER TABLE {s.table} CREATE BRANCH `{WORK_BRANCH_PREFIX}{s.step.params.ref}` AS OF VERSION <tag's snapshot>; "
+         if s.step.params.ref_type == "tag" else "")
+        + f"DELETE FROM {s.table}.`branch_{WORK_BRANCH_PREFIX if s.step.params.ref_type == 'tag' else ''}{s.step.params.ref}` "
+        f"WHERE {s.key} IN (SELECT v FROM subjects_view)  -- copy-on-write, subjects_view = {s.values} (redacted); "
+        "a commit that rewrites its tombstoned manifests"
+        + (f"; ALTER TABLE {s.table} REPLACE TAG `{s.step.params.ref}` AS OF VERSION <new> RETAIN <its max age>"
+           if s.step.params.ref_type == "tag" else "")),
 }
 
 
@@ -415,7 +612,7 @@ def file_removers(found: TableFiles, path: str) -> list[Action]:
     if path in found.current_meta:
         return [Action.DELETE_ROWS, Action.REWRITE_MANIFESTS]
     if path in found.retained:
-        return [Action.RELEASE_REF, Action.EXPIRE_SNAPSHOTS] if path in found.ref_files else [Action.EXPIRE_SNAPSHOTS]
+        return [Action.REWRITE_REF, Action.RELEASE_REF, Action.EXPIRE_SNAPSHOTS] if path in found.ref_files else [Action.EXPIRE_SNAPSHOTS]
     return [Action.REMOVE_ORPHAN_FILES]
 
 
@@ -423,7 +620,7 @@ def logical_removers(current: bool, held_by_ref: bool) -> list[Action]:
     """The planned actions that remove a snapshot still holding a subject's row."""
     if current:
         return [Action.DELETE_ROWS]
-    return [Action.RELEASE_REF, Action.EXPIRE_SNAPSHOTS] if held_by_ref else [Action.EXPIRE_SNAPSHOTS]
+    return [Action.REWRITE_REF, Action.RELEASE_REF, Action.EXPIRE_SNAPSHOTS] if held_by_ref else [Action.EXPIRE_SNAPSHOTS]
 
 
 def candidate_files(location: Location, store: Store, key_column: str | None, values: list[Any] | None):

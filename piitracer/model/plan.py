@@ -64,7 +64,8 @@ class Action(str, Enum):
     DELETE_ROWS = "delete_rows"  # logical delete by key column, values bound as data
     REWRITE_DATA_FILES = "rewrite_data_files"  # Iceberg: apply position/equality delete files
     REWRITE_MANIFESTS = "rewrite_manifests"  # Iceberg: drop manifests whose bounds hold the values
-    RELEASE_REF = "release_ref"  # Iceberg: a tag/branch retains a pre-delete snapshot (blocking)
+    REWRITE_REF = "rewrite_ref"  # Iceberg: a tag/branch keeps its name, moved to its snapshot minus the subjects
+    RELEASE_REF = "release_ref"  # Iceberg: a tag/branch retains a pre-delete snapshot (blocking; drops it)
     EXPIRE_SNAPSHOTS = "expire_snapshots"  # Iceberg: expire every snapshot holding pre-delete files
     REMOVE_ORPHAN_FILES = "remove_orphan_files"  # Iceberg: remove unreferenced files
     PURGE_DELETION_VECTORS = "purge_deletion_vectors"  # Delta: rewrite files carrying deletion vectors
@@ -142,13 +143,12 @@ class RewriteDataFilesParams(Frozen):
         return value
 
 
-class ReleaseRefParams(Frozen):
-    """Iceberg tag or branch that retains a pre-delete snapshot."""
+class _RefParams(Frozen):
+    """An Iceberg tag or branch, and the snapshot it pointed at when planned."""
 
     ref: str
     ref_type: str = Field(pattern="^(tag|branch)$")
-    snapshot_id: int
-    fix: str
+    snapshot_id: int  # when planned; a rewrite reads the ref's snapshot again when it runs
 
     @field_validator("ref")
     @classmethod
@@ -156,6 +156,16 @@ class ReleaseRefParams(Frozen):
         if not REF_NAME.match(value):
             raise ValueError("a tag/branch name of letters, digits, '_', '.' or '-'")
         return value
+
+
+class RewriteRefParams(_RefParams):
+    """Iceberg tag or branch whose snapshot holds the subjects: rewritten without them, kept."""
+
+
+class ReleaseRefParams(_RefParams):
+    """Iceberg tag or branch that retains a pre-delete snapshot: dropped (``policy.refs: release``)."""
+
+    fix: str
 
 
 class ExpireSnapshotsParams(Frozen):
@@ -216,7 +226,7 @@ class AwaitReplicationParams(Frozen):
 
 
 StepParams = Union[
-    AwaitReplicationParams, RewriteDataFilesParams, ReleaseRefParams, ExpireSnapshotsParams, RemoveOrphanFilesParams,
+    AwaitReplicationParams, RewriteDataFilesParams, RewriteRefParams, ReleaseRefParams, ExpireSnapshotsParams, RemoveOrphanFilesParams,
     PurgeDeletionVectorsParams, VacuumParams, CleanDeltaLogParams, RewriteFilesParams, RewriteArchiveParams, NoParams,
 ]
 
@@ -224,6 +234,7 @@ StepParams = Union[
 def _params_model(action: "Action") -> type[Frozen]:
     return {
         Action.REWRITE_DATA_FILES: RewriteDataFilesParams, Action.RELEASE_REF: ReleaseRefParams,
+        Action.REWRITE_REF: RewriteRefParams,
         Action.EXPIRE_SNAPSHOTS: ExpireSnapshotsParams, Action.REMOVE_ORPHAN_FILES: RemoveOrphanFilesParams,
         Action.PURGE_DELETION_VECTORS: PurgeDeletionVectorsParams, Action.VACUUM: VacuumParams,
         Action.CLEAN_DELTA_LOG: CleanDeltaLogParams, Action.REWRITE_FILES: RewriteFilesParams,

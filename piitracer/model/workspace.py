@@ -360,8 +360,17 @@ class StorageSettings(StorageOptions):
     prefixes: dict[str, StorageOptions] = Field(default_factory=dict)
 
 
+class RefHandling(str, Enum):
+    """What the plan does with an Iceberg tag or branch whose snapshot holds a subject."""
+
+    REWRITE = "rewrite"  # rewrite_ref: keep the ref, moved to its snapshot minus the subjects' rows
+    RELEASE = "release"  # release_ref: drop it (destroys everyone's time travel on it; needs --drop-refs)
+
+
 class Policy(Frozen):
     deadline: Duration = Field(timedelta(days=30), description="Legal deadline for erasure.")
+    refs: RefHandling = Field(RefHandling.REWRITE, description="Iceberg tags and branches holding a subject: "
+                              "'rewrite' keeps them without the subjects' rows, 'release' drops them.")
     batch_every: Duration = Field(timedelta(days=7), description="How often a batch window runs (`batch plan`): a "
                                   "queued request due before the next window is flagged 'cannot wait'.")
     watch: Duration = Field(timedelta(days=30), description="How long a verified request is watched (re-verified "

@@ -73,7 +73,7 @@ def build_plan(
                  for d, how in sorted(reach.items())}
     order = dataset_order(graph, set(decisions))
     received = min(subject.received_at for subject in request.subjects)
-    templates = {d: steps_for(decisions[d].status, catalog.get(d), (table_states or {}).get(d)) for d in order.datasets}
+    templates = {d: steps_for(decisions[d].status, catalog.get(d), (table_states or {}).get(d), policy) for d in order.datasets}
     steps = _ordered_steps(request, order, decisions, templates, catalog)
     summaries = tuple(_summary(decisions[d], catalog.get(d), order.group.get(d), received, policy) for d in order.datasets)
     warnings = [w for d in order.datasets for w in decisions[d].warnings]
@@ -234,14 +234,16 @@ def _dataset_step(number, step_id, item: _Pending, after, decision: Decision, or
     entry = catalog.get(item.dataset)
     logical = template.action in LOGICAL_ERASE_ACTIONS
     manual = template.action in (Action.MANUAL, Action.MANUAL_REVIEW)
+    # A tag's or branch's rewrite deletes the same rows as the dataset's logical step, in that ref.
+    matches_rows = logical or manual or template.action is Action.REWRITE_REF
     return Step(
         order=number,
         id=step_id,
         dataset=item.dataset,
         action=template.action,
         group=order.group.get(item.dataset),
-        key_column=decision.key_column if logical or manual else None,
-        values_from=decision.values_from if logical or manual else (),
+        key_column=decision.key_column if matches_rows else None,
+        values_from=decision.values_from if matches_rows else (),
         depends_on=after,
         params=template.params,
         blocking=template.blocking,

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from piitracer.model.plan import Action, AwaitReplicationParams, DatasetStatus
 from piitracer.model.table_state import TableState
-from piitracer.model.workspace import CatalogDataset, DatasetFormat, ReplicaManagement, duration_text
+from piitracer.model.workspace import CatalogDataset, DatasetFormat, Policy, ReplicaManagement, duration_text
 from piitracer.planner.templates import StepTemplate, template_for
 
 
-def steps_for(status: DatasetStatus, entry: CatalogDataset | None, state: TableState | None) -> list[StepTemplate]:
-    """Every step of one dataset, in the order they must run."""
+def steps_for(status: DatasetStatus, entry: CatalogDataset | None, state: TableState | None,
+              policy: Policy | None = None) -> list[StepTemplate]:
+    """Every step of one dataset, in the order they must run (``policy`` says what to do with
+    Iceberg tags and branches)."""
     if status is DatasetStatus.NO_ACTION:
         return []
     if status is DatasetStatus.RECOMPUTE:
@@ -38,4 +40,4 @@ def steps_for(status: DatasetStatus, entry: CatalogDataset | None, state: TableS
     template = template_for(entry.format)
     if template is None:
         raise ValueError(f"no physical erasure for format {entry.format.value}")
-    return template.steps(entry, state)
+    return template.steps(entry, state, policy)

@@ -95,7 +95,8 @@ def _note(step: Step) -> str:
         parts.append(step.group)
     if step.owner:
         parts.append(f"owner: {step.owner}")
-    if step.reason and step.action.value in ("manual", "manual_review", "release_ref", "recompute"):
+    if step.reason and step.action.value in ("manual", "manual_review", "release_ref", "rewrite_ref", "recompute",
+                                             "clean_delta_log"):
         parts.append(step.reason)
     condition = getattr(step.params, "condition", None)
     if condition:

@@ -58,6 +58,8 @@ def report_html(trail: RequestTrail, graph: LineageGraph | None, generated_at: d
                       s.get("finished_at") or "", _versions(s), _num(s.get("rows_deleted")), _num(s.get("files_rewritten")),
                       _num(s.get("files_removed")), _num(s.get("bytes_removed")), _hash_cell(s.get("metadata_hash"), 16),
                       _hash_cell(s.get("run_id"), 12)] for s in facts.steps]),
+        *(['<h2 id="refs">Tags and branches</h2>', f"<p>{html.escape(REFS_NOTE)}</p>",
+           _html_table(REF_HEADERS, _ref_rows(facts))] if _ref_rows(facts) else []),
         *(['<h2 id="estimate">Estimate and run</h2>', _html_table(ESTIMATE_HEADERS, _estimate_rows(facts))]
           if facts.estimate else []),
         '<h2 id="attestations">Attestations</h2>',
@@ -93,6 +95,8 @@ def report_markdown(trail: RequestTrail, generated_at: datetime | None = None) -
                          s.get("finished_at") or "", _versions(s), _text(s.get("rows_deleted")), _text(s.get("files_rewritten")),
                          _text(s.get("files_removed")), _text(s.get("bytes_removed")), (s.get("metadata_hash") or "")[:16]]
                         for s in facts.steps]), "",
+             *(["## Tags and branches", "", REFS_NOTE, "", _md_table(REF_HEADERS, _ref_rows(facts)), ""]
+               if _ref_rows(facts) else []),
              *(["## Estimate and run", "", _md_table(ESTIMATE_HEADERS, _estimate_rows(facts)), ""] if facts.estimate else []),
              "## Attestations", "",
              _md_table(ATTESTATION_HEADERS, _attestation_rows(facts)) if facts.attestations else "No person's step attested.",
@@ -112,6 +116,28 @@ def report_markdown(trail: RequestTrail, generated_at: datetime | None = None) -
 
 
 # ---- pieces ---------------------------------------------------------------------------------
+
+REF_HEADERS = ["dataset", "ref", "type", "action", "state", "snapshot before", "snapshot after", "rows removed",
+               "data files rewritten"]
+REFS_NOTE = ("rewrite_ref keeps a tag or branch under its name and retention, moved to a new snapshot: a query of "
+             "that ref returns the same rows as before minus the subjects'. release_ref dropped it.")
+
+
+def _ref_rows(facts: ReportFacts) -> list[list[str]]:
+    """A row per Iceberg tag or branch the plan rewrote or released: which, and its move."""
+    rows = []
+    for step in facts.steps:
+        if step.get("action") not in ("rewrite_ref", "release_ref"):
+            continue
+        params = {**(step.get("params") or {}), **(step.get("details") or {})}  # the run's facts, else the plan's
+        done = step.get("state") == "committed"
+        rows.append([step["dataset"], str(params.get("ref", "")), str(params.get("ref_type", "")), step["action"],
+                     step["state"], str(step.get("version_before") or params.get("snapshot_id", "")),
+                     str(step.get("version_after") or "") if done and step["action"] == "rewrite_ref"
+                     else ("dropped" if done else ""),
+                     _text(step.get("rows_deleted")) if done else "", _text(step.get("files_rewritten")) if done else ""])
+    return rows
+
 
 ESTIMATE_HEADERS = ["dataset", "estimated files", "estimated bytes", "estimated cost", "bytes the run removed", "note"]
 

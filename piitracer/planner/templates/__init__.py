@@ -17,7 +17,7 @@ from typing import Callable
 from piitracer.model.plan import Action, NoParams, StepParams
 from piitracer.model.registry import discover
 from piitracer.model.table_state import TableState
-from piitracer.model.workspace import CatalogDataset, DatasetFormat
+from piitracer.model.workspace import CatalogDataset, DatasetFormat, Policy
 
 
 NO_RETENTION = "plain files: nothing removes the rows unless they are rewritten"
@@ -45,7 +45,7 @@ class FormatTemplate:
     the plan's own physical steps do instead, stated when the window misses the deadline."""
 
     format: DatasetFormat
-    steps: Callable[[CatalogDataset, TableState | None], list[StepTemplate]]
+    steps: Callable[[CatalogDataset, TableState | None, Policy | None], list[StepTemplate]]
     override: str
     retention_window: Callable[[CatalogDataset], tuple[timedelta | None, str]] = lambda entry: (None, NO_RETENTION)
 

@@ -7,11 +7,11 @@ from datetime import timedelta
 
 from piitracer.model.plan import Action, RewriteArchiveParams
 from piitracer.model.table_state import TableState
-from piitracer.model.workspace import CatalogDataset, DatasetFormat
+from piitracer.model.workspace import CatalogDataset, DatasetFormat, Policy
 from piitracer.planner.templates import FormatTemplate, StepTemplate, days
 
 
-def steps(entry: CatalogDataset, state: TableState | None) -> list[StepTemplate]:
+def steps(entry: CatalogDataset, state: TableState | None, policy: Policy | None = None) -> list[StepTemplate]:
     archive = entry.archive_of
     params = RewriteArchiveParams(
         alternative="delete the affected archived objects",

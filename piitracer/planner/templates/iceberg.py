@@ -1,7 +1,8 @@
 """Iceberg: a DELETE (merge-on-read writes position-delete files; the data files keep the rows),
 then the steps measured to remove the bytes (shared/lakehouse-notes.md): rewrite_data_files
 applies the delete files, rewrite_manifests drops the DELETED entries that keep column bounds,
-each tag or branch retaining a pre-delete snapshot is released, expire_snapshots, orphan removal."""
+each tag or branch retaining a pre-delete snapshot is rewritten without the subjects' rows (or, by
+``policy.refs: release``, dropped), expire_snapshots, orphan removal."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from piitracer.model.plan import (
     ExpireSnapshotsParams,
     ReleaseRefParams,
     RemoveOrphanFilesParams,
+    RewriteRefParams,
     RewriteDataFilesParams,
 )
 from piitracer.model.table_state import RefType, TableState
-from piitracer.model.workspace import CatalogDataset, CloneMode, DatasetFormat, IcebergWriteMode
+from piitracer.model.workspace import CatalogDataset, CloneMode, DatasetFormat, IcebergWriteMode, Policy, RefHandling
 from piitracer.planner.templates import FormatTemplate, StepTemplate, days
 
 # rewrite_data_files options that applied every delete file in the measured runs. The size bounds
@@ -33,7 +35,7 @@ REWRITE_OPTIONS = {
 ORPHAN_CONDITION = "only with no concurrent writer: run with --no-concurrent-writers"
 
 
-def steps(entry: CatalogDataset, state: TableState | None) -> list[StepTemplate]:
+def steps(entry: CatalogDataset, state: TableState | None, policy: Policy | None = None) -> list[StepTemplate]:
     merge_on_read = entry.write_mode is not IcebergWriteMode.COPY_ON_WRITE
     shallow = entry.clone_of is not None and entry.clone_of.mode is CloneMode.SHALLOW
     found = [StepTemplate(Action.DELETE_ROWS, physical=False)]
@@ -42,16 +44,13 @@ def steps(entry: CatalogDataset, state: TableState | None) -> list[StepTemplate]
         found.append(StepTemplate(Action.REWRITE_DATA_FILES, params=RewriteDataFilesParams(options=dict(REWRITE_OPTIONS))))
     # Without this, the current manifest's DELETED entries keep the subject in column bounds.
     found.append(StepTemplate(Action.REWRITE_MANIFESTS))
+    release = policy is not None and policy.refs is RefHandling.RELEASE
     for ref in state.refs if state else ():
-        fix = (f"ALTER TABLE ... DROP TAG `{ref.name}` (or re-create it on a snapshot after the delete)"
-               if ref.type is RefType.TAG else
-               f"apply the delete on branch `{ref.name}` too, or drop the branch")
-        found.append(StepTemplate(
-            Action.RELEASE_REF, blocking=True,
-            params=ReleaseRefParams(ref=ref.name, ref_type=ref.type.value, snapshot_id=ref.snapshot_id, fix=fix),
-            warning=f"{ref.type.value} '{ref.name}' retains snapshot {ref.snapshot_id}, written before the delete: "
-                    f"its files cannot be expired until it is released ({fix})",
-        ))
+        found.append(_release(ref) if release else StepTemplate(
+            Action.REWRITE_REF, params=RewriteRefParams(ref=ref.name, ref_type=ref.type.value, snapshot_id=ref.snapshot_id),
+            reason=(f"{ref.type.value} '{ref.name}' keeps its name and retention: moved to a new snapshot equal to "
+                    f"its snapshot minus the subjects' rows (only the data files holding a subject rewritten), so "
+                    f"expiry can remove the old one")))
     # A shallow clone's expired snapshots reference the source's data files: letting expiry delete
     # them would break the source's own retained snapshots (time travel) before the source's
     # expiry runs. Expire metadata only; the clone's own unreferenced files go with its orphan
@@ -61,6 +60,19 @@ def steps(entry: CatalogDataset, state: TableState | None) -> list[StepTemplate]
         condition=ORPHAN_CONDITION, api="SparkActions.deleteOrphanFiles",
         scope="the clone's own location only: the source's files belong to the source" if shallow else None)))
     return found
+
+
+def _release(ref) -> StepTemplate:
+    """The destructive alternative (``policy.refs: release``): drop the ref."""
+    fix = (f"ALTER TABLE ... DROP TAG `{ref.name}` (or re-create it on a snapshot after the delete)"
+           if ref.type is RefType.TAG else
+           f"apply the delete on branch `{ref.name}` too, or drop the branch")
+    return StepTemplate(
+        Action.RELEASE_REF, blocking=True,
+        params=ReleaseRefParams(ref=ref.name, ref_type=ref.type.value, snapshot_id=ref.snapshot_id, fix=fix),
+        warning=f"{ref.type.value} '{ref.name}' retains snapshot {ref.snapshot_id}, written before the delete: "
+                f"its files cannot be expired until it is released ({fix})",
+    )
 
 
 def retention_window(entry: CatalogDataset) -> tuple[timedelta | None, str]:

@@ -1,0 +1,114 @@
+"""rewrite_ref: a person is erased from an Iceberg tag and a branch without destroying them. A tag
+on an early snapshot and a branch with commits of its own both hold the subjects; after the plan
+runs (without --drop-refs), both still exist, each returns exactly its old rows minus the
+subjects' (count and checksum of every other row), the main branch is as after any erasure, and
+no file of the table holds a subject's value (decoded: Parquet, manifests, manifest lists)."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+from byte_scan import find_values
+from spark_lakehouse import SUBJECT_PANS, SUBJECTS, checksum, mor_properties, new_namespace, rows, spark_for, write_workspace
+
+import piitracer
+from piitracer.api import execute_plan, plan_deletion, verify_plan, write_private
+from piitracer.executor.runner import ExecuteOptions
+from piitracer.model.plan import Action, Subject
+from piitracer.model.verification import ErasureState
+
+NINETY_DAYS_MS = 90 * 86_400_000
+FLAGS = ("--no-concurrent-writers", "--unsealed")  # the test plans without an audit key (no seal)
+
+
+def tagged_and_branched(spark, ns: str) -> str:
+    """lake.<ns>.src: the first load tagged month_end (kept 90 days); a branch 'experiment' made
+    from the second load, with a commit of its own that adds a row of a subject and another's."""
+    table = f"lake.{ns}.src"
+    spark.sql(f"CREATE TABLE {table} (user_id BIGINT, pan STRING, amount DOUBLE, dt STRING) USING iceberg "
+              f"PARTITIONED BY (dt) TBLPROPERTIES ({mor_properties()})")
+    data = rows(600)
+    schema = "user_id BIGINT, pan STRING, amount DOUBLE, dt STRING"
+    spark.createDataFrame(data[:300], schema).writeTo(table).append()
+    first = spark.sql(f"SELECT snapshot_id FROM {table}.snapshots ORDER BY committed_at DESC LIMIT 1").collect()[0][0]
+    spark.sql(f"ALTER TABLE {table} CREATE TAG month_end AS OF VERSION {first} RETAIN 90 DAYS")
+    spark.createDataFrame(data[300:], schema).writeTo(table).append()
+    spark.sql(f"ALTER TABLE {table} CREATE BRANCH experiment")
+    spark.createDataFrame([(SUBJECTS[1], SUBJECT_PANS[1], 99.0, "2026-11-02"), (9_000_000_001, "4111-9999-0000-1111", 1.0,
+                                                                                  "2026-11-02")], schema) \
+        .writeTo(f"{table}.branch_experiment").append()
+    return table
+
+
+def read(spark, table: str, version: str | None = None) -> list[tuple]:
+    frame = spark.sql(f"SELECT * FROM {table} VERSION AS OF '{version}'") if version else spark.table(table)
+    return [tuple(r) for r in frame.collect()]
+
+
+def setup(spark, warehouse: Path, tmp_path: Path):
+    """(table, workspace, plan, rows to keep per ref, the tag's snapshot before the run)."""
+    ns = new_namespace("refs")
+    table = tagged_and_branched(spark, ns)
+    before = {ref: read(spark, table, ref) for ref in ("month_end", "experiment")} | {"main": read(spark, table)}
+    for ref, found in before.items():  # the test can fail: every ref holds the subjects before the run
+        assert [r for r in found if r[0] in SUBJECTS], ref
+    keep = {ref: checksum(r for r in found if r[0] not in SUBJECTS) for ref, found in before.items()}
+    old_tag = spark.sql(f"SELECT snapshot_id FROM {table}.refs WHERE name = 'month_end'").collect()[0][0]
+    catalog = {f"{ns}.src": {"format": "iceberg", "write_mode": "merge-on-read", "table": table,
+                             "location": str(warehouse / ns / "src"), "columns": ["user_id", "pan", "amount", "dt"],
+                             "identifiers": ["user_id", "pan"], "subject_key": "user_id"}}
+    ws = piitracer.load_workspace(write_workspace(tmp_path / "ws", warehouse, catalog, "SELECT 1;"))
+    subjects = [Subject(value=str(u), request_id=f"r{u}", received_at="2026-11-20T09:00:00Z") for u in SUBJECTS]
+    plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), [f"{ns}.src.user_id"], subjects)
+    assert sorted((s.params.ref, s.params.ref_type) for s in plan.steps if s.action is Action.REWRITE_REF) == [
+        ("experiment", "branch"), ("month_end", "tag")]
+    return table, ws, plan, keep, old_tag
+
+
+def assert_refs_kept_without_the_subjects(spark, warehouse: Path, table: str, ws, plan, keep) -> None:
+    spark.catalog.clearCache()
+    refs = {r["name"]: (r["type"], r["max_reference_age_in_ms"]) for r in
+            spark.sql(f"SELECT name, type, max_reference_age_in_ms FROM {table}.refs").collect()}
+    assert refs == {"main": ("BRANCH", None), "month_end": ("TAG", NINETY_DAYS_MS), "experiment": ("BRANCH", None)}
+    for ref in ("month_end", "experiment", "main"):
+        after = read(spark, table, ref if ref != "main" else None)
+        assert not [r for r in after if r[0] in SUBJECTS or r[1] in SUBJECT_PANS], ref
+        assert checksum(after) == keep[ref], f"{ref}: the other rows changed"
+    assert find_values(warehouse / table.split(".")[1] / "src", SUBJECTS + SUBJECT_PANS) == []
+    properties = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+    assert properties["write.delete.mode"] == "merge-on-read" and not [k for k in properties if k.startswith("piitracer.")]
+    report = verify_plan(ws, plan)
+    assert [(d.dataset, d.state) for d in report.datasets] == [(plan.sources[0].dataset, ErasureState.ERASED)]
+
+
+def test_a_tag_and_a_branch_keep_their_rows_minus_the_subjects_and_no_byte_is_left(tmp_path: Path, warehouse: Path) -> None:
+    spark = spark_for(warehouse)
+    table, ws, plan, keep, old_tag = setup(spark, warehouse, tmp_path)
+
+    summary = execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))  # no --drop-refs
+
+    assert summary.status == "complete", [(r.step.id, r.state, r.message) for r in summary.results]
+    assert_refs_kept_without_the_subjects(spark, warehouse, table, ws, plan, keep)
+    moved = {r.step.params.ref: r.outcome.details for r in summary.results if r.step.action is Action.REWRITE_REF}
+    assert moved["month_end"]["ref_snapshot_before"] == str(old_tag) != moved["month_end"]["ref_snapshot_after"]
+    assert moved["month_end"]["ref_rows_removed"] == 6 and moved["experiment"]["ref_rows_removed"] == 7
+
+
+def test_killed_with_the_switch_on_and_before_the_tag_moves_then_resumed(tmp_path: Path, warehouse: Path) -> None:
+    """SIGKILL while the table's deletes are switched to copy-on-write, then (on resume) after a
+    ref's new snapshot is written but before it is moved: the last resume ends as an
+    uninterrupted run, the table's own delete mode back, no working branch left."""
+    from fault_lakehouse import Lake, execute
+
+    spark = spark_for(warehouse)
+    table, ws, plan, keep, _ = setup(spark, warehouse, tmp_path)
+    plan_file = tmp_path / "plan.json"
+    write_private(plan_file, plan.to_json())
+    lake = Lake(table.split(".")[1], ws, plan, plan_file, {}, {}, {}, {})
+    for number, point in enumerate(["iceberg.rewrite_ref.copy_on_write", "iceberg.rewrite_ref.before_move"]):
+        run = execute(lake, resume=number > 0, failpoint=point, flags=FLAGS)
+        assert run.returncode == -signal.SIGKILL, f"{point}: not killed there: {run.stderr[-2000:]}"
+    final = execute(lake, resume=True, failpoint=None, flags=FLAGS)
+    assert final.returncode == 0, final.stderr[-3000:]
+    assert_refs_kept_without_the_subjects(spark, warehouse, table, ws, plan, keep)
