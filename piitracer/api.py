@@ -263,20 +263,26 @@ def discover_catalog(workspace: Workspace, progress: Callable[[str], None] | Non
                      spark_views: bool = False) -> Discovery:
     """Every table the lakehouse has under the discovery roots, as its own metadata describes it,
     and the roots that could not be listed (:mod:`piitracer.discover.lakehouse`). With
-    ``spark_views``, also the views the workspace's Spark catalogs keep (this starts Spark)."""
+    ``spark_views``, also what the workspace's Spark catalogs list (this starts Spark): their
+    views, and their tables the walk did not find (described when inside a root, else listed
+    with the reason)."""
     warehouse = Location.parse(workspace.resolve(workspace.config.spark.warehouse))
     found = discover_tables(discovery_roots(workspace), workspace_store(workspace), warehouse, workspace.config.spark.catalog,
                             progress)
     if spark_views:
-        from piitracer.executor.spark_catalog import list_views
+        from piitracer.discover.lakehouse import describe_catalog_tables
+        from piitracer.executor.spark_catalog import list_catalogs
         from piitracer.executor.spark_session import spark_session
 
         if progress:
-            progress("the Spark catalogs' views")
+            progress("the Spark catalogs")
         settings = workspace.config.spark
         catalogs = tuple(dict.fromkeys(("spark_catalog", *workspace.config.lineage.spark_catalogs, settings.catalog)))
-        listed = list_views(spark_session(settings, workspace.resolve(settings.warehouse)), catalogs)
+        listed = list_catalogs(spark_session(settings, workspace.resolve(settings.warehouse)), catalogs)
         found.views, found.unreadable_catalogs = listed.views, listed.problems
+        found.tables = sorted([*found.tables, *describe_catalog_tables(listed.tables, found, workspace_store(workspace),
+                                                                       discovery_roots(workspace))],
+                              key=lambda table: table.location.uri)
     return found
 
 

@@ -106,6 +106,44 @@ def discover_tables(roots: Sequence[Location], store: Store, warehouse: Location
     return Discovery(sorted(found, key=lambda table: table.location.uri), unreadable)
 
 
+def describe_catalog_tables(tables: Mapping[str, str], found: Discovery, store: Store,
+                            roots: Sequence[Location]) -> list[DiscoveredTable]:
+    """The tables a Spark catalog lists (identifier -> location) that the walk of ``roots`` did
+    not find: described from their folder when it lies inside a root; otherwise listed with the
+    reason only (outside every root piitracer reads nothing and touches nothing)."""
+    known = {canonical(t.location).uri for t in found.tables}
+    supports = [support_for(fmt) for fmt in supported_formats()]
+    extra = []
+    for identifier, text in sorted(tables.items()):
+        try:
+            location = Location.parse(text)
+        except ValueError as error:
+            extra.append(DiscoveredTable(Location.parse("/"), DatasetFormat.EXTERNAL, table=identifier,
+                                         problems=(f"the Spark catalog gives it location {text!r}: {error}",)))
+            continue
+        if canonical(location).uri in known:
+            continue
+        if not any(canonical(root).contains(canonical(location)) for root in roots):
+            extra.append(DiscoveredTable(location, DatasetFormat.EXTERNAL, table=identifier, problems=(
+                "kept by the Spark catalog outside the discovery roots: not read (piitracer touches nothing there)",)))
+            continue
+        try:
+            files = [entry.relative for entry in store.list_files(location)]
+        except StorageError as error:
+            extra.append(DiscoveredTable(location, DatasetFormat.EXTERNAL, table=identifier, problems=(str(error),)))
+            continue
+        support = next((s for s in supports for relative in files if s.table_folder(tuple(relative.split("/"))) == ""),
+                       None)
+        if support is None:
+            extra.append(DiscoveredTable(location, DatasetFormat.EXTERNAL, table=identifier,
+                                         problems=("the Spark catalog lists it, but its folder holds no table metadata",)))
+            continue
+        table = _describe(location, support, store, None, "")
+        table.table = identifier
+        extra.append(table)
+    return extra
+
+
 def _distinct(roots: Iterable[Location], store: Store) -> list[Location]:
     """The existing roots, without one that lies inside another (its tables would be found twice)."""
     existing = sorted({canonical(root).uri: canonical(root) for root in roots}.values(),
