@@ -31,6 +31,7 @@ from piitracer.verify.values import Place, ValueIndex
 
 PARQUET_MAGIC = b"PAR1"
 AVRO_MAGIC = b"Obj\x01"
+PUFFIN_MAGIC = b"PFA1"  # Iceberg's Puffin files: v3 deletion vectors, statistics
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,8 @@ def scan_file(source: FileSource, index: ValueIndex, chunks: ChunkCounts | None 
         yield from _parquet(source, index, in_log, chunks if chunks is not None else ChunkCounts())
     elif head == AVRO_MAGIC:
         yield from _avro(source, index)
+    elif head == PUFFIN_MAGIC:
+        yield from _puffin(source, index)
     elif name.endswith(".gz") and name[:-3].endswith(".json"):
         yield from _json_text(gzip.decompress(source.data).decode("utf-8", "replace"), index, "metadata")
     elif name.endswith((".json", ".jsonl", ".ndjson")) or (in_log and not name.endswith(".bin")) or name == "_last_checkpoint":
@@ -471,6 +474,32 @@ def _walk(value: Any, index: ValueIndex, where: str, keys: tuple[str, ...],
                 return
         if names:
             yield where or "(value)", names
+
+
+def _puffin(source: FileSource, index: ValueIndex) -> Iterator[tuple[str, set[str], str]]:
+    """A Puffin file (Iceberg v3): its footer's JSON (blob types and properties, e.g. the data
+    file a deletion vector refers to, whose path may carry a partition value) searched as text,
+    and each blob as bytes. A ``deletion-vector-v1`` blob is a bitmap of row positions: it holds
+    which rows are gone, never a row's value (``PUFFIN_NOTE``). A compressed footer is refused
+    here, so the caller searches the whole file as raw bytes and says so."""
+    data = source.data
+    if len(data) < 16 or data[-4:] != PUFFIN_MAGIC:
+        raise ValueError("no Puffin footer magic")
+    payload_size = int.from_bytes(data[-12:-8], "little")
+    flags = int.from_bytes(data[-8:-4], "little")
+    if flags & 1:
+        raise ValueError("compressed Puffin footer")
+    footer = data[-12 - payload_size:-12]
+    yield from ((f"Puffin footer{(' ' + where.lstrip('.')) if where else ''}", names, "metadata")
+                for where, names, _ in _json_text(footer.decode("utf-8", "replace"), index, "metadata"))
+    for number, blob in enumerate(json.loads(footer).get("blobs", [])):
+        offset, length = int(blob["offset"]), int(blob["length"])
+        names = index.search_bytes(data[offset:offset + length])
+        if names:
+            yield f"blob {number} ({blob.get('type')})", names, "raw"
+
+
+PUFFIN_NOTE = "Puffin deletion vectors decoded: their blobs hold row positions, not values (searched as bytes too)"
 
 
 def _raw(source: FileSource, index: ValueIndex) -> Iterator[tuple[str, set[str], str]]:

@@ -26,7 +26,7 @@ from piitracer.model.verification import DatasetVerification, ErasureState, Find
 from piitracer.model.workspace import CatalogDataset, DatasetFormat, ReplicaManagement, duration_text
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
-from piitracer.verify.decoders import ScanResult, scan_location
+from piitracer.verify.decoders import PUFFIN_NOTE, ScanResult, scan_location
 from piitracer.verify.engines import FileScanner, ScanPlan, ScanRequest, list_requests
 from piitracer.formats import FormatSupport, TableFiles, support_for
 from piitracer.verify.columns import exact_hits
@@ -138,6 +138,8 @@ def verify_dataset(plan: DeletionPlan, decision: DatasetDecision, entry: Catalog
     support = support_for(entry.format)
     view = _table_view(support, location, store, key, index)
     notes = [*view.problems, *(f"decoded as raw bytes only: {u}" for u in scan.unreadable)]
+    if any(f.endswith(".puffin") for f in scan.files):
+        notes.append(PUFFIN_NOTE)
 
     findings: list[Finding] = []
     removers: list[list[Action]] = []
