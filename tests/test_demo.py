@@ -109,6 +109,14 @@ def test_the_shallow_clone_lists_the_sources_own_data_files(demo, warehouse: Pat
     assert not list(workspace.location_of("dev.payments_shallow").rglob("*.parquet"))
 
 
+def test_one_iceberg_table_is_format_v3_and_its_deletes_write_deletion_vectors(demo, warehouse: Path) -> None:
+    from piitracer.api import discover_catalog
+
+    workspace, _ = demo
+    versions = {t.table: t.format_version for t in discover_catalog(workspace).tables if t.table}
+    assert versions["lake.analytics.user_monthly_spend"] == 3 and versions["lake.prod.payments"] == 2
+
+
 def test_the_tables_have_older_snapshots_and_versions(demo, warehouse: Path) -> None:
     workspace, _ = demo
     spark = spark_for(warehouse)
@@ -324,6 +332,10 @@ def test_run_demo_erases_the_subject_end_to_end(demo, warehouse: Path) -> None:
     assert {d.dataset: d.state.value for d in report.open_items()} == dict.fromkeys(PERSON_STEPS, "awaiting_attestation"), \
         [(d.dataset, d.state.value, d.findings[:2]) for d in report.open_items()]
 
+    # The format v3 table's DELETE wrote deletion vectors, and the rewrite applied them.
+    (v3_rewrite,) = [r for r in result.run.results if r.step.dataset == "analytics.user_monthly_spend"
+                     and r.step.action.value == "rewrite_data_files"]
+    assert v3_rewrite.state == "committed" and v3_rewrite.outcome.details["removed_delete_files_count"] >= 1
     # The month_end_close tag survives without the person (no --drop-refs): rewritten, not dropped.
     (moved,) = [r for r in result.run.results if r.step.action.value == "rewrite_ref"]
     assert (moved.step.params.ref, moved.state) == ("month_end_close", "committed")
