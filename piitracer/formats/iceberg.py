@@ -229,10 +229,67 @@ class IcebergEraser:
         return outcome
 
     def rewrite_data_files(self, options: dict[str, str]) -> StepOutcome:
-        """Rewrite data files that have delete files, so the rows are gone from data files too."""
+        """Rewrite data files that have delete files, so the rows are gone from data files too;
+        then remove the equality-delete files that rewrite applied (they hold the deleted keys)."""
         option_map = ", ".join(f"'{k}', '{v}'" for k, v in sorted(options.items()))
         row = self._call(f"rewrite_data_files(table => '{self.procedure_table}', options => map({option_map}))")
+        row["applied_equality_delete_files_removed"] = self._drop_applied_equality_deletes()
         return self._physical(row, files_rewritten=row.get("rewritten_data_files_count", 0))
+
+    def _drop_applied_equality_deletes(self) -> int:
+        """Remove, with one ``RewriteFiles`` commit, every equality-delete file no live data file
+        is subject to any more: each holds the keys it deleted (a subject's among them, for a
+        daily batch of erasure requests or a CDC upsert), and neither ``remove-dangling-deletes``
+        nor the dangling-delete action removed them on this Iceberg version (checked: an
+        unpartitioned table kept its applied file). An equality delete applies to data files of
+        a lower data sequence number in its partition (in every partition when its spec is
+        unpartitioned); so it is applied when no such live file is left. With more than one
+        partition spec among the data files the whole table is compared (conservative)."""
+        jvm = self.spark._jvm
+        table = self.java_table()
+        snapshot = table.currentSnapshot()
+        if snapshot is None:
+            return 0
+        io, specs = table.io(), table.specs()
+        equality = []
+        for manifest in snapshot.deleteManifests(io):
+            reader = jvm.org.apache.iceberg.ManifestFiles.readDeleteManifest(manifest, io, specs)
+            try:
+                files = reader.iterator()
+                while files.hasNext():
+                    delete = files.next()
+                    if str(delete.content()) == "EQUALITY_DELETES":
+                        equality.append(delete.copy())
+            finally:
+                reader.close()
+        if not equality:
+            return 0
+        lowest: dict[tuple[int, str], int] = {}
+        spec_ids: set[int] = set()
+        for manifest in snapshot.dataManifests(io):
+            reader = jvm.org.apache.iceberg.ManifestFiles.read(manifest, io, specs)
+            try:
+                files = reader.iterator()
+                while files.hasNext():
+                    data = files.next()
+                    key = (int(data.specId()), str(data.partition()))
+                    spec_ids.add(key[0])
+                    lowest[key] = min(lowest.get(key, 2**63), int(data.dataSequenceNumber()))
+            finally:
+                reader.close()
+        table_lowest = min(lowest.values(), default=2**63)
+        applied = []
+        for delete in equality:
+            global_delete = specs.get(delete.specId()).isUnpartitioned() or len(spec_ids) > 1
+            floor = table_lowest if global_delete else lowest.get((int(delete.specId()), str(delete.partition())), 2**63)
+            if int(delete.dataSequenceNumber()) < floor:
+                applied.append(delete)
+        if applied:
+            rewrite = table.newRewrite()
+            for delete in applied:
+                rewrite = rewrite.deleteFile(delete)
+            rewrite.commit()
+        return len(applied)
 
     def rewrite_manifests(self) -> StepOutcome:
         row = self._call(f"rewrite_manifests('{self.procedure_table}')")
