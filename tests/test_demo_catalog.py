@@ -17,7 +17,7 @@ FIXTURES = ROOT / "lineage_fixtures"
 HANDWRITTEN = ROOT / "tests" / "expected" / "demo_catalog_handwritten.yaml"
 # What only a person knows, and so what piitracer.yaml may still say of a table the lakehouse describes.
 PERSON_FIELDS = {"identifiers", "subject_key", "column_types", "normalised", "owner", "description", "replicas",
-                 "clone_of", "classified_by", "retention"}
+                 "clone_of", "classified_by", "retention", "delete_mode"}
 
 
 def test_the_layered_catalog_is_the_handwritten_one_field_by_field() -> None:

@@ -39,6 +39,7 @@ def _entries(fmt: DatasetFormat) -> list[CatalogDataset]:
     if fmt is DatasetFormat.ICEBERG:
         entries.append(CatalogDataset.model_validate({**base, "write_mode": "copy-on-write",
                                                       "clone_of": {"dataset": "db.src", "mode": "shallow"}}))
+        entries.append(CatalogDataset.model_validate({**base, "write_mode": "merge-on-read", "delete_mode": "equality"}))
     return entries
 
 

@@ -18,6 +18,7 @@ from spark_lakehouse import SUBJECT_PANS, SUBJECTS, checksum, mor_properties, ne
 
 import piitracer
 from piitracer.api import execute_plan, plan_deletion, verify_plan
+from piitracer.executor.preflight import PlanRefused
 from piitracer.executor.runner import ExecuteOptions
 from piitracer.model.plan import Action, Subject
 from piitracer.model.verification import ErasureState
@@ -79,3 +80,49 @@ def test_a_table_with_equality_delete_files_is_erased_to_the_bytes(tmp_path: Pat
     assert spark.sql(f"SELECT * FROM {table}.delete_files WHERE content = 2").count() == 0
     report = verify_plan(ws, plan)
     assert [(d.dataset, d.state) for d in report.datasets] == [(f"{ns}.src", ErasureState.ERASED)]
+
+
+def equality_mode_lake(spark, warehouse: Path, tmp_path: Path, partitioned: bool):
+    ns = new_namespace("eqmode")
+    table, location = f"lake.{ns}.src", warehouse / ns / "src"
+    spark.sql(f"CREATE TABLE {table} (user_id BIGINT, pan STRING, amount DOUBLE, dt STRING) USING iceberg "
+              f"{'PARTITIONED BY (dt) ' if partitioned else ''}TBLPROPERTIES ({mor_properties()})")
+    spark.createDataFrame(rows(500), "user_id BIGINT, pan STRING, amount DOUBLE, dt STRING").coalesce(2).writeTo(table).append()
+    catalog = {f"{ns}.src": {"format": "iceberg", "write_mode": "merge-on-read", "delete_mode": "equality", "table": table,
+                             "location": str(location), "columns": ["user_id", "pan", "amount", "dt"],
+                             "identifiers": ["user_id", "pan"], "subject_key": "user_id"}}
+    ws = piitracer.load_workspace(write_workspace(tmp_path / "ws", warehouse, catalog, "SELECT 1;"))
+    subjects = [Subject(value=str(u), request_id=f"r{u}", received_at="2026-11-20T09:00:00Z") for u in SUBJECTS]
+    plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), [f"{ns}.src.user_id"], subjects)
+    return ns, table, location, ws, plan
+
+
+def test_delete_mode_equality_writes_one_equality_delete_file_and_erases_to_the_bytes(tmp_path: Path, warehouse: Path) -> None:
+    spark = spark_for(warehouse)
+    ns, table, location, ws, plan = equality_mode_lake(spark, warehouse, tmp_path, partitioned=False)
+    keep = checksum(tuple(r) for r in spark.table(table).collect() if r[0] not in SUBJECTS)
+    assert [s.action for s in plan.steps if s.dataset == f"{ns}.src"][1:3] == [Action.EQUALITY_DELETE, Action.REWRITE_DATA_FILES]
+
+    summary = execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
+
+    assert summary.status == "complete", [(r.step.id, r.state, r.message) for r in summary.results]
+    logical = next(r for r in summary.results if r.step.action is Action.EQUALITY_DELETE)
+    assert (logical.outcome.rows_deleted, logical.outcome.details["equality_delete_keys"]) == (6, 3)
+    remaining = [tuple(r) for r in spark.table(table).collect()]
+    assert checksum(remaining) == keep
+    assert find_values(location, SUBJECTS + SUBJECT_PANS) == []
+    assert not list(location.rglob("piitracer-equality-delete-*"))
+    report = verify_plan(ws, plan)
+    assert [(d.dataset, d.state) for d in report.datasets] == [(f"{ns}.src", ErasureState.ERASED)]
+
+
+def test_delete_mode_equality_on_a_partitioned_table_is_refused_before_anything_is_written(tmp_path: Path,
+                                                                                          warehouse: Path) -> None:
+    spark = spark_for(warehouse)
+    ns, table, location, ws, plan = equality_mode_lake(spark, warehouse, tmp_path, partitioned=True)
+    before = checksum(tuple(r) for r in spark.table(table).collect())
+    with pytest.raises(PlanRefused, match=r"delete_mode 'equality' needs an unpartitioned table; .* is partitioned by dt"):
+        execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
+    assert checksum(tuple(r) for r in spark.table(table).collect()) == before
+    assert not list(location.rglob("piitracer-equality-delete-*"))
+    assert not (ws.root / ".piitracer" / "journal.sqlite").exists()  # refused before the first step

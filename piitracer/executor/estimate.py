@@ -31,7 +31,7 @@ from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
 
 GB = 1024 ** 3
-REWRITING = {Action.DELETE_ROWS, Action.REWRITE_FILES, Action.REWRITE_ARCHIVE}
+REWRITING = {Action.DELETE_ROWS, Action.EQUALITY_DELETE, Action.REWRITE_FILES, Action.REWRITE_ARCHIVE}
 
 
 @dataclass(frozen=True)

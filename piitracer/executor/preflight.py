@@ -39,7 +39,7 @@ from piitracer.storage.store import StorageError, Store
 
 log = logging.getLogger(__name__)
 
-KEYED_ACTIONS = {Action.DELETE_ROWS, Action.REWRITE_FILES, Action.REWRITE_ARCHIVE}
+KEYED_ACTIONS = {Action.DELETE_ROWS, Action.EQUALITY_DELETE, Action.REWRITE_FILES, Action.REWRITE_ARCHIVE}
 MAX_NAMED_PATHS = 3
 
 
@@ -75,6 +75,8 @@ def preflight(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locatio
     for step in plan.steps:
         if step.action in KEYED_ACTIONS:
             _check_key_column(step, schemas.get(step.dataset), result)
+        if step.action is Action.EQUALITY_DELETE:
+            _check_unpartitioned(step, catalog[step.dataset], locations[step.dataset], store)
     _check_subjects(plan, schemas, result)
     log.info("preflight: %d steps over %d datasets checked", len(plan.steps), len(touched))
     return result
@@ -186,6 +188,16 @@ def _check_computed(plan: DeletionPlan, capture) -> None:
 
 
 # ---- the plan against the live tables ------------------------------------------------------
+
+def _check_unpartitioned(step: Step, entry: CatalogDataset, location: Location, store: Store) -> None:
+    """An equality delete without a scan is one file for the whole table: only an unpartitioned
+    table takes it (a partitioned one needs a file per partition, found by a scan)."""
+    support = support_for(entry.format)
+    facts = support.table_facts(location, store) if support.table_facts else None
+    if facts is not None and facts.partition_columns:
+        raise PlanRefused(f"step {step.id}: delete_mode 'equality' needs an unpartitioned table; {step.dataset} is "
+                          f"partitioned by {', '.join(facts.partition_columns)}: set delete_mode 'positional' and re-plan")
+
 
 def _check_key_column(step: Step, schema, result: Preflight) -> None:
     if schema is None:

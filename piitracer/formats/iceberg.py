@@ -133,6 +133,8 @@ def _referenced(table) -> Iterator[tuple[str, str]]:
 # ---- erasure on Spark ------------------------------------------------------------------------
 
 _view_numbers = itertools.count(1)
+# Spark key column types an equality-delete file can carry, and their Arrow types.
+EQUALITY_KEY_TYPES = {"bigint": "int64", "int": "int32", "smallint": "int16", "string": "string"}
 WORK_BRANCH_PREFIX = "piitracer_rewrite_"  # the working branch a tag's rewrite is committed to
 DELETE_MODE = "write.delete.mode"
 SAVED_DELETE_MODE = "piitracer.saved.write.delete.mode"  # the mode to put back after a rewrite_ref
@@ -226,6 +228,67 @@ class IcebergEraser:
                 f"found {total_after}: stopping (a concurrent writer, or a delete that did not do what it should)")
         outcome.rows_deleted, outcome.version_after = outcome.rows_deleted + expected, self.snapshot_id()
         outcome.details["total_rows_after"] = total_after
+        return outcome
+
+    def equality_delete(self, key_column: str, values: list[Any], attempt: Attempt | None = None) -> StepOutcome:
+        """The subjects' keys as one equality-delete file (``delete_mode: equality``), committed
+        with a RowDelta: no scan to find the rows' positions. Spark SQL cannot write equality
+        deletes, so the file is Parquet written here (the key column with its Iceberg field id)
+        and registered through the table API, without column statistics (no bounds in the
+        manifests). It holds the keys until ``rewrite_data_files`` applies and removes it; a
+        file a kill left uncommitted is an orphan that orphan removal takes. Only an
+        unpartitioned table: a partitioned one would need a delete file per partition, which
+        means a scan. The rows before and after are counted, as for a DELETE."""
+        import uuid
+
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        from pyspark.sql import functions as F
+
+        attempt = attempt or Attempt()
+        table = self.java_table()
+        if table.spec().isPartitioned():
+            fields = ", ".join(str(f.name()) for f in table.spec().fields())
+            raise SafetyError(f"{self.table}: delete_mode 'equality' needs an unpartitioned table (this one is partitioned "
+                              f"by {fields}): an equality delete per partition would need a scan; use 'positional'")
+        frame = self.spark.table(self.quoted)
+        spark_type = frame.schema[key_column].dataType.simpleString()
+        arrow_type = EQUALITY_KEY_TYPES.get(spark_type)
+        if arrow_type is None:
+            raise SafetyError(f"{self.table}: delete_mode 'equality' takes a key column of type "
+                              f"{', '.join(sorted(EQUALITY_KEY_TYPES))}; {key_column} is {spark_type}")
+        subjects = F.broadcast(subject_frame(self.spark, values, frame.schema[key_column].dataType))
+        expected = frame.join(subjects, frame[key_column] == subjects[SUBJECT_COLUMN], "left_semi").count()
+        before, total_before = self.snapshot_id(), frame.count()
+        first = attempt.start({"expected": expected, "version_before": before})
+        earlier = int(first["expected"]) - expected
+        outcome = StepOutcome(version_before=first["version_before"], version_after=before, rows_deleted=max(earlier, 0))
+        if expected == 0:
+            outcome.details["matched"] = 0
+            return outcome
+        keys = sorted({row[0] for row in subjects.collect()}, key=repr)
+        field = table.schema().findField(key_column)
+        schema = pa.schema([pa.field(key_column, getattr(pa, arrow_type)(), nullable=False,
+                                     metadata={b"PARQUET:field_id": str(field.fieldId()).encode()})])
+        target = Location.parse(str(table.location())).child(f"data/piitracer-equality-delete-{uuid.uuid4().hex}.parquet")
+        with self.store.open_output(target) as sink:
+            pq.write_table(pa.table({key_column: pa.array(keys, schema.field(0).type)}, schema=schema), sink)
+        jvm = self.spark._jvm
+        ids = self.spark.sparkContext._gateway.new_array(jvm.int, 1)
+        ids[0] = field.fieldId()
+        delete = (jvm.org.apache.iceberg.FileMetadata.deleteFileBuilder(table.spec()).ofEqualityDeletes(ids)
+                  .withPath(target.uri).withFormat(jvm.org.apache.iceberg.FileFormat.PARQUET)
+                  .withFileSizeInBytes(self.store.info(target).size).withRecordCount(len(keys)).build())
+        table.newRowDelta().addDeletes(delete).commit()
+        self.spark.sql(f"REFRESH TABLE {self.quoted}")
+        failpoint("iceberg.delete.after_commit")  # test-only: committed, the journal does not know
+        total_after = self.count()
+        if total_after != total_before - expected:
+            raise SafetyError(
+                f"{self.table}: expected {total_before} - {expected} = {total_before - expected} rows after the equality "
+                f"delete, found {total_after}: stopping (a concurrent writer, or a delete that did not do what it should)")
+        outcome.rows_deleted, outcome.version_after = outcome.rows_deleted + expected, self.snapshot_id()
+        outcome.details.update(total_rows_after=total_after, equality_delete_keys=len(keys))
         return outcome
 
     def rewrite_data_files(self, options: dict[str, str]) -> StepOutcome:
@@ -546,6 +609,7 @@ def _expire(work: StepWork) -> StepOutcome:
 
 PERFORM = {
     Action.DELETE_ROWS: lambda work: _eraser(work).delete_rows(work.step.key_column, work.values, work.attempt),
+    Action.EQUALITY_DELETE: lambda work: _eraser(work).equality_delete(work.step.key_column, work.values, work.attempt),
     Action.REWRITE_DATA_FILES: lambda work: _eraser(work).rewrite_data_files(work.step.params.options),
     Action.REWRITE_MANIFESTS: lambda work: _eraser(work).rewrite_manifests(),
     Action.EXPIRE_SNAPSHOTS: _expire,
@@ -567,6 +631,9 @@ def _expire_text(shown: Shown) -> str:
 DESCRIBE = {
     Action.DELETE_ROWS: lambda s: (
         f"DELETE FROM {s.table} WHERE {s.key} IN (SELECT v FROM subjects_view)  -- subjects_view = {s.values} (redacted)"),
+    Action.EQUALITY_DELETE: lambda s: (
+        f"{s.table}.newRowDelta().addDeletes(<one equality-delete file of {s.key} = {s.values} (redacted)>)  "
+        "-- no scan for positions"),
     Action.REWRITE_DATA_FILES: lambda s: (
         f"CALL system.rewrite_data_files(table => '{s.table}', options => map("
         + ", ".join(f"'{k}','{v}'" for k, v in sorted(s.step.params.options.items())) + "))"),
@@ -665,9 +732,9 @@ def file_removers(found: TableFiles, path: str) -> list[Action]:
         # Orphan removal skips hidden paths; metadata files are kept by the metadata log.
         return []
     if path in found.live:
-        return [Action.DELETE_ROWS, Action.REWRITE_DATA_FILES]
+        return [Action.DELETE_ROWS, Action.EQUALITY_DELETE, Action.REWRITE_DATA_FILES]
     if path in found.current_meta:
-        return [Action.DELETE_ROWS, Action.REWRITE_MANIFESTS]
+        return [Action.DELETE_ROWS, Action.EQUALITY_DELETE, Action.REWRITE_MANIFESTS]
     if path in found.retained:
         return [Action.REWRITE_REF, Action.RELEASE_REF, Action.EXPIRE_SNAPSHOTS] if path in found.ref_files else [Action.EXPIRE_SNAPSHOTS]
     return [Action.REMOVE_ORPHAN_FILES]
@@ -676,7 +743,7 @@ def file_removers(found: TableFiles, path: str) -> list[Action]:
 def logical_removers(current: bool, held_by_ref: bool) -> list[Action]:
     """The planned actions that remove a snapshot still holding a subject's row."""
     if current:
-        return [Action.DELETE_ROWS]
+        return [Action.DELETE_ROWS, Action.EQUALITY_DELETE]
     return [Action.REWRITE_REF, Action.RELEASE_REF, Action.EXPIRE_SNAPSHOTS] if held_by_ref else [Action.EXPIRE_SNAPSHOTS]
 
 

@@ -62,6 +62,7 @@ class Action(str, Enum):
 
     RESOLVE = "resolve"  # read the subjects' rows in a source: capture identifiers and computed keys
     DELETE_ROWS = "delete_rows"  # logical delete by key column, values bound as data
+    EQUALITY_DELETE = "equality_delete"  # Iceberg MoR (delete_mode: equality): the keys as one equality-delete file
     REWRITE_DATA_FILES = "rewrite_data_files"  # Iceberg: apply position/equality delete files
     REWRITE_MANIFESTS = "rewrite_manifests"  # Iceberg: drop manifests whose bounds hold the values
     REWRITE_REF = "rewrite_ref"  # Iceberg: a tag/branch keeps its name, moved to its snapshot minus the subjects

@@ -76,6 +76,13 @@ class CloneMode(str, Enum):
     DEEP = "deep"  # its own copy of the files
 
 
+class DeleteMode(str, Enum):
+    """How an Iceberg merge-on-read table's logical delete is written."""
+
+    POSITIONAL = "positional"  # DELETE: scan for the rows, write their positions
+    EQUALITY = "equality"  # the keys as one equality-delete file, no scan for positions (unpartitioned tables)
+
+
 class ClassifiedBy(str, Enum):
     """Who said which columns are identifiers."""
 
@@ -166,6 +173,8 @@ class CatalogDataset(Frozen):
     table: str | None = Field(None, description="Spark table identifier, e.g. 'lake.prod.payments'.")
     location: str | None = Field(None, description="Storage location; relative paths are relative to the workspace.")
     write_mode: IcebergWriteMode | None = Field(None, description="Iceberg only.")
+    delete_mode: DeleteMode = Field(DeleteMode.POSITIONAL, description="Iceberg merge-on-read only: 'equality' "
+                                    "writes the batch's keys as one equality-delete file instead of a DELETE.")
     columns: tuple[str, ...] = Field((), description="Schema, in order (used to expand SELECT *).")
     identifiers: tuple[str, ...] = Field((), description="Columns holding PII identifiers.")
     classified_by: ClassifiedBy = Field(
@@ -252,6 +261,9 @@ class CatalogDataset(Frozen):
                                  f"(column_types says {self.column_types[column]})")
         if self.write_mode and self.format is not DatasetFormat.ICEBERG:
             raise ValueError("write_mode applies to format 'iceberg' only")
+        if self.delete_mode is DeleteMode.EQUALITY and (self.format is not DatasetFormat.ICEBERG
+                                                       or self.write_mode is IcebergWriteMode.COPY_ON_WRITE):
+            raise ValueError("delete_mode 'equality' applies to Iceberg merge-on-read tables only")
         if self.format is DatasetFormat.EXTERNAL and not self.owner:
             raise ValueError("an external dataset needs an 'owner' (who erases it by hand)")
         if self.format is DatasetFormat.ARCHIVE and not self.archive_of:

@@ -28,7 +28,7 @@ from piitracer.planner.physical import StepTemplate, steps_for
 from piitracer.planner.subjects import SubjectValueError, check_subjects, key_type_of
 from piitracer.model.errors import PiitracerError
 
-LOGICAL_ERASE_ACTIONS = {Action.DELETE_ROWS, Action.REWRITE_FILES, Action.REWRITE_ARCHIVE}
+LOGICAL_ERASE_ACTIONS = {Action.DELETE_ROWS, Action.EQUALITY_DELETE, Action.REWRITE_FILES, Action.REWRITE_ARCHIVE}
 
 
 class PlanningError(PiitracerError, ValueError):

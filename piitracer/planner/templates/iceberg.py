@@ -17,7 +17,7 @@ from piitracer.model.plan import (
     RewriteDataFilesParams,
 )
 from piitracer.model.table_state import RefType, TableState
-from piitracer.model.workspace import CatalogDataset, CloneMode, DatasetFormat, IcebergWriteMode, Policy, RefHandling
+from piitracer.model.workspace import CatalogDataset, CloneMode, DatasetFormat, DeleteMode, IcebergWriteMode, Policy, RefHandling
 from piitracer.planner.templates import FormatTemplate, StepTemplate, days
 
 # rewrite_data_files options that applied every delete file in the measured runs. The size bounds
@@ -38,7 +38,8 @@ ORPHAN_CONDITION = "only with no concurrent writer: run with --no-concurrent-wri
 def steps(entry: CatalogDataset, state: TableState | None, policy: Policy | None = None) -> list[StepTemplate]:
     merge_on_read = entry.write_mode is not IcebergWriteMode.COPY_ON_WRITE
     shallow = entry.clone_of is not None and entry.clone_of.mode is CloneMode.SHALLOW
-    found = [StepTemplate(Action.DELETE_ROWS, physical=False)]
+    equality = merge_on_read and entry.delete_mode is DeleteMode.EQUALITY
+    found = [StepTemplate(Action.EQUALITY_DELETE if equality else Action.DELETE_ROWS, physical=False)]
     if merge_on_read:
         # Merge-on-read deletes write position-delete files; the data files keep the rows.
         found.append(StepTemplate(Action.REWRITE_DATA_FILES, params=RewriteDataFilesParams(options=dict(REWRITE_OPTIONS))))
