@@ -7,6 +7,7 @@ no file of the table holds a subject's value (decoded: Parquet, manifests, manif
 from __future__ import annotations
 
 import signal
+import time
 from pathlib import Path
 
 from byte_scan import find_values
@@ -111,4 +112,52 @@ def test_killed_with_the_switch_on_and_before_the_tag_moves_then_resumed(tmp_pat
         assert run.returncode == -signal.SIGKILL, f"{point}: not killed there: {run.stderr[-2000:]}"
     final = execute(lake, resume=True, failpoint=None, flags=FLAGS)
     assert final.returncode == 0, final.stderr[-3000:]
+    assert_refs_kept_without_the_subjects(spark, warehouse, table, ws, plan, keep)
+
+
+def test_another_writer_appends_and_deletes_on_main_while_a_ref_is_rewritten(tmp_path: Path, warehouse: Path) -> None:
+    """The executor pauses inside rewrite_ref with the table's deletes switched to copy-on-write;
+    another job (its own Spark session) appends other users' rows to main and deletes one. Its
+    append survives, its DELETE (run as copy-on-write meanwhile) removed exactly its row, the
+    refs end exact, the table's own delete mode is back, and no byte of a subject is left."""
+    import threading
+
+    from fault_lakehouse import ENV, Lake, execute
+
+    spark = spark_for(warehouse)
+    table, ws, plan, keep, _ = setup(spark, warehouse, tmp_path)
+    plan_file = tmp_path / "plan.json"
+    write_private(plan_file, plan.to_json())
+    lake = Lake(table.split(".")[1], ws, plan, plan_file, {}, {}, {}, {})
+    original = [r for r in read(spark, table) if r[0] not in SUBJECTS]
+    gone = original[0][0]  # another user's row the other job deletes
+    control = tmp_path / "control"
+    control.mkdir()
+    point = "iceberg.rewrite_ref.copy_on_write"
+    result = {}
+    runner = threading.Thread(target=lambda: result.update(run=execute(
+        lake, resume=False, failpoint=None, flags=FLAGS,
+        env_extra={"PIITRACER_PAUSEPOINT": point, "PIITRACER_PAUSE_DIR": str(control)})))
+    runner.start()
+    try:
+        deadline = time.monotonic() + 600
+        while not (control / f"{point}.paused").exists():
+            assert runner.is_alive() and time.monotonic() < deadline, result.get("run")
+            time.sleep(0.1)
+        others = [(9_500_000_000 + i, f"5500-95-{i:04d}-3333", float(i), "2026-11-03") for i in range(40)]
+        spark.sql(f"REFRESH TABLE {table}")
+        switched = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+        assert (switched["write.delete.mode"], switched["piitracer.saved.write.delete.mode"]) == ("copy-on-write", "merge-on-read")
+        spark.createDataFrame(others, "user_id BIGINT, pan STRING, amount DOUBLE, dt STRING").writeTo(table).append()
+        spark.sql(f"DELETE FROM {table} WHERE user_id = {gone}")
+    finally:
+        (control / f"{point}.go").touch()
+        runner.join(900)
+    assert result["run"].returncode == 0, result["run"].stderr[-3000:]
+
+    spark.sql(f"REFRESH TABLE {table}")
+    main = read(spark, table)
+    assert checksum(r for r in main if r[0] >= 9_500_000_000) == checksum(others)  # the append survived
+    assert checksum(r for r in main if r[0] < 9_500_000_000) == checksum(r for r in original if r[0] != gone)
+    keep = {**keep, "main": checksum(main)}  # main as the other job left it, minus the subjects' rows
     assert_refs_kept_without_the_subjects(spark, warehouse, table, ws, plan, keep)
