@@ -120,7 +120,8 @@ def report_markdown(trail: RequestTrail, generated_at: datetime | None = None) -
 REF_HEADERS = ["dataset", "ref", "type", "action", "state", "snapshot before", "snapshot after", "rows removed",
                "data files rewritten"]
 REFS_NOTE = ("rewrite_ref keeps a tag or branch under its name and retention, moved to a new snapshot: a query of "
-             "that ref returns the same rows as before minus the subjects'. release_ref dropped it.")
+             "that ref returns the same rows as before minus the subjects'. A release_ref step (policy.refs: release) "
+             "drops the ref instead.")
 
 
 def _ref_rows(facts: ReportFacts) -> list[list[str]]:
