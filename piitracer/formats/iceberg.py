@@ -11,7 +11,7 @@ import itertools
 import re
 import time
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from piitracer.formats import FormatError, FormatSupport, Shown, StepWork, TableFacts, TableFiles, VersionRows, hidden, relative_to
 from piitracer.formats.values import SUBJECT_COLUMN, subject_frame
@@ -199,36 +199,16 @@ class IcebergEraser:
 
     def delete_rows(self, key_column: str, values: list[Any], attempt: Attempt | None = None) -> StepOutcome:
         """DELETE the rows whose key is one of ``values`` (bound as a temp view), checking that
-        exactly the expected rows went. ``rows_deleted`` counts from the first attempt: after a kill
-        between the DELETE's commit and the journal's, the rows an earlier attempt removed count."""
-        from pyspark.sql import functions as F
-
-        attempt = attempt or Attempt()
-        frame = self.spark.table(self.quoted)
-        subjects = F.broadcast(subject_frame(self.spark, values, frame.schema[key_column].dataType))
-        expected = frame.join(subjects, frame[key_column] == subjects[SUBJECT_COLUMN], "left_semi").count()
-        before, total_before = self.snapshot_id(), frame.count()
-        first = attempt.start({"expected": expected, "version_before": before})
-        earlier = int(first["expected"]) - expected  # the subjects' rows a killed attempt already removed
-        outcome = StepOutcome(version_before=first["version_before"], version_after=before, rows_deleted=max(earlier, 0))
-        if expected == 0:  # an Iceberg MERGE/DELETE with nothing to do still commits a snapshot
-            outcome.details["matched"] = 0
-            return outcome
-        view = f"piitracer_subjects_{next(_view_numbers)}"
-        subjects.createOrReplaceTempView(view)
-        try:
-            self.spark.sql(f"DELETE FROM {self.quoted} WHERE {_quote(key_column)} IN (SELECT {SUBJECT_COLUMN} FROM {view})")
-        finally:
-            self.spark.catalog.dropTempView(view)
-        failpoint("iceberg.delete.after_commit")  # test-only: the DELETE is committed, the journal does not know
-        total_after = self.count()
-        if total_after != total_before - expected:
-            raise SafetyError(
-                f"{self.table}: expected {total_before} - {expected} = {total_before - expected} rows after the delete, "
-                f"found {total_after}: stopping (a concurrent writer, or a delete that did not do what it should)")
-        outcome.rows_deleted, outcome.version_after = outcome.rows_deleted + expected, self.snapshot_id()
-        outcome.details["total_rows_after"] = total_after
-        return outcome
+        exactly the expected rows went (:meth:`_counted_delete`)."""
+        def delete(subjects) -> dict[str, Any]:
+            view = f"piitracer_subjects_{next(_view_numbers)}"
+            subjects.createOrReplaceTempView(view)
+            try:
+                self.spark.sql(f"DELETE FROM {self.quoted} WHERE {_quote(key_column)} IN (SELECT {SUBJECT_COLUMN} FROM {view})")
+            finally:
+                self.spark.catalog.dropTempView(view)
+            return {}
+        return self._counted_delete(key_column, values, attempt, "delete", delete)
 
     def equality_delete(self, key_column: str, values: list[Any], attempt: Attempt | None = None) -> StepOutcome:
         """The subjects' keys as one equality-delete file (``delete_mode: equality``), committed
@@ -243,53 +223,71 @@ class IcebergEraser:
 
         import pyarrow as pa
         import pyarrow.parquet as pq
-        from pyspark.sql import functions as F
 
-        attempt = attempt or Attempt()
         table = self.java_table()
         if table.spec().isPartitioned():
             fields = ", ".join(str(f.name()) for f in table.spec().fields())
             raise SafetyError(f"{self.table}: delete_mode 'equality' needs an unpartitioned table (this one is partitioned "
                               f"by {fields}): an equality delete per partition would need a scan; use 'positional'")
-        frame = self.spark.table(self.quoted)
-        spark_type = frame.schema[key_column].dataType.simpleString()
+        spark_type = self.spark.table(self.quoted).schema[key_column].dataType.simpleString()
         arrow_type = EQUALITY_KEY_TYPES.get(spark_type)
         if arrow_type is None:
             raise SafetyError(f"{self.table}: delete_mode 'equality' takes a key column of type "
                               f"{', '.join(sorted(EQUALITY_KEY_TYPES))}; {key_column} is {spark_type}")
-        subjects = F.broadcast(subject_frame(self.spark, values, frame.schema[key_column].dataType))
-        expected = frame.join(subjects, frame[key_column] == subjects[SUBJECT_COLUMN], "left_semi").count()
+
+        def delete(subjects) -> dict[str, Any]:
+            keys = sorted({row[0] for row in subjects.collect()}, key=repr)
+            field = table.schema().findField(key_column)
+            schema = pa.schema([pa.field(key_column, getattr(pa, arrow_type)(), nullable=False,
+                                         metadata={b"PARQUET:field_id": str(field.fieldId()).encode()})])
+            target = Location.parse(str(table.location())).child(f"data/piitracer-equality-delete-{uuid.uuid4().hex}.parquet")
+            with self.store.open_output(target) as sink:
+                pq.write_table(pa.table({key_column: pa.array(keys, schema.field(0).type)}, schema=schema), sink)
+            jvm = self.spark._jvm
+            ids = self.spark.sparkContext._gateway.new_array(jvm.int, 1)
+            ids[0] = field.fieldId()
+            file = (jvm.org.apache.iceberg.FileMetadata.deleteFileBuilder(table.spec()).ofEqualityDeletes(ids)
+                    .withPath(target.uri).withFormat(jvm.org.apache.iceberg.FileFormat.PARQUET)
+                    .withFileSizeInBytes(self.store.info(target).size).withRecordCount(len(keys)).build())
+            table.newRowDelta().addDeletes(file).commit()
+            self.spark.sql(f"REFRESH TABLE {self.quoted}")
+            return {"equality_delete_keys": len(keys)}
+        return self._counted_delete(key_column, values, attempt, "equality delete", delete)
+
+    def _counted_delete(self, key_column: str, values: list[Any], attempt: Attempt | None, what: str,
+                        delete: Callable[[Any], dict[str, Any]]) -> StepOutcome:
+        """Run ``delete`` (given the subjects' values as a broadcast frame; it returns details)
+        between two counts, checking that exactly the subjects' rows went. ``rows_deleted`` counts
+        from the first attempt: after a kill between the commit and the journal's, the rows an
+        earlier attempt removed count."""
+        attempt = attempt or Attempt()
+        frame = self.spark.table(self.quoted)
+        subjects, expected = self._matching(frame, key_column, values)
         before, total_before = self.snapshot_id(), frame.count()
         first = attempt.start({"expected": expected, "version_before": before})
-        earlier = int(first["expected"]) - expected
+        earlier = int(first["expected"]) - expected  # the subjects' rows a killed attempt already removed
         outcome = StepOutcome(version_before=first["version_before"], version_after=before, rows_deleted=max(earlier, 0))
-        if expected == 0:
+        if expected == 0:  # an Iceberg MERGE/DELETE with nothing to do still commits a snapshot
             outcome.details["matched"] = 0
             return outcome
-        keys = sorted({row[0] for row in subjects.collect()}, key=repr)
-        field = table.schema().findField(key_column)
-        schema = pa.schema([pa.field(key_column, getattr(pa, arrow_type)(), nullable=False,
-                                     metadata={b"PARQUET:field_id": str(field.fieldId()).encode()})])
-        target = Location.parse(str(table.location())).child(f"data/piitracer-equality-delete-{uuid.uuid4().hex}.parquet")
-        with self.store.open_output(target) as sink:
-            pq.write_table(pa.table({key_column: pa.array(keys, schema.field(0).type)}, schema=schema), sink)
-        jvm = self.spark._jvm
-        ids = self.spark.sparkContext._gateway.new_array(jvm.int, 1)
-        ids[0] = field.fieldId()
-        delete = (jvm.org.apache.iceberg.FileMetadata.deleteFileBuilder(table.spec()).ofEqualityDeletes(ids)
-                  .withPath(target.uri).withFormat(jvm.org.apache.iceberg.FileFormat.PARQUET)
-                  .withFileSizeInBytes(self.store.info(target).size).withRecordCount(len(keys)).build())
-        table.newRowDelta().addDeletes(delete).commit()
-        self.spark.sql(f"REFRESH TABLE {self.quoted}")
+        details = delete(subjects)
         failpoint("iceberg.delete.after_commit")  # test-only: committed, the journal does not know
         total_after = self.count()
         if total_after != total_before - expected:
             raise SafetyError(
-                f"{self.table}: expected {total_before} - {expected} = {total_before - expected} rows after the equality "
-                f"delete, found {total_after}: stopping (a concurrent writer, or a delete that did not do what it should)")
+                f"{self.table}: expected {total_before} - {expected} = {total_before - expected} rows after the {what}, "
+                f"found {total_after}: stopping (a concurrent writer, or a delete that did not do what it should)")
         outcome.rows_deleted, outcome.version_after = outcome.rows_deleted + expected, self.snapshot_id()
-        outcome.details.update(total_rows_after=total_after, equality_delete_keys=len(keys))
+        outcome.details.update(total_rows_after=total_after, **details)
         return outcome
+
+    def _matching(self, frame, key_column: str, values: list[Any]):
+        """(the subjects' values as a broadcast frame typed like ``key_column``, how many rows of
+        ``frame`` hold one)."""
+        from pyspark.sql import functions as F
+
+        subjects = F.broadcast(subject_frame(self.spark, values, frame.schema[key_column].dataType))
+        return subjects, frame.join(subjects, frame[key_column] == subjects[SUBJECT_COLUMN], "left_semi").count()
 
     def rewrite_data_files(self, options: dict[str, str]) -> StepOutcome:
         """Rewrite data files that have delete files, so the rows are gone from data files too;
@@ -419,7 +417,7 @@ class IcebergEraser:
         _, old, max_age_ms = refs[name]
         first = attempt.start({"snapshot_before": str(old)})
         work = name if ref_type == "branch" else f"{WORK_BRANCH_PREFIX}{name}"
-        rows = self._ref_rows_matching(f"VERSION AS OF {old}", key_column, values)
+        rows = self._matching(self.spark.sql(f"SELECT * FROM {self.quoted} VERSION AS OF {old}"), key_column, values)[1]
         if ref_type == "tag":
             self.spark.sql(f"ALTER TABLE {self.quoted} DROP BRANCH IF EXISTS {_quote(work)}")
             if rows == 0:
@@ -459,13 +457,6 @@ class IcebergEraser:
         """name -> (tag|branch, snapshot id, max reference age in ms)."""
         rows = self.spark.sql(f"SELECT name, type, snapshot_id, max_reference_age_in_ms FROM {self.quoted}.refs").collect()
         return {r["name"]: (r["type"].lower(), int(r["snapshot_id"]), r["max_reference_age_in_ms"]) for r in rows}
-
-    def _ref_rows_matching(self, version: str, key_column: str, values: list[Any]) -> int:
-        from pyspark.sql import functions as F
-
-        frame = self.spark.sql(f"SELECT * FROM {self.quoted} {version}")
-        subjects = F.broadcast(subject_frame(self.spark, values, frame.schema[key_column].dataType))
-        return frame.join(subjects, frame[key_column] == subjects[SUBJECT_COLUMN], "left_semi").count()
 
     def _data_file_count(self, ref: str) -> int:
         snapshot = self.java_table().snapshot(ref)
