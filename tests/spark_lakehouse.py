@@ -104,3 +104,20 @@ def workspace(tmp_path: Path, warehouse: Path, ns: str) -> Path:
 
 def table_rows(spark, table: str) -> list[tuple]:
     return [tuple(r) for r in spark.table(table).collect()]
+
+
+def single_source_plan(tmp_path: Path, warehouse: Path, table: str, subjects: Iterable[Any], **entry: Any):
+    """(workspace, plan) erasing ``subjects`` from one Iceberg merge-on-read source ``table``
+    (``lake.<ns>.src``: user_id, pan, amount, dt; subject key user_id) with no lineage; ``entry``
+    adds catalog fields (``delete_mode``...)."""
+    import piitracer
+    from piitracer.api import plan_deletion
+    from piitracer.model.plan import Subject
+
+    dataset = table.split(".", 1)[1]
+    catalog = {dataset: {"format": "iceberg", "write_mode": "merge-on-read", "table": table,
+                         "location": str(warehouse / Path(*dataset.split("."))), "columns": ["user_id", "pan", "amount", "dt"],
+                         "identifiers": ["user_id", "pan"], "subject_key": "user_id", **entry}}
+    ws = piitracer.load_workspace(write_workspace(tmp_path / "ws", warehouse, catalog, "SELECT 1;"))
+    people = [Subject(value=str(u), request_id=f"r{u}", received_at="2026-11-20T09:00:00Z") for u in subjects]
+    return ws, plan_deletion(ws, piitracer.build_lineage_graph(ws), [f"{dataset}.user_id"], people)

@@ -14,13 +14,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from byte_scan import find_values
-from spark_lakehouse import SUBJECT_PANS, SUBJECTS, checksum, mor_properties, new_namespace, rows, spark_for, write_workspace
+from spark_lakehouse import SUBJECT_PANS, SUBJECTS, checksum, mor_properties, new_namespace, rows, single_source_plan, spark_for
 
-import piitracer
-from piitracer.api import execute_plan, plan_deletion, verify_plan
+from piitracer.api import execute_plan, verify_plan
 from piitracer.executor.preflight import PlanRefused
 from piitracer.executor.runner import ExecuteOptions
-from piitracer.model.plan import Action, Subject
+from piitracer.model.plan import Action
 from piitracer.model.verification import ErasureState
 
 EARLIER_BATCH = [SUBJECTS[0], 8_000_000_007]  # erased logically by yesterday's equality deletes
@@ -77,12 +76,7 @@ def test_a_table_with_equality_delete_files_is_erased_to_the_bytes(tmp_path: Pat
     read_back(location, visible)
     keep = checksum(r for r in visible if r[0] not in erased)
 
-    catalog = {f"{ns}.src": {"format": "iceberg", "write_mode": "merge-on-read", "table": table, "location": str(location),
-                             "columns": ["user_id", "pan", "amount", "dt"], "identifiers": ["user_id", "pan"],
-                             "subject_key": "user_id"}}
-    ws = piitracer.load_workspace(write_workspace(tmp_path / "ws", warehouse, catalog, "SELECT 1;"))
-    subjects = [Subject(value=str(u), request_id=f"r{u}", received_at="2026-11-20T09:00:00Z") for u in erased]
-    plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), [f"{ns}.src.user_id"], subjects)
+    ws, plan = single_source_plan(tmp_path, warehouse, table, erased)
     summary = execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
 
     assert summary.status == "complete", [(r.step.id, r.state, r.message) for r in summary.results]
@@ -103,12 +97,7 @@ def equality_mode_lake(spark, warehouse: Path, tmp_path: Path, partitioned: bool
     spark.sql(f"CREATE TABLE {table} (user_id BIGINT, pan STRING, amount DOUBLE, dt STRING) USING iceberg "
               f"{'PARTITIONED BY (dt) ' if partitioned else ''}TBLPROPERTIES ({mor_properties()})")
     spark.createDataFrame(rows(500), "user_id BIGINT, pan STRING, amount DOUBLE, dt STRING").coalesce(2).writeTo(table).append()
-    catalog = {f"{ns}.src": {"format": "iceberg", "write_mode": "merge-on-read", "delete_mode": "equality", "table": table,
-                             "location": str(location), "columns": ["user_id", "pan", "amount", "dt"],
-                             "identifiers": ["user_id", "pan"], "subject_key": "user_id"}}
-    ws = piitracer.load_workspace(write_workspace(tmp_path / "ws", warehouse, catalog, "SELECT 1;"))
-    subjects = [Subject(value=str(u), request_id=f"r{u}", received_at="2026-11-20T09:00:00Z") for u in SUBJECTS]
-    plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), [f"{ns}.src.user_id"], subjects)
+    ws, plan = single_source_plan(tmp_path, warehouse, table, SUBJECTS, delete_mode="equality")
     return ns, table, location, ws, plan
 
 

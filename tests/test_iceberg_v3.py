@@ -8,12 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from byte_scan import find_values
-from spark_lakehouse import SUBJECT_PANS, SUBJECTS, checksum, new_namespace, rows, spark_for, write_workspace
+from spark_lakehouse import SUBJECT_PANS, SUBJECTS, checksum, new_namespace, rows, single_source_plan, spark_for
 
-import piitracer
-from piitracer.api import execute_plan, plan_deletion, verify_plan
+from piitracer.api import execute_plan, verify_plan
 from piitracer.executor.runner import ExecuteOptions
-from piitracer.model.plan import Action, Subject
+from piitracer.model.plan import Action
 from piitracer.model.verification import ErasureState
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
@@ -43,12 +42,7 @@ def test_a_v3_table_with_deletion_vectors_is_erased_to_the_bytes(tmp_path: Path,
     scanned = scan_one_file(Location.parse(location), str(puffin.relative_to(location)), index, Store())
     assert scanned.unreadable is None and scanned.hits == ()
 
-    catalog = {f"{ns}.src": {"format": "iceberg", "write_mode": "merge-on-read", "table": table, "location": str(location),
-                             "columns": ["user_id", "pan", "amount", "dt"], "identifiers": ["user_id", "pan"],
-                             "subject_key": "user_id"}}
-    ws = piitracer.load_workspace(write_workspace(tmp_path / "ws", warehouse, catalog, "SELECT 1;"))
-    subjects = [Subject(value=str(u), request_id=f"r{u}", received_at="2026-11-20T09:00:00Z") for u in SUBJECTS]
-    plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), [f"{ns}.src.user_id"], subjects)
+    ws, plan = single_source_plan(tmp_path, warehouse, table, SUBJECTS)
     assert [s.action for s in plan.steps if s.dataset == f"{ns}.src"][1:] == [
         Action.DELETE_ROWS, Action.REWRITE_DATA_FILES, Action.REWRITE_MANIFESTS, Action.EXPIRE_SNAPSHOTS,
         Action.REMOVE_ORPHAN_FILES]

@@ -11,12 +11,11 @@ import time
 from pathlib import Path
 
 from byte_scan import find_values
-from spark_lakehouse import SUBJECT_PANS, SUBJECTS, checksum, mor_properties, new_namespace, rows, spark_for, write_workspace
+from spark_lakehouse import SUBJECT_PANS, SUBJECTS, checksum, mor_properties, new_namespace, rows, single_source_plan, spark_for
 
-import piitracer
-from piitracer.api import execute_plan, plan_deletion, verify_plan, write_private
+from piitracer.api import execute_plan, verify_plan, write_private
 from piitracer.executor.runner import ExecuteOptions
-from piitracer.model.plan import Action, Subject
+from piitracer.model.plan import Action
 from piitracer.model.verification import ErasureState
 
 NINETY_DAYS_MS = 90 * 86_400_000
@@ -56,12 +55,7 @@ def setup(spark, warehouse: Path, tmp_path: Path):
         assert [r for r in found if r[0] in SUBJECTS], ref
     keep = {ref: checksum(r for r in found if r[0] not in SUBJECTS) for ref, found in before.items()}
     old_tag = spark.sql(f"SELECT snapshot_id FROM {table}.refs WHERE name = 'month_end'").collect()[0][0]
-    catalog = {f"{ns}.src": {"format": "iceberg", "write_mode": "merge-on-read", "table": table,
-                             "location": str(warehouse / ns / "src"), "columns": ["user_id", "pan", "amount", "dt"],
-                             "identifiers": ["user_id", "pan"], "subject_key": "user_id"}}
-    ws = piitracer.load_workspace(write_workspace(tmp_path / "ws", warehouse, catalog, "SELECT 1;"))
-    subjects = [Subject(value=str(u), request_id=f"r{u}", received_at="2026-11-20T09:00:00Z") for u in SUBJECTS]
-    plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), [f"{ns}.src.user_id"], subjects)
+    ws, plan = single_source_plan(tmp_path, warehouse, table, SUBJECTS)
     assert sorted((s.params.ref, s.params.ref_type) for s in plan.steps if s.action is Action.REWRITE_REF) == [
         ("experiment", "branch"), ("month_end", "tag")]
     return table, ws, plan, keep, old_tag
