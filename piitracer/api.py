@@ -333,7 +333,8 @@ def write_discovered_catalog(workspace: Workspace, discovery: Discovery | None =
         return inside if inside else str(location)
 
     graph = build_lineage_graph(workspace)
-    stored = {name for name in (discovered_name(workspace)(t) for t in found.tables)}
+    name_of = discovered_name(workspace)  # built once: it canonicalises every catalogued location
+    stored = {name_of(t) for t in found.tables}
     views = {d: tuple(graph.dataset(d).columns) for d in graph.datasets() if graph.dataset(d).view and d not in stored}
     views.update({d: columns for d, columns in found.views.items() if d not in stored})  # what the catalog keeps wins
     written = catalog_entries(found.tables, declared, formats, place_text, views)

@@ -93,14 +93,15 @@ def load_workspace(folder: str | os.PathLike[str] = ".") -> Workspace:
     layers = CatalogLayers()
     if (root / DISCOVERED_FILE).is_file():
         data, layers = _with_discovered(data, root)
-    data, set_aside, undescribed = _set_aside_undescribed(data, path, _Lines(text))
+    document = _Lines(text)  # composed once, only if a message needs a line
+    data, set_aside, undescribed = _set_aside_undescribed(data, path, document)
     try:
         with cyclic_gc_paused():  # 100k catalog entries: the collector would walk them again and again
             config = WorkspaceConfig.model_validate(data)
     except ValidationError as error:
-        raise WorkspaceError(_describe(error, path, _Lines(text))) from None
+        raise WorkspaceError(_describe(error, path, document)) from None
     workspace = Workspace(root=root, config=config, namer=build_namer(config, root), layers=layers, set_aside=set_aside)
-    return replace(workspace, warnings=layers.warnings + undescribed + workspace_warnings(workspace, path, _Lines(text)))
+    return replace(workspace, warnings=layers.warnings + undescribed + workspace_warnings(workspace, path, document))
 
 
 def _set_aside_undescribed(data: dict[str, Any], path: Path,
@@ -138,7 +139,8 @@ def _set_aside_undescribed(data: dict[str, Any], path: Path,
     for dataset, ref in waiting.items():
         warnings.append(f"{path}:{document.line_of(['catalog', dataset]) or 1}: catalog.{dataset}: refers to {ref}, "
                         "which has no format yet: left out of the catalog until then")
-    kept = {k: v for k, v in catalog.items() if k not in set(undescribed) and k not in waiting}
+    left_out = set(undescribed) | set(waiting)
+    kept = {k: v for k, v in catalog.items() if k not in left_out}
     set_aside = {str(k).lower(): v for k, v in catalog.items() if k not in kept}
     return {**data, "catalog": kept}, set_aside, tuple(warnings)
 
