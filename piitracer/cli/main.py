@@ -31,7 +31,7 @@ from piitracer.model.errors import PiitracerError
 from piitracer.model.lineage import ProblemSeverity
 from piitracer.model.plan import DeletionPlan, Subject
 from piitracer.model.verification import ErasureState, VerificationReport
-from piitracer.model.workspace import TaskEngine
+from piitracer.model.workspace import TaskEngine, setting_text
 from piitracer.planner.build import PlanningError
 from piitracer.render.lineage_diagram import lineage_diagram, render_lineage
 from piitracer.render import tables
@@ -440,23 +440,15 @@ def _discovered_json(found) -> dict:
     return {"dataset": found.name, "format": found.format.value,
             "location": str(found.location), "table": found.table, "columns": list(found.columns),
             "write_mode": found.write_mode.value if found.write_mode else None,
-            "retention": {k: _retention_value(v) for k, v in found.retention.items()},
+            "retention": {k: setting_text(v) for k, v in found.retention.items()},
             "format_version": found.format_version, "refs": list(found.refs),
             "shallow_clone_of": str(found.shallow_clone_of) if found.shallow_clone_of else None,
             "partition_columns": list(found.partition_columns), "features": list(found.features),
             "problems": list(found.problems)}
 
 
-def _retention_value(value) -> object:
-    from datetime import timedelta
-
-    from piitracer.model.workspace import duration_text
-
-    return duration_text(value) if isinstance(value, timedelta) else value
-
-
 def _retention_text(retention: dict) -> str:
-    return ", ".join(f"{k}: {_retention_value(v)}" for k, v in retention.items())
+    return ", ".join(f"{k}: {setting_text(v)}" for k, v in retention.items())
 
 
 @catalog_group.command("classify")

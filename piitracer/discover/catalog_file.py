@@ -22,7 +22,7 @@ import yaml
 
 from piitracer.discover.classify import ColumnVerdict
 from piitracer.discover.lakehouse import DiscoveredTable
-from piitracer.model.workspace import REPLICA_SEPARATOR, ClassifiedBy, DatasetFormat, duration_text
+from piitracer.model.workspace import REPLICA_SEPARATOR, ClassifiedBy, DatasetFormat, setting_text
 from piitracer.storage.guard import canonical
 from piitracer.storage.locations import Location
 
@@ -99,7 +99,7 @@ def _entry(table: DiscoveredTable, place_text: Callable[[Location], str], names_
     if table.columns:
         entry["columns"] = list(table.columns)
     if table.retention:
-        entry["retention"] = {k: duration_text(v) if hasattr(v, "total_seconds") else v for k, v in table.retention.items()}
+        entry["retention"] = {k: setting_text(v) for k, v in table.retention.items()}
     if table.shallow_clone_of is not None:
         source = names_of_places.get(canonical(table.shallow_clone_of).uri)
         if source is not None:

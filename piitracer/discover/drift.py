@@ -22,7 +22,7 @@ from typing import Mapping, Sequence
 
 from piitracer.discover.lakehouse import DiscoveredTable
 from piitracer.formats import support_for
-from piitracer.model.workspace import CatalogDataset, duration_text
+from piitracer.model.workspace import CatalogDataset, setting_text
 from piitracer.storage.guard import canonical
 from piitracer.storage.locations import Location
 
@@ -99,6 +99,4 @@ def _overridable(field: str) -> bool:
 
 
 def _text(value) -> str:
-    from datetime import timedelta
-
-    return duration_text(value) if isinstance(value, timedelta) else str(value)
+    return str(setting_text(value))

@@ -60,5 +60,6 @@ def _quoted(identifier: str) -> str:
 
 
 def _first_line(error: Exception) -> str:
-    text = getattr(error, "getMessage", lambda: None)() if hasattr(error, "getMessage") else None
+    """The error's own message (PySpark's, without the JVM stack), first line."""
+    text = error.getMessage() if hasattr(error, "getMessage") else None
     return (text or str(error)).strip().splitlines()[0][:300]

@@ -47,6 +47,12 @@ def duration_text(value: timedelta) -> str:
     return f"{seconds}s"
 
 
+def setting_text(value: Any) -> Any:
+    """A catalog setting as the workspace writes it: a duration as ``duration_text`` says, any
+    other value (a count) as it is."""
+    return duration_text(value) if isinstance(value, timedelta) else value
+
+
 class DatasetFormat(str, Enum):
     """A catalog entry's format; what piitracer does with each is ``piitracer/formats/<format>.py``."""
 
