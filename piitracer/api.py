@@ -246,17 +246,30 @@ def dataset_locations(workspace: Workspace) -> dict[str, Location]:
 
 
 def warehouse_roots(workspace: Workspace) -> tuple[Location, ...]:
-    """The ``warehouse_roots`` as locations (empty: no restriction)."""
-    return tuple(Location.parse(root, workspace.root) for root in workspace.config.warehouse_roots)
+    """Every place piitracer may change lies inside one of these roots; never empty.
+
+    The workspace's ``warehouse_roots`` when it sets them; otherwise the workspace folder and the
+    Spark warehouse folder (the places ``catalog discover`` looks), derived from the workspace file
+    alone, so they never widen without an edit to it. A catalog location anywhere else (``..``
+    out of the workspace, a symlink to another folder, an object store) is refused before the
+    first step until ``warehouse_roots`` names its root."""
+    configured = tuple(Location.parse(root, workspace.root) for root in workspace.config.warehouse_roots)
+    if configured:
+        return configured
+    return tuple(dict.fromkeys((Location.parse(workspace.root), Location.parse(workspace.resolve(workspace.config.spark.warehouse)))))
 
 
 def discovery_roots(workspace: Workspace) -> tuple[Location, ...]:
-    """Where ``catalog discover`` looks for tables: the ``warehouse_roots``, else the workspace
-    folder (with the Iceberg warehouse, when that lies elsewhere)."""
-    roots = warehouse_roots(workspace)
-    if roots:
-        return roots
-    return (Location.parse(workspace.root), Location.parse(workspace.resolve(workspace.config.spark.warehouse)))
+    """Where ``catalog discover`` looks for tables: the warehouse roots (see :func:`warehouse_roots`)."""
+    return warehouse_roots(workspace)
+
+
+def protected_places(workspace: Workspace) -> tuple[Location, ...]:
+    """piitracer's own files in a workspace (its state folder and workspace files): no dataset's
+    location may hold them, or an orphan removal or a rewrite there would destroy the audit log,
+    the journal or the request store."""
+    names = (".piitracer", "piitracer.yaml", "catalog.discovered.yaml")
+    return tuple(Location.parse(workspace.root / name) for name in names)
 
 
 def discover_catalog(workspace: Workspace, progress: Callable[[str], None] | None = None,
@@ -515,6 +528,8 @@ def execution_context(workspace: Workspace, attested: Sequence[str] = (), cipher
         warehouse=workspace.resolve(workspace.config.spark.warehouse),
         journal_path=workspace.root / ".piitracer" / "journal.sqlite",
         warehouse_roots=warehouse_roots(workspace),
+        roots_configured=bool(workspace.config.warehouse_roots),
+        protected=protected_places(workspace),
         attested=frozenset(attested),
         store=workspace_store(workspace),
         rewrite=workspace.config.rewrite,
@@ -858,8 +873,11 @@ def verify_plan(
     report = verify_datasets(plan, workspace.config.catalog, context.locations, value_sets, step_states,
                              attested=attested, store=context.store, choose_scanner=choose)
     if sweep is not None:
+        # The sweep of roots walks only roots a person named: the default roots are the workspace
+        # folder, which also holds piitracer's own state, lineage files and notes.
+        swept_roots = context.warehouse_roots if context.roots_configured else ()
         found, swept, files = sweep_beyond(plan, workspace.config.catalog, context.locations, value_sets, sweep,
-                                           context.warehouse_roots, context.store, choose)
+                                           swept_roots, context.store, choose)
         report = report.model_copy(update={"datasets": report.datasets + tuple(found), "sweep": sweep,
                                            "swept": tuple(swept), "swept_files": files})
     return report

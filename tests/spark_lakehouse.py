@@ -39,9 +39,24 @@ def write_workspace(folder: Path, warehouse: Path, catalog: dict[str, dict], sql
         "spark": {"master": "local[2]", "catalog": "lake", "warehouse": str(warehouse), "driver_memory": "1g",
                   "conf": {"spark.ui.showConsoleProgress": "false"}},
         "catalog": catalog,
+        # Every place a run may change lies inside a root: the shared warehouse and the tables' own folders.
+        "warehouse_roots": table_roots(warehouse, catalog),
     }
     (folder / "piitracer.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     return folder
+
+
+def table_roots(warehouse: Path, catalog: dict[str, dict]) -> list[str]:
+    """The warehouse and every absolute catalog location (a relative one lies in the workspace)."""
+    places = {str(warehouse)}
+    for entry in catalog.values():
+        location = entry.get("location")
+        if location and (str(location).startswith("/") or "://" in str(location)):
+            places.add(str(location))
+        for replica in entry.get("replicas", ()):
+            if str(replica.get("location", "")).startswith("/"):
+                places.add(str(replica["location"]))
+    return sorted(places)
 
 
 def checksum(rows: Iterable[tuple[Any, ...]]) -> tuple[int, str]:

@@ -76,5 +76,7 @@ def _moved_warehouse(text: str, warehouse: Path) -> str:
     for remote, local in list(roots.items()):
         if str(local).rstrip("/") in (".", ""):
             roots[f"{remote.rstrip('/')}/{old}"] = str(warehouse)  # longer prefix: it wins
+    # The warehouse root moves with the warehouse: every place the demo may change stays inside a root.
+    config["warehouse_roots"] = [str(warehouse) if str(r).rstrip("/") == old else r for r in config.get("warehouse_roots", [])]
     header = "# Copied from lineage_fixtures/piitracer.yaml with the Iceberg warehouse moved to " + str(warehouse) + "\n"
     return header + yaml.safe_dump(config, sort_keys=False)

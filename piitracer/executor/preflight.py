@@ -55,9 +55,17 @@ class Preflight:
 
 
 def preflight(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locations: Mapping[str, Location],
-              spark: SparkSettings, warehouse: Path, roots: tuple[Location, ...] = (), store: Store | None = None) -> Preflight:
-    """Run every check of the module docstring; raise :class:`PlanRefused` at the first failure."""
+              spark: SparkSettings, warehouse: Path, roots: tuple[Location, ...] = (), store: Store | None = None,
+              *, roots_configured: bool = True, protected: tuple[Location, ...] = ()) -> Preflight:
+    """Run every check of the module docstring; raise :class:`PlanRefused` at the first failure.
+    ``roots`` may not be empty (every place a step changes lies inside one); ``roots_configured``
+    False says they are the workspace's defaults, so a refusal names the setting to add;
+    ``protected`` are piitracer's own files, which no dataset's location may hold."""
     store = store or Store()
+    if not roots:
+        raise PlanRefused("no warehouse roots: set warehouse_roots in piitracer.yaml (the folders or bucket prefixes "
+                          "holding the lakehouse); piitracer changes nothing outside them")
+    guard = _Guard(tuple(roots), roots_configured, tuple(protected))
     result = Preflight()
     decisions = {d.dataset: d for d in plan.datasets}
     value_sets = _value_set_names(plan)
@@ -69,7 +77,7 @@ def preflight(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locatio
     schemas = {}
     for dataset in touched:
         try:
-            schemas[dataset] = _check_dataset(dataset, catalog, locations, spark, warehouse, roots, store)
+            schemas[dataset] = _check_dataset(dataset, catalog, locations, spark, warehouse, guard, store)
         except StorageError as error:
             raise PlanRefused(f"dataset {dataset}: {error}") from None
     for step in plan.steps:
@@ -82,8 +90,17 @@ def preflight(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locatio
     return result
 
 
+@dataclass(frozen=True)
+class _Guard:
+    """The places a run may change (``roots``) and those it never may (``protected``)."""
+
+    roots: tuple[Location, ...]
+    configured: bool
+    protected: tuple[Location, ...]
+
+
 def _check_dataset(dataset: str, catalog: Mapping[str, CatalogDataset], locations: Mapping[str, Location],
-                   spark: SparkSettings, warehouse: Path, roots: tuple[Location, ...], store: Store):
+                   spark: SparkSettings, warehouse: Path, guard: "_Guard", store: Store):
     """The location guard and the live schema of one dataset a step touches."""
     entry = catalog[dataset]
     location = locations.get(dataset)
@@ -92,7 +109,8 @@ def _check_dataset(dataset: str, catalog: Mapping[str, CatalogDataset], location
         return None
     if location is None:
         raise PlanRefused(f"dataset {dataset}: no location in the catalog: piitracer needs it to find and check its files")
-    guard_location(dataset, entry, location, catalog, locations, roots, store)
+    guard_location(dataset, entry, location, catalog, locations, guard.roots, store,
+                   roots_configured=guard.configured, protected=guard.protected)
     if support.spark_table:
         _check_spark_path(dataset, entry, location, spark, warehouse)
     try:
@@ -246,14 +264,29 @@ def territory_of(dataset: str, entry: CatalogDataset, location: Location, catalo
 
 
 def guard_location(dataset: str, entry: CatalogDataset, location: Location, catalog: Mapping[str, CatalogDataset],
-                   locations: Mapping[str, Location], roots: tuple[Location, ...], store: Store | None = None) -> None:
-    """Refuse unless every path the dataset's metadata names lies inside its territory."""
+                   locations: Mapping[str, Location], roots: tuple[Location, ...], store: Store | None = None, *,
+                   roots_configured: bool = True, protected: tuple[Location, ...] = ()) -> None:
+    """Refuse unless every path the dataset's metadata names lies inside its territory, the
+    territory (``..`` and every symlink on its path resolved) inside the roots, and none of
+    piitracer's own files (``protected``) inside the territory."""
     store = store or Store()
+    if not roots:
+        raise PlanRefused(f"dataset {dataset}: no warehouse roots: set warehouse_roots in piitracer.yaml")
     territory = territory_of(dataset, entry, location, catalog, locations, roots)
     outside = territory.outside_roots()
     if outside is not None:
-        raise PlanRefused(f"dataset {dataset}: {outside} is outside the warehouse roots "
-                          f"({', '.join(map(str, territory.roots))}): refusing to touch it")
+        said = "" if outside == canonical(location) or location.uri == outside.uri else f" (catalogued as {location})"
+        fix = ("add its root to warehouse_roots in piitracer.yaml if it truly belongs to this lakehouse" if roots_configured
+               else "these are the default roots (the workspace folder and the Spark warehouse): set warehouse_roots in "
+                    "piitracer.yaml to the folders or bucket prefixes holding the lakehouse")
+        raise PlanRefused(f"dataset {dataset}: {outside}{said} is outside the warehouse roots "
+                          f"({', '.join(map(str, territory.roots))}): refusing to touch it; {fix}")
+    for own in protected:
+        own = canonical(own)
+        if any(prefix.contains(own) or own.contains(prefix) for prefix in territory.allowed):
+            raise PlanRefused(f"dataset {dataset}: its location {territory.location} holds or lies in piitracer's own "
+                              f"{own}: a rewrite or orphan removal there would destroy the audit trail: fix "
+                              f"catalog.{dataset}.location")
     if not store.exists(location):
         raise PlanRefused(f"dataset {dataset}: location {location} does not exist: fix catalog.{dataset}.location")
     leaving = symlinks_leaving(location, territory)

@@ -89,7 +89,11 @@ class ExecutionContext:
     spark: SparkSettings
     warehouse: Path
     journal_path: Path
-    warehouse_roots: tuple[Location, ...] = ()  # when set, every location touched must be under one
+    # Every location touched must be under one of these; none: nothing is touched (the API always
+    # gives some: the workspace's warehouse_roots, else its folder and Spark warehouse).
+    warehouse_roots: tuple[Location, ...] = ()
+    roots_configured: bool = True  # False: the roots are the defaults (refusals say to set warehouse_roots)
+    protected: tuple[Location, ...] = ()  # piitracer's own files: no dataset location may hold them
     attested: frozenset[str] = frozenset()  # ids of person steps their owners attested (from the audit log)
     store: Store = field(default_factory=Store)  # files at the locations (local, s3://, gs://...)
     rewrite: FileWorkSettings = FileWorkSettings()  # where plain Parquet and archive files are rewritten
@@ -119,7 +123,8 @@ class PlanExecutor:
         if self._checked is None:
             context = self.context
             self._checked = preflight(self.plan, context.catalog, context.locations, context.spark, context.warehouse,
-                                      context.warehouse_roots, context.store)
+                                      context.warehouse_roots, context.store, roots_configured=context.roots_configured,
+                                      protected=context.protected)
         return self._checked
 
     def run(self) -> RunSummary:
@@ -338,7 +343,10 @@ def check_location(step: Step, location: Location, roots: tuple[Location, ...], 
     verifier would find nothing to look at."""
     from piitracer.storage.guard import is_under
 
-    if roots and not any(is_under(location, root) for root in roots):
+    if not roots:
+        raise SafetyError(f"{step.dataset}: no warehouse roots: set warehouse_roots in piitracer.yaml; piitracer "
+                          "changes nothing outside them")
+    if not any(is_under(location, root) for root in roots):
         raise SafetyError(f"{step.dataset}: location {location} is outside the warehouse roots "
                           f"({', '.join(map(str, roots))}): refusing to touch it")
     if not (store or Store()).exists(location):
