@@ -387,6 +387,7 @@ class Classification:
     verdicts: list[ColumnVerdict]
     problems: dict[str, str]
     discovery: Discovery | None = None  # the tables classified
+    lineage_checked: bool = True  # False before the catalog has an identifier: no "PII without lineage" yet
 
     @property
     def without_lineage(self) -> list[ColumnVerdict]:
@@ -398,9 +399,14 @@ def classify_catalog(workspace: Workspace, sample: int = 50) -> Classification:
     """Classify every column of every discovered table (:mod:`piitracer.discover.classify`): by
     name, by ``sample`` sampled rows per table validated with python-stdnum, phonenumbers and
     email-validator, and by lineage from the catalog's identifiers."""
-    from piitracer.discover.classify import classify_columns, inherited
-    from piitracer.discover.lakehouse import sample_rows
+    from piitracer.discover.classify import ClassifyOptions, classify_columns, inherited
+    from piitracer.discover.classify_sample import key_values as read_key_values
+    from piitracer.discover.classify_sample import sample_table
     from piitracer.formats import FormatError
+
+    settings = workspace.config.classify
+    options = ClassifyOptions(countries=tuple(settings.countries), phone_regions=tuple(settings.phone_regions),
+                              min_values=settings.min_values)
 
     store = workspace_store(workspace)
     catalog = workspace.config.catalog
@@ -408,6 +414,8 @@ def classify_catalog(workspace: Workspace, sample: int = 50) -> Classification:
     graph = build_lineage_graph(workspace)
     seeds = [ColumnRef(dataset=d, column=c) for d, entry in catalog.items() for c in entry.identifiers]
     lineage = inherited(graph, seeds)
+    keys = {ColumnRef(dataset=d, column=entry.subject_key) for d, entry in catalog.items() if entry.subject_key}
+    samples: dict[str, tuple[Any, Any]] = {}
     verdicts: list[ColumnVerdict] = []
     problems: dict[str, str] = {}
     discovery = discover_catalog(workspace)
@@ -417,15 +425,28 @@ def classify_catalog(workspace: Workspace, sample: int = 50) -> Classification:
         if table.problems:
             problems[dataset] = "; ".join(table.problems)
             continue
-        values = None
+        taken = None
         try:
-            rows = sample_rows(table, store, sample) if sample else None
-            values = {name.lower(): rows.column(name).to_pylist() for name in rows.column_names} if rows is not None else None
+            taken = sample_table(table, store, sample, options.min_values) if sample else None
         except (FormatError, OSError, ValueError) as error:
             problems[dataset] = f"cannot sample its rows: {type(error).__name__}"
+        samples[dataset] = (table, taken)
+    # A column holding a catalogued subject key's values is a foreign key to a person.
+    key_values = {}
+    for ref in sorted(keys, key=str):
+        if samples.get(ref.dataset, (None, None))[1] is not None:
+            try:
+                key_values[f"{ref.dataset}.{ref.column}"] = read_key_values(samples[ref.dataset][0], store, ref.column)
+            except (FormatError, OSError, ValueError) as error:
+                problems[ref.dataset] = f"cannot read its subject key's values: {type(error).__name__}"
+    for dataset, (table, taken) in samples.items():
         entry = catalog.get(dataset)
-        verdicts += classify_columns(dataset, table.columns, values, entry.identifiers if entry else (), lineage)
-    return Classification(verdicts, problems, discovery)
+        own = {k: v for k, v in key_values.items() if not k.startswith(f"{dataset}.")}
+        verdicts += classify_columns(dataset, table.columns, taken.values if taken else None,
+                                     entry.identifiers if entry else (), lineage, options,
+                                     rows_sampled=taken.rows if taken else None, key_values=own,
+                                     lineage_checked=bool(seeds))
+    return Classification(verdicts, problems, discovery, lineage_checked=bool(seeds))
 
 
 def write_private(path: str | os.PathLike[str], text: str) -> None:

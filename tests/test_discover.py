@@ -144,11 +144,13 @@ def test_an_email_table_no_lineage_reaches_is_pii_without_lineage(tmp_path: Path
     assert sorted(key for key, c in columns.items() if c["pii_without_lineage"]) == [
         ("archive.people", "email"), ("crm.contacts", "email")]
     assert columns[("crm.contacts", "email")]["kind"] == "email"
-    assert "2 of 2 sampled values are valid email values" in columns[("crm.contacts", "email")]["reasons"]
+    assert "'email' reads as e-mail address; 2 of 2 sampled values validate as e-mail address" in \
+        columns[("crm.contacts", "email")]["reasons"]
+    assert (columns[("crm.contacts", "email")]["valid"], columns[("crm.contacts", "email")]["sampled"]) == (2, 2)
     assert columns[("crm.visits", "email")]["kind"] == "email" and not columns[("crm.visits", "email")]["pii_without_lineage"]
     assert columns[("crm.visits", "country")]["kind"] is None
     text = CliRunner().invoke(cli, ["--workspace", str(tmp_path), "catalog", "classify"])
-    assert "PII without lineage: crm.contacts.email looks like email values" in text.output
+    assert "PII without lineage: crm.contacts.email holds e-mail address values" in text.output
     assert "a@x.in" not in text.output + shown.output and "b@x.in" not in text.output + shown.output
 
 

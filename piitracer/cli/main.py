@@ -470,23 +470,34 @@ def catalog_classify(ctx: click.Context, sample: int, output: str, write: bool) 
     if write:
         _write_discovered(workspace, classification=result)
     if output == "json":
-        click.echo(json.dumps({"columns": [{"dataset": v.dataset, "column": v.column, "kind": v.kind,
-                                            "confidence": v.confidence, "reasons": v.reasons,
-                                            "pii_without_lineage": v.pii_without_lineage} for v in result.verdicts],
-                               "problems": result.problems}, indent=2))
+        click.echo(json.dumps({"columns": [v.to_json() for v in result.verdicts], "problems": result.problems,
+                               "lineage_checked": result.lineage_checked}, indent=2))
         return
-    table = Table(title="identifier columns (a proposal: confirm before relying on it)")
-    for column in ("dataset", "column", "kind", "confidence", "reasons"):
+    table = Table(title="personal data columns (a proposal: confirm before relying on it)")
+    for column in ("dataset", "column", "kind", "confidence", "valid/sampled", "reasons"):
         table.add_column(column)
     for verdict in result.verdicts:
         if verdict.kind:
-            table.add_row(Text(verdict.dataset), Text(verdict.column), verdict.kind, f"{verdict.confidence:.2f}",
-                          Text("; ".join(verdict.reasons)))
+            counts = f"{verdict.valid}/{verdict.sampled}" if verdict.valid is not None and verdict.sampled else ""
+            table.add_row(Text(verdict.dataset), Text(verdict.column), Text(verdict.words or ""),
+                          f"{verdict.confidence:.2f}", counts, Text("; ".join(verdict.reasons)))
     console.print(table)
+    overruled = [v for v in result.verdicts if not v.kind and v.name_suggests and v.name_suggests != "table_key"]
+    if overruled:
+        console.print(f"{len(overruled)} column(s) whose names suggest personal data but whose sampled values do not "
+                      "(not classified): " + ", ".join(f"{v.dataset}.{v.column}" for v in overruled),
+                      highlight=False, markup=False, soft_wrap=True)
+    sparse = [v for v in result.verdicts if v.sparse]
+    if sparse:
+        console.print(f"{len(sparse)} column(s) too sparse to judge by values: "
+                      + ", ".join(f"{v.dataset}.{v.column}" for v in sparse), highlight=False, markup=False, soft_wrap=True)
+    if not result.lineage_checked:
+        console.print("No identifier is catalogued yet: the check for personal data no lineage reaches starts once "
+                      "these are reviewed and confirmed in piitracer.yaml.", highlight=False, markup=False, soft_wrap=True)
     for verdict in result.without_lineage:
-        console.print(f"PII without lineage: {verdict.dataset}.{verdict.column} looks like {verdict.kind} values and no "
+        console.print(f"PII without lineage: {verdict.dataset}.{verdict.column} holds {verdict.words} values and no "
                       "catalogued identifier flows there: a hidden copy? add its lineage or its identifiers",
-                      highlight=False, markup=False)
+                      highlight=False, markup=False, soft_wrap=True)
     for dataset, problem in sorted(result.problems.items()):
         err_console.print(f"{dataset}: not classified: {problem}", highlight=False, markup=False)
 

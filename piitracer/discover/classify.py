@@ -1,102 +1,61 @@
-"""Which columns hold personal identifiers: a verdict per column with its reasons and a confidence,
-from three kinds of evidence.
+"""Which columns hold personal data: a verdict per column — a kind named in words, a confidence, the
+evidence and one line of reasons with the counts (valid of sampled) — and never a value.
 
-- **Names**, matched against patterns per kind (``NAME_PATTERNS``: email, phone/mobile/msisdn, PAN,
-  Aadhaar, card number, SSN, IBAN, IP, user/customer/account ids). A name alone is a weaker
-  reason than values that validate.
-- **Sampled values** (``sample`` rows per table, read with pyiceberg, delta-rs or pyarrow, never
-  printed or kept), validated by kept libraries, not hand-written checks:
-  - ``python-stdnum``: Indian PAN, Aadhaar with its Verhoeff checksum, card numbers with Luhn
-    (13-19 digits), IBAN;
-  - ``phonenumbers``: E.164 and Indian numbers;
-  - ``email-validator`` (syntax only, no DNS);
-  - ``ipaddress``.
+Evidence, strongest first:
 
-  A kind is reported when at least ``VALUE_SHARE`` of the column's sampled non-empty strings
-  validate. Numbers are not validated (an integer passes Luhn one time in ten); ids are found by
-  name and lineage.
-- **Lineage**: a column the values of a catalogued identifier flow into through DIRECT identity or
-  transformation edges (renamed, computed, hashed by a known expression) inherits it, so a
-  classification made once at the source follows the data. A masking edge without a known
-  expression stops the inheritance; so does an aggregation.
+- **Catalog and lineage**: a catalogued identifier; a column the values of one flow into through
+  DIRECT identity or transformation edges (renamed, computed, hashed by a known expression). A
+  masking edge without a known expression stops the inheritance; so does an aggregation.
+- **Sampled values** validated by kept libraries (:mod:`piitracer.discover.classify_values`):
+  checksummed numbers (Aadhaar, cards, IMEI, IBAN...) and formats a library knows (e-mail, phone,
+  IP, person names from probablepeople's census tables). A kind is read from values alone when at
+  least ``value_share`` of the column's sampled non-null values validate; integers are validated as
+  the digits they stand for.
+- **The column's name** read as people write it (:mod:`piitracer.discover.classify_names`): a
+  suggestion the values confirm (shape: dates for a date of birth, words for a name, unique keys for
+  a person's id) or overrule.
 
-A column that looks like PII by its values but is neither a catalogued identifier nor reached by
-lineage from one is reported as **PII without lineage**: the most likely hidden copy.
+**Values outrank names.** Sampled values that no personal data takes (true/false, 0/1 flags, small
+counts) or that none validate leave the column without a verdict (the name's suggestion is kept
+in ``name_suggests``); a column whose values partly validate gets the name's kind at a low
+confidence marked "name only, values disagree". A column with fewer than ``min_values`` non-null
+values in a sample that had more rows is *too sparse to judge* by values.
+
+**PII without lineage** — a column with personal data by its values that neither is a catalogued
+identifier nor is reached by lineage from one — is only said once the catalog has identifiers:
+before the first review every column would be.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from piitracer.discover import classify_values as values_of
+from piitracer.discover.classify_names import KIND_WORDS, NameHint, name_hint
 from piitracer.model.lineage import ColumnRef, EdgeKind, EdgeSubtype
 
-VALUE_SHARE = 0.8  # of the sampled non-empty strings that must validate for a value verdict
-NAME_CONFIDENCE = 0.6
+VALUE_SHARE = 0.8  # of the sampled non-null values that must validate for a verdict from values
+PARTLY = 0.3  # at least this share validating, under a name that agrees: a low-confidence verdict
+NAME_CONFIDENCE = 0.6  # a name with no values to check it against
+DISAGREE_CONFIDENCE = 0.3  # "name only, values disagree"
 LINEAGE_CONFIDENCE = 0.9
+MIN_VALUES = 20  # non-null values per column to judge by values (the workspace's classify.min_values)
 
-NAME_PATTERNS: dict[str, str] = {
-    "email": r"e_?mail",
-    "phone": r"phone|mobile|msisdn",
-    "pan": r"^(card_)?pan$|^pan_?(no|num|number)$",
-    "aadhaar": r"aadhaa?r|uidai",
-    "card": r"card_?(no|num|number)$|^ccn$|credit_?card",
-    "ssn": r"^ssn$|social_?security",
-    "iban": r"iban",
-    "ip": r"(^|_)ip(_?addr(ess)?)?$",
-    "user_id": r"^(user|customer|cust|client|account|member|subscriber|person)_?(id|key|ref|no)$",
-}
+# Kinds whose values identify a person or hold a person's data: a table that has one of them is a
+# table of a person's data, and its own row key (a bare `id`) is a person's identifier.
+PERSONAL = frozenset(KIND_WORDS) - {"table_key", "user_id"}
 
 
-def _email(text: str) -> bool:
-    from email_validator import EmailNotValidError, validate_email
+@dataclass(frozen=True)
+class ClassifyOptions:
+    """The workspace's ``classify:`` settings."""
 
-    try:
-        validate_email(text, check_deliverability=False)
-        return True
-    except EmailNotValidError:
-        return False
-
-
-def _phone(text: str) -> bool:
-    import phonenumbers
-
-    try:
-        return phonenumbers.is_valid_number(phonenumbers.parse(text, "IN"))
-    except phonenumbers.NumberParseException:
-        return False
-
-
-def _stdnum(module: str) -> Callable[[str], bool]:
-    def valid(text: str) -> bool:
-        from importlib import import_module
-
-        return bool(import_module(f"stdnum.{module}").is_valid(text))
-    return valid
-
-
-def _card(text: str) -> bool:
-    from stdnum import luhn
-
-    digits = text.replace(" ", "").replace("-", "")
-    return digits.isdigit() and 13 <= len(digits) <= 19 and luhn.is_valid(digits)
-
-
-def _ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-        return True
-    except ValueError:
-        return False
-
-
-# kind -> validator of one string; the order breaks ties (a 12-digit Aadhaar is no phone number).
-VALIDATORS: dict[str, Callable[[str], bool]] = {
-    "email": _email, "aadhaar": _stdnum("in_.aadhaar"), "pan": _stdnum("in_.pan"), "card": _card,
-    "iban": _stdnum("iban"), "phone": _phone, "ip": _ip,
-}
+    countries: tuple[str, ...] = ("in", "us", "gb")  # python-stdnum national/tax ids to try
+    phone_regions: tuple[str, ...] = ("IN", "US", "GB")  # numbers without +country code are read in these
+    min_values: int = MIN_VALUES
+    value_share: float = VALUE_SHARE
 
 
 @dataclass
@@ -109,32 +68,297 @@ class ColumnVerdict:
     confidence: float = 0.0
     reasons: list[str] = field(default_factory=list)
     pii_without_lineage: bool = False
+    evidence: str | None = None  # catalog, lineage, values, name and values, name, name only, values disagree
+    part: str | None = None  # person name: given, family, middle or full
+    valid: int | None = None  # sampled values that validate as the kind
+    sampled: int | None = None  # non-null values sampled
+    sparse: bool = False  # too few non-null values to judge by values
+    name_suggests: str | None = None  # the kind the name suggested when the values overruled it
 
-    def add(self, kind: str, confidence: float, reason: str) -> None:
+    def add(self, kind: str, confidence: float, reason: str, evidence: str | None = None) -> None:
+        """One more reason; the kind and evidence follow the most confident one."""
         self.reasons.append(reason)
         if confidence > self.confidence:
-            self.kind, self.confidence = kind, confidence
+            self.kind, self.confidence = kind, round(confidence, 2)
+            self.evidence = evidence or self.evidence
+
+    @property
+    def words(self) -> str | None:
+        """The kind in words ("e-mail address", "person name (given)")."""
+        if self.kind is None:
+            return None
+        text = KIND_WORDS.get(self.kind, self.kind.replace("_", " "))
+        return f"{text} ({self.part})" if self.kind == "person_name" and self.part else text
+
+    def to_json(self) -> dict[str, Any]:
+        """The verdict as the JSON output shows it (counts and kinds, never a value)."""
+        return {"dataset": self.dataset, "column": self.column, "kind": self.kind, "kind_words": self.words,
+                "part": self.part, "confidence": self.confidence, "evidence": self.evidence, "valid": self.valid,
+                "sampled": self.sampled, "sparse": self.sparse, "name_suggests": self.name_suggests,
+                "reasons": self.reasons, "pii_without_lineage": self.pii_without_lineage}
 
 
-def name_kind(column: str, patterns: Mapping[str, str] = NAME_PATTERNS) -> str | None:
-    """The first kind whose pattern the column name matches (case-insensitive)."""
-    for kind, pattern in patterns.items():
-        if re.search(pattern, column, re.IGNORECASE):
-            return kind
-    return None
+def name_kind(column: str) -> str | None:
+    """The kind a column name suggests (:func:`piitracer.discover.classify_names.name_hint`)."""
+    hint = name_hint(column)
+    return hint.kind if hint else None
 
 
-def value_kind(values: Iterable[Any]) -> tuple[str, int, int] | None:
-    """(kind, valid, sampled) for the first kind at least ``VALUE_SHARE`` of the sampled non-empty
-    strings validate as; None when no kind does or nothing was a string."""
-    texts = [v.strip() for v in values if isinstance(v, str) and v.strip()]
-    if not texts:
+class _Validators:
+    """The value validators of one workspace's options, built once per run."""
+
+    def __init__(self, options: ClassifyOptions) -> None:
+        phone = values_of.phone_validator(options.phone_regions)
+        std = values_of.stdnum_validator
+        # kind -> validator; the order breaks ties between kinds that validate alike.
+        self.strong: dict[str, Callable[[str], bool]] = {
+            "email": values_of.email, "upi": values_of.upi, "ip": values_of.ip, "iban": std("iban"),
+            "gstin": std("in_.gstin"), "pan": std("in_.pan"), "voter_id": std("in_.epic"), "nino": values_of.nino,
+            "aadhaar": std("in_.aadhaar"), "imei": values_of.imei, "card": values_of.card,
+            "ssn": lambda t: "-" in t and values_of.ssn(t),
+            "phone": lambda t: values_of.formatted_phone(t) and phone(t),
+            "address": values_of.address, "person_name": values_of.person_name,
+        }
+        # With the name's suggestion, the validators that a name makes enough.
+        self.named: dict[str, Callable[[str], bool]] = {
+            **self.strong, "phone": phone, "ssn": values_of.ssn, "passport": values_of.passport,
+            "driving_licence": values_of.licence, "person_name": lambda t: values_of.name_words(t) is not None,
+            "address": lambda t: values_of.address(t) or (len(t.split()) >= 3 and any(c.isdigit() for c in t)),
+            "bank_account": lambda t: t.replace(" ", "").isdigit() and 6 <= len(t.replace(" ", "")) <= 20,
+        }
+        self.countries = values_of.country_validators(options.countries)
+
+
+@lru_cache(maxsize=8)
+def _validators_for(options: ClassifyOptions) -> _Validators:
+    return _Validators(options)
+
+
+def classify_columns(dataset: str, columns: Sequence[str], sample: Mapping[str, Sequence[Any]] | None,
+                     catalog_identifiers: Sequence[str], lineage: Mapping[ColumnRef, ColumnRef],
+                     options: ClassifyOptions | None = None, rows_sampled: int | None = None,
+                     key_values: Mapping[str, frozenset[str]] | None = None,
+                     lineage_checked: bool = True, validators: "_Validators | None" = None) -> list[ColumnVerdict]:
+    """The verdict of every column of one dataset.
+
+    ``sample``: column (lower case) -> sampled values; ``rows_sampled``: the rows those came from
+    (a column with fewer non-null values than ``min_values`` out of more rows is too sparse);
+    ``key_values``: catalogued subject key (``dataset.column``) -> its values as text (a column
+    holding them is a foreign key to a person); ``lineage_checked``: False before the catalog has
+    any identifier (no "PII without lineage" then)."""
+    options = options or ClassifyOptions()
+    validators = validators or _validators_for(options)
+    verdicts = []
+    for column in columns:
+        values = None if sample is None else sample.get(column.lower(), sample.get(column))
+        verdict = _column(dataset, column, values, options, validators, rows_sampled, key_values or {})
+        ref = ColumnRef(dataset=dataset, column=column)
+        from_values = verdict.evidence in ("values", "name and values") and verdict.kind is not None
+        if column in catalog_identifiers:
+            verdict.add(verdict.kind or "user_id", 1.0, "a catalogued identifier", "catalog")
+        elif ref in lineage:
+            source = lineage[ref]
+            verdict.add(verdict.kind or name_kind(source.column) or "user_id", LINEAGE_CONFIDENCE,
+                        f"inherits {source} through DIRECT lineage", "lineage")
+        elif from_values and lineage_checked and verdict.kind not in ("user_id",):
+            verdict.pii_without_lineage = True
+            verdict.reasons.append("PII without lineage: no catalogued identifier flows here")
+        verdicts.append(verdict)
+    _table_keys(verdicts, sample, options)
+    return verdicts
+
+
+def _column(dataset: str, column: str, values: Sequence[Any] | None, options: ClassifyOptions,
+            validators: _Validators, rows_sampled: int | None, key_values: Mapping[str, frozenset[str]]) -> ColumnVerdict:
+    verdict = ColumnVerdict(dataset, column)
+    hint = name_hint(column)
+    if hint and hint.kind == "table_key":
+        verdict.name_suggests = "table_key"  # decided with the rest of the table (_table_keys)
+        hint = None
+    present = [v for v in values or () if v is not None and not (isinstance(v, str) and not v.strip())]
+    if not present:
+        if hint:
+            why = "no values sampled" if values is None else "no non-null value sampled"
+            _name_only(verdict, hint, f"{hint.why}; {why}")
+        return verdict
+    profile = values_of.profile(present)
+    verdict.sampled = profile.sampled
+    rows = rows_sampled if rows_sampled is not None else len(values or ())
+    if profile.sampled < min(options.min_values, rows):
+        verdict.sparse = True
+        sparse = f"too sparse to judge by values: {profile.sampled} non-null of {rows} sampled rows"
+        if hint:
+            _name_only(verdict, hint, f"{hint.why}; {sparse}")
+        else:
+            verdict.reasons.append(sparse)
+        return verdict
+    texts = [t for t in (values_of.as_text(v) for v in present)]
+    if _foreign_key(verdict, texts, key_values, hint):
+        return verdict
+    contradicts = profile.contradicts_any_kind and not (hint and hint.kind == "user_id" and not profile.booleans)
+    if contradicts:
+        if hint:
+            verdict.name_suggests = hint.kind
+            shape = "true/false or 0/1 flags" if profile.booleans else "small numbers"
+            verdict.reasons.append(f"{hint.why}, but the {profile.sampled} sampled values are {shape}: not classified")
+        return verdict
+    found = _by_values(texts, validators, options, hint, profile)
+    if found:
+        kind, valid, detail = found
+        share = valid / profile.sampled
+        verdict.valid = valid
+        agrees = hint is not None and hint.kind == kind
+        words = detail or KIND_WORDS[kind]
+        reason = f"{valid} of {profile.sampled} sampled values validate as {words}"
+        if agrees:
+            verdict.part = hint.part
+            verdict.add(kind, min(1.0, 0.95 * share + 0.05), f"{hint.why}; {reason}", "name and values")
+        else:
+            if kind == "person_name":
+                verdict.part = "full" if profile.words >= 1.5 else "given"
+            prefix = f"{hint.why}, but " if hint else ""
+            verdict.add(kind, 0.9 * share, prefix + reason, "values")
+            if hint:
+                verdict.name_suggests = hint.kind
+        return verdict
+    if hint:
+        _named(verdict, hint, present, texts, profile, validators, options)
+    return verdict
+
+
+def _by_values(texts: list[str | None], validators: _Validators, options: ClassifyOptions, hint: NameHint | None,
+               profile: values_of.Profile) -> tuple[str, int, str | None] | None:
+    """The kind at least ``value_share`` of the values validate as, from values alone (with the
+    name's kind tried first): (kind, valid, words from the validating library or None)."""
+    sampled = len(texts)
+    need = options.value_share * sampled
+    order = list(validators.strong)
+    if hint and hint.kind in validators.strong:
+        order.remove(hint.kind)
+        order.insert(0, hint.kind)
+    for kind in order:
+        if kind == "person_name" and profile.texts < sampled:
+            continue
+        check = validators.strong[kind]
+        valid = sum(1 for text in texts if text is not None and check(text))
+        if valid >= need and valid:
+            return kind, valid, None
+    if not any(t is not None and len(t) >= 8 for t in texts):
         return None
-    for kind, valid in VALIDATORS.items():
-        passed = sum(1 for text in texts if valid(text))
-        if passed >= VALUE_SHARE * len(texts):
-            return kind, passed, len(texts)
+    for module, (title, check) in validators.countries.items():
+        if module.split(".")[0] in ("in", "us") or module in ("gb.upn", "gb.nhs", "gb.utr"):
+            if not (hint and hint.kind == "national_id"):
+                continue  # ids of the explicit kinds, or short checksums too weak to trust without a name
+        valid = sum(1 for text in texts if text is not None and len(text) >= 8 and check(text))
+        if valid >= max(need, 0.9 * sampled) and valid:
+            return "national_id", valid, title.rstrip(".")
     return None
+
+
+def _named(verdict: ColumnVerdict, hint: NameHint, present: Sequence[Any], texts: list[str | None],
+           profile: values_of.Profile, validators: _Validators, options: ClassifyOptions) -> None:
+    """The name suggests ``hint.kind`` and no kind came from values alone: values of the kind's
+    shape confirm it; values that partly validate give a low confidence; none: no verdict."""
+    sampled = profile.sampled
+    if hint.kind == "date_of_birth":
+        valid = sum(1 for v in present if values_of.date_of_birth(v))
+    elif hint.kind == "user_id":
+        valid = sampled if values_of.unique_ids(present) or profile.distinct >= 2 or sampled == 1 else 0
+    elif hint.kind == "national_id":
+        valid = max([sum(1 for t in texts if t and check(t)) for _, check in validators.countries.values()] or [0])
+        if valid < options.value_share * sampled:
+            valid = sum(1 for t in texts if t and values_of.licence(t))
+    elif hint.kind in validators.named:
+        check = validators.named[hint.kind]
+        valid = sum(1 for t in texts if t is not None and check(t))
+    else:
+        valid = 0
+    share = valid / sampled
+    verdict.valid = valid
+    verdict.part = hint.part
+    if hint.kind == "user_id":
+        verdict.add("user_id", 0.8, f"{hint.why}; {sampled} sampled values are shaped like keys", "name and values")
+    elif share >= options.value_share:
+        strong = hint.kind in ("phone", "ssn") # a library's validation under a name that agrees
+        words = KIND_WORDS[hint.kind]
+        what = f"validate as {words}" if strong else f"fit the shape of {words}"
+        verdict.add(hint.kind, 0.95 * share if strong else 0.8 * share,
+                    f"{hint.why}; {valid} of {sampled} sampled values {what}", "name and values")
+    elif share >= PARTLY:
+        verdict.add(hint.kind, 0.5 * share, f"{hint.why}; only {valid} of {sampled} sampled values fit: "
+                    "name only, values disagree", "name only, values disagree")
+    elif valid:
+        verdict.add(hint.kind, DISAGREE_CONFIDENCE, f"{hint.why}; {valid} of {sampled} sampled values fit: "
+                    "name only, values disagree", "name only, values disagree")
+    else:
+        verdict.part = None
+        verdict.name_suggests = hint.kind
+        verdict.reasons.append(f"{hint.why}, but none of the {sampled} sampled values is a {KIND_WORDS[hint.kind]}: "
+                               "not classified")
+
+
+def _name_only(verdict: ColumnVerdict, hint: NameHint, reason: str) -> None:
+    verdict.part = hint.part
+    verdict.add(hint.kind, NAME_CONFIDENCE, reason, "name")
+
+
+def _foreign_key(verdict: ColumnVerdict, texts: list[str | None], key_values: Mapping[str, frozenset[str]],
+                 hint: NameHint | None) -> bool:
+    """A column whose values are (at least ``VALUE_SHARE`` of them) a catalogued subject key's
+    values: a foreign key to a person."""
+    present = [t for t in texts if t is not None]
+    if not present or not key_values or any(len(t) < 3 for t in present):
+        return False  # 1, 2, 3... are any small number's values too: only key-shaped values are a key's
+    for key, known in sorted(key_values.items()):
+        inside = sum(1 for t in present if t in known)
+        if inside >= VALUE_SHARE * len(present) and len(set(present)) >= 2:
+            verdict.valid = inside
+            verdict.add("user_id", 0.9 * inside / len(present),
+                        f"{inside} of {len(present)} sampled values are values of the subject key {key}: a "
+                        "foreign key to a person", "values")
+            if hint and hint.kind != "user_id":
+                verdict.name_suggests = hint.kind
+            return True
+    return False
+
+
+def _table_keys(verdicts: list[ColumnVerdict], sample: Mapping[str, Sequence[Any]] | None,
+                options: ClassifyOptions) -> None:
+    """A bare ``id`` (``uuid``, ``pk``) is the table's own row key: a person's identifier when the
+    table holds a person's data (another column of a personal kind) and its values are shaped
+    like keys; otherwise no verdict."""
+    personal = [v.column for v in verdicts if v.kind in PERSONAL and v.confidence >= NAME_CONFIDENCE]
+    for verdict in verdicts:
+        if verdict.name_suggests != "table_key" or verdict.kind:
+            continue
+        values = None if sample is None else sample.get(verdict.column.lower(), sample.get(verdict.column))
+        present = [v for v in values or () if v is not None]
+        if not personal:
+            verdict.reasons.append("the table's own key, in a table with no personal data found")
+            continue
+        if present and not values_of.unique_ids(present):
+            verdict.reasons.append("the table's own key, but its sampled values are not unique keys")
+            continue
+        verdict.name_suggests = None
+        verdict.sampled = len(present) or None
+        verdict.add("user_id", 0.8 if present else NAME_CONFIDENCE,
+                    f"the table's own key ('{verdict.column}') in a table of a person's data "
+                    f"({', '.join(personal[:3])})" + (f"; {len(present)} sampled values are unique keys" if present else ""),
+                    "name and values" if present else "name")
+
+
+def value_kind(values: Iterable[Any], options: ClassifyOptions | None = None) -> tuple[str, int, int] | None:
+    """(kind, valid, sampled) for the kind at least ``value_share`` of the sampled non-null values
+    validate as from values alone; None when no kind does."""
+    options = options or ClassifyOptions()
+    present = [v for v in values if v is not None]
+    if not present:
+        return None
+    profile = values_of.profile(present)
+    if profile.contradicts_any_kind:
+        return None
+    found = _by_values([values_of.as_text(v) for v in present], _validators_for(options), options, None, profile)
+    return (found[0], found[1], len(present)) if found else None
 
 
 def inherited(graph, seeds: Iterable[ColumnRef]) -> dict[ColumnRef, ColumnRef]:
@@ -155,32 +379,3 @@ def inherited(graph, seeds: Iterable[ColumnRef]) -> dict[ColumnRef, ColumnRef]:
             found[target] = seed
             frontier.append((target, seed))
     return found
-
-
-def classify_columns(dataset: str, columns: Sequence[str], sample: Mapping[str, Sequence[Any]] | None,
-                     catalog_identifiers: Sequence[str], lineage: Mapping[ColumnRef, ColumnRef],
-                     patterns: Mapping[str, str] = NAME_PATTERNS) -> list[ColumnVerdict]:
-    """The verdict of every column of one dataset (``sample``: column -> sampled values)."""
-    verdicts = []
-    for column in columns:
-        verdict = ColumnVerdict(dataset, column)
-        named = name_kind(column, patterns)
-        if named:
-            verdict.add(named, NAME_CONFIDENCE, f"name matches the {named} pattern")
-        values = (sample or {}).get(column)
-        by_values = value_kind(values) if values is not None else None
-        if by_values:
-            kind, passed, sampled = by_values
-            verdict.add(kind, round(passed / sampled, 2), f"{passed} of {sampled} sampled values are valid {kind} values")
-        ref = ColumnRef(dataset=dataset, column=column)
-        if column in catalog_identifiers:
-            verdict.add(named or "identifier", 1.0, "a catalogued identifier")
-        elif ref in lineage:
-            source = lineage[ref]
-            verdict.add(name_kind(source.column, patterns) or "identifier", LINEAGE_CONFIDENCE,
-                        f"inherits {source} through DIRECT lineage")
-        elif by_values:
-            verdict.pii_without_lineage = True
-            verdict.reasons.append("PII without lineage: no catalogued identifier flows here")
-        verdicts.append(verdict)
-    return verdicts

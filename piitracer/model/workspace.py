@@ -472,6 +472,25 @@ class FileWorkSettings(Frozen):
         return files >= self.spark_min_files or size >= self.spark_min_bytes
 
 
+class ClassifySettings(Frozen):
+    """The ``classify:`` block: how ``catalog classify`` reads values."""
+
+    countries: tuple[str, ...] = Field(("in", "us", "gb"), description="Countries (ISO 3166 codes) whose national and "
+                                       "tax ids python-stdnum validates in sampled values.")
+    phone_regions: tuple[str, ...] = Field(("IN", "US", "GB"), description="Regions a phone number written without "
+                                           "its +country code is read in (E.164 numbers are read in any region).")
+    min_values: int = Field(20, ge=1, description="Non-null values sampled per column to judge it by its values; "
+                            "fewer (out of more rows): the column is reported too sparse to judge.")
+
+    @field_validator("countries", "phone_regions")
+    @classmethod
+    def _two_letters(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for code in value:
+            if not (len(code) == 2 and code.isalpha()):
+                raise ValueError(f"{code!r} is not a two-letter country code")
+        return value
+
+
 class WorkspaceConfig(Frozen):
     """The whole ``piitracer.yaml``."""
 
@@ -485,6 +504,7 @@ class WorkspaceConfig(Frozen):
     storage: StorageSettings = StorageSettings()
     audit: AuditSettings = AuditSettings()
     pricing: Pricing = Pricing()
+    classify: ClassifySettings = ClassifySettings()
     openlineage: LineageEmitSettings | None = None
     warehouse_roots: tuple[str, ...] = Field(
         (),

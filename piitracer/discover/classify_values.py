@@ -1,0 +1,344 @@
+"""What a column's sampled values are: each value validated per kind by a kept library, never shown,
+logged or kept.
+
+- ``python-stdnum``: Aadhaar (Verhoeff), Indian PAN, GSTIN, voter id (EPIC), US SSN, IBAN, IMEI and
+  card numbers (Luhn), and the national/tax ids of the workspace's ``classify.countries``;
+- ``phonenumbers``: E.164 numbers (a leading ``+``) and numbers of the workspace's default regions;
+- ``email-validator`` (syntax only, no DNS); ``ipaddress``;
+- ``probablepeople`` (MIT): the US Census name tables it ships (given names with their share of
+  use as a first name; surnames) and its name/company tagger — person names with no model
+  download; a city or product name is not a person's name;
+- dates (``datetime.date`` or ISO/day-month-year text) in a person's lifetime for dates of birth.
+
+Numbers stored as integers are validated as the strings they stand for (an Aadhaar in a BIGINT
+column). A column profile (:func:`profile`) says when the values contradict any kind: booleans,
+0/1 flags, small counts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Callable, Iterable, Sequence
+
+_DIGITS = re.compile(r"^\d+$")
+_SEPARATORS = re.compile(r"[\s\-.]")
+_UPI = re.compile(r"^[a-z0-9][a-z0-9._\-]{1,255}@[a-z][a-z0-9]{1,63}$", re.IGNORECASE)
+_UUID = re.compile(r"^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$", re.IGNORECASE)
+_HEX = re.compile(r"^[0-9a-f]{12,64}$", re.IGNORECASE)
+_TOKEN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-:.]{3,63}$")
+_PASSPORT = re.compile(r"^[A-Z0-9]{6,9}$")
+_LICENCE = re.compile(r"^[A-Z0-9][A-Z0-9 \-/]{4,19}$")
+_NINO = re.compile(r"^(?!BG|GB|KN|NK|NT|TN|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]\d{6}[A-D]$")
+_WORD = re.compile(r"^[^\W\d_](?:[^\W\d_]|['\-.])*$")  # letters of any script, with ' - .
+_STREET = set("street st road rd avenue ave lane ln drive dr boulevard blvd way court ct place pl terrace square "
+              "highway hwy parkway pkwy crescent close circle cir trail path row alley marg nagar colony sector "
+              "block layout chowk gali mohalla apartment apt suite ste flat floor house strasse str gasse weg platz "
+              "allee ring rue chemin impasse calle avenida carrera rua travessa via viale piazza corso straat laan "
+              "plein gracht ulica box po".split())
+_POSTCODE = re.compile(r"(?<![\w-])(\d{5}(?:-\d{4})?|\d{6}|\d{4}|\d{3} ?\d{3}|[A-Z]{1,2}\d[A-Z\d]? ?\d[A-Z]{2})(?![\w-])")
+_DATE_TEXT = re.compile(r"^(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?:[ T].*)?$|^(\d{1,2})[-/.](\d{1,2})[-/.](\d{4})$")
+_TRUTHS = {"true", "false", "t", "f", "y", "n", "yes", "no", "0", "1", "0.0", "1.0"}
+
+
+def as_text(value: Any) -> str | None:
+    """A sampled value as the string it stands for: integers as their digits (a BIGINT Aadhaar),
+    floats that are whole numbers likewise, text stripped; None for nothing to validate."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e19 else None
+    if isinstance(value, (bytes, bytearray)):
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        return text or None
+    return None
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The shape of a column's sampled non-null values, without any value."""
+
+    sampled: int  # non-null values sampled
+    distinct: int
+    booleans: bool  # every value a boolean or a 0/1, yes/no flag
+    small_numbers: bool  # every value a number under 1,000: counts, codes, amounts
+    numeric: bool  # every value a number
+    dates: int  # values that are dates or datetimes (objects or date text)
+    texts: int  # values that are strings
+    words: float  # mean number of whitespace-separated words of the strings
+
+    @property
+    def contradicts_any_kind(self) -> bool:
+        """Values no kind of personal data takes: true/false, 0/1 flags, small counts."""
+        return self.sampled > 0 and (self.booleans or self.small_numbers)
+
+
+def profile(values: Sequence[Any]) -> Profile:
+    """The shape of ``values`` (the non-null sampled values of one column)."""
+    present = [v for v in values if v is not None and not (isinstance(v, str) and not v.strip())]
+    texts = [v.strip() for v in present if isinstance(v, str)]
+    booleans = bool(present) and all(isinstance(v, bool) or (isinstance(v, (int, float)) and v in (0, 1))
+                                     or (isinstance(v, str) and v.strip().lower() in _TRUTHS) for v in present)
+    numbers = [v for v in present if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    numeric = bool(present) and len(numbers) == len(present)
+    small = numeric and all(abs(v) < 1000 for v in numbers)
+    dates = sum(1 for v in present if isinstance(v, (dt.date, dt.datetime)) or (isinstance(v, str) and _date_text(v)))
+    distinct = len({repr(v) for v in present})
+    words = sum(len(t.split()) for t in texts) / len(texts) if texts else 0.0
+    return Profile(len(present), distinct, booleans, small, numeric, dates, len(texts), words)
+
+
+# ---- validators: one string -> bool ---------------------------------------------------------------
+
+def email(text: str) -> bool:
+    """Syntax of an e-mail address (email-validator, no DNS)."""
+    if "@" not in text or " " in text:
+        return False
+    from email_validator import EmailNotValidError, validate_email
+
+    try:
+        validate_email(text, check_deliverability=False)
+        return True
+    except EmailNotValidError:
+        return False
+
+
+def upi(text: str) -> bool:
+    """A UPI virtual payment address: ``handle@bank`` (no dot after the @, unlike an e-mail)."""
+    return bool(_UPI.match(text))
+
+
+def phone_validator(regions: Sequence[str]) -> Callable[[str], bool]:
+    """A validator of phone numbers: E.164 (a leading + or 00) in any region, otherwise a valid
+    number of one of ``regions`` (phonenumbers' metadata)."""
+    regions = tuple(r.upper() for r in regions)
+
+    def valid(text: str) -> bool:
+        import phonenumbers
+
+        if len(text) < 7 or len(text) > 24 or not re.search(r"\d{3}", text) or re.search(r"[A-Za-z]{2}", text):
+            return False
+        candidates = [None] if text.startswith(("+", "00")) else regions
+        for region in candidates:
+            try:
+                number = phonenumbers.parse("+" + text[2:] if text.startswith("00") else text, region)
+            except phonenumbers.NumberParseException:
+                continue
+            if phonenumbers.is_valid_number(number):
+                return True
+        return False
+    return valid
+
+
+def formatted_phone(text: str) -> bool:
+    """A number written as a phone number is (a leading +, or grouped by spaces, dashes, dots or
+    parentheses): a bare run of digits is as likely an id, so it needs the column's name."""
+    return text.startswith("+") or bool(re.search(r"\d[\s\-.()]+\d", text)) or text.startswith("(")
+
+
+def _digits(text: str) -> str:
+    return _SEPARATORS.sub("", text)
+
+
+def card(text: str) -> bool:
+    """A payment card number: 13-19 digits (spaces or dashes allowed), a major network's first
+    digit, Luhn checksum (python-stdnum)."""
+    from stdnum import luhn
+
+    digits = _digits(text)
+    return digits.isdigit() and 13 <= len(digits) <= 19 and digits[0] in "23456" and luhn.is_valid(digits)
+
+
+def imei(text: str) -> bool:
+    """An IMEI (15 digits with its Luhn check digit) or IMEISV (16), python-stdnum."""
+    from stdnum import imei as module
+
+    digits = _digits(text)
+    return digits.isdigit() and len(digits) in (15, 16) and module.is_valid(digits)
+
+
+def stdnum_validator(module: str) -> Callable[[str], bool]:
+    """``python-stdnum``'s ``is_valid`` of ``module`` (``in_.aadhaar``, ``iban``...)."""
+    from importlib import import_module
+
+    check = import_module(f"stdnum.{module}").is_valid
+
+    def valid(text: str) -> bool:
+        try:
+            return bool(check(text))
+        except Exception:  # a validator that chokes on odd input says no, never stops the run
+            return False
+    return valid
+
+
+def ssn(text: str) -> bool:
+    """A US SSN (python-stdnum: area, group and serial rules) written with dashes or as 9 digits."""
+    return bool(re.fullmatch(r"\d{3}-?\d{2}-?\d{4}", text)) and _stdnum("us.ssn")(text)
+
+
+def nino(text: str) -> bool:
+    """A UK National Insurance number by HMRC's published format (two prefix letters from the
+    allowed sets, six digits, a suffix A-D)."""
+    return bool(_NINO.match(text.replace(" ", "").upper()))
+
+
+def ip(text: str) -> bool:
+    """An IPv4 or IPv6 address."""
+    try:
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        return False
+
+
+def passport(text: str) -> bool:
+    """The shape of a passport number (6-9 capital letters and digits, at least 1 digit): a pattern
+    only, so used with the column's name, never alone."""
+    compact = text.replace(" ", "").upper()
+    return bool(_PASSPORT.match(compact)) and any(c.isdigit() for c in compact) and text == text.upper()
+
+
+def licence(text: str) -> bool:
+    """The shape of a driving licence number (5-20 letters, digits, spaces, dashes; a digit): with
+    the column's name only."""
+    return bool(_LICENCE.match(text.upper())) and any(c.isdigit() for c in text)
+
+
+def date_of_birth(value: Any, today: dt.date | None = None) -> bool:
+    """A date (object or text) a living person was born on: 1900-01-01 up to today."""
+    today = today or dt.date.today()
+    if isinstance(value, dt.datetime):
+        value = value.date()
+    if isinstance(value, dt.date):
+        return dt.date(1900, 1, 1) <= value <= today
+    if isinstance(value, str):
+        parsed = _date_text(value.strip())
+        return parsed is not None and dt.date(1900, 1, 1) <= parsed <= today
+    return False
+
+
+def _date_text(text: str) -> dt.date | None:
+    match = _DATE_TEXT.match(text.strip())
+    if not match:
+        return None
+    try:
+        if match.group(1):
+            return dt.date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+        first, second, year = int(match.group(4)), int(match.group(5)), int(match.group(6))
+        day, month = (first, second) if second <= 12 else (second, first)
+        return dt.date(year, month, day)
+    except ValueError:
+        return None
+
+
+def address(text: str) -> bool:
+    """A postal address: at least three words with letters, a number (house or postcode), and a
+    street word (road, Straße, rue, marg, nagar...) or a postcode. City or product names fail."""
+    words = re.findall(r"[^\W\d_]+", text)
+    if len(words) < 2 or not re.search(r"\d", text) or len(text) < 10:
+        return False
+    lowered = {w.lower().rstrip(".") for w in words}
+    return bool(lowered & _STREET) or (bool(_POSTCODE.search(text)) and len(words) >= 3)
+
+
+# ---- person names (probablepeople's shipped tables and tagger) ------------------------------------
+
+@lru_cache(maxsize=1)
+def _name_tables() -> tuple[dict[str, float], frozenset[str]]:
+    """probablepeople's US Census tables: NAME -> share of its uses that are as a first name (the
+    rest: as a surname), and the given names of its gender table."""
+    from probablepeople.gender import gender_names
+    from probablepeople.ratios import ratios
+
+    return ratios, frozenset(name.upper() for name in gender_names)
+
+
+def given_name(word: str) -> bool:
+    """A word used mostly as a given name in the census tables."""
+    ratios, given = _name_tables()
+    key = word.upper().strip(".")
+    return key in given or ratios.get(key, 0.0) >= 0.5
+
+
+def known_name(word: str) -> bool:
+    """A word the census tables know as a given name or a surname."""
+    ratios, given = _name_tables()
+    key = word.upper().strip(".")
+    return key in given or key in ratios
+
+
+def name_words(text: str) -> list[str] | None:
+    """The words of a text shaped like a person's name (1-5 words of letters of any script, with ' -
+    and initials), or None."""
+    words = text.replace(",", " ").split()
+    if not 1 <= len(words) <= 5 or any(not _WORD.match(w) for w in words):
+        return None
+    return words
+
+
+def person_name(text: str) -> bool:
+    """A person's name by the census tables: a full name whose first word is a given name or whose
+    last word is a surname, or a single given name; not a company (probablepeople's tagger)."""
+    words = name_words(text)
+    if not words:
+        return False
+    if len(words) == 1:
+        return given_name(words[0])
+    core = [w for w in words if len(w.strip(".")) > 1] or words
+    if not (given_name(core[0]) or known_name(core[-1]) or (len(core) > 1 and given_name(core[-1]))):
+        return False
+    return not _company(text)
+
+
+def _company(text: str) -> bool:
+    import probablepeople
+
+    try:
+        return probablepeople.tag(text)[1] == "Corporation"
+    except Exception:  # the tagger's RepeatedLabelError: an odd string, not a company
+        return False
+
+
+@lru_cache(maxsize=32)
+def _stdnum(module: str) -> Callable[[str], bool]:
+    return stdnum_validator(module)
+
+
+def country_validators(countries: Iterable[str]) -> dict[str, tuple[str, Callable[[str], bool]]]:
+    """For each country code, python-stdnum's personal/tax number modules of that country:
+    ``cc.module`` -> (its words from the module's own docstring, validator). Company, VAT and bank
+    numbers are left out (not a person's)."""
+    import pkgutil
+    from importlib import import_module
+
+    found: dict[str, tuple[str, Callable[[str], bool]]] = {}
+    for country in sorted({c.lower() for c in countries}):
+        package_name = "in_" if country == "in" else country
+        try:
+            package = import_module(f"stdnum.{package_name}")
+        except ImportError:
+            continue
+        for info in pkgutil.iter_modules(package.__path__):
+            module = import_module(f"stdnum.{package_name}.{info.name}")
+            title = (module.__doc__ or info.name).strip().splitlines()[0]
+            if re.search(r"compan|business|vat|value added|bank|routing|sedol|isin|enterprise|legal entit|"
+                         r"registration|trade|employer|gst|postal|vehicle|\bvid\b", title, re.IGNORECASE):
+                continue
+            found[f"{country}.{info.name}"] = (title, _stdnum(f"{package_name}.{info.name}"))
+    return found
+
+
+def unique_ids(values: Sequence[Any]) -> bool:
+    """Values shaped like a key: all distinct, and all integers of 3+ digits, UUIDs or long hex."""
+    texts = [as_text(v) for v in values]
+    if not texts or any(t is None for t in texts) or len(set(texts)) < len(texts):
+        return False
+    return all((t.lstrip("-").isdigit() and len(t.lstrip("-")) >= 3) or _UUID.match(t) or _HEX.match(t)
+               or (_TOKEN_ID.match(t) and any(c.isdigit() for c in t)) for t in texts)
