@@ -793,8 +793,11 @@ def audit_report_command(ctx: click.Context, request_id: str, out: Path | None, 
 def audit_keygen(path: Path, output: str) -> None:
     """Make an Ed25519 signing key for certificates: the private key at PATH (mode 0600; keep it
     like the audit key, never overwritten) and the public key at PATH.pub (give it to auditors)."""
-    from piitracer.crypto.signing import generate_signing_key
+    from piitracer.crypto.envelope import missing_folder
+    from piitracer.crypto.signing import SigningKeyError, generate_signing_key
 
+    if not path.parent.is_dir():  # not made here: where a secret lives, and who may list it, is the owner's choice
+        raise SigningKeyError(missing_folder(path))
     public_path, fingerprint = generate_signing_key(path)
     if output == "json":
         click.echo(json.dumps({"signing_key": str(path), "public_key": str(public_path), "fingerprint": fingerprint}))

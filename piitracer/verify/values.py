@@ -5,16 +5,46 @@ an integer matches integers (and a text that is exactly its decimal form, as a k
 string downstream is the same datum); a string matches strings; a float, a decimal and a date
 match their own types only. The BIGINT key 7 never matches the float 7.0 or the text "17".
 
-Inside free text (log messages, predicates in a Delta commit, unknown files) a value is searched
-as a token: strings of at least ``MIN_TEXT_LENGTH`` characters as substrings, integers as whole
-numeric tokens: never inside a run of letters and digits (the 4242 in the hex digest
-``b474734c4242a866`` is not user 4242), never part of a decimal (``3.4242``, ``4242.5``) or a signed
-number (``-4242``). Shorter values are matched whole only: a 3-character value inside arbitrary
-text is noise, not evidence.
+Inside free text (log messages, predicates in a Delta commit, text columns, unknown files) a value
+of at least ``MIN_TEXT_LENGTH`` characters is found only as a whole token: what stands right before
+and after it decides, by the kind of value (:func:`value_kind`). Shorter values are matched whole
+only: a 3-character value inside arbitrary text is noise, not evidence.
+
+- An **integer** (its decimal text): never inside a run of letters and digits (the 4242 in the hex
+  digest ``b474734c4242a866`` is not user 4242), never part of a decimal (``3.4242``, ``4242.5``)
+  or a signed number (``-4242``). ``_`` separates (``user_4242`` is user 4242).
+- A **number string** (a phone number or any digit string: an optional leading ``+``, digits,
+  possibly grouped by spaces, ``-``, ``.`` or parentheses, ending in a digit): never inside a longer
+  number, so no digit right before it (before its ``+`` when it has one: the ``+`` is part of the
+  value) and no digit right after it. ``+155501001`` and ``1+15550100`` do not hold ``+15550100``;
+  ``tel:+15550100``, ``tel+15550100`` and ``+15550100.`` do, and so does ``+15550100`` hold the digit
+  string ``15550100``. Letters around it do not matter (``ph15550100`` holds it).
+- An **e-mail address** (one ``@`` between a local part and a domain, no spaces): never inside a
+  longer address, so right before it no e-mail local-part character (a letter, a digit, one of
+  ``_ . + - ! # $ % & * ^ ` ~``) and right after it no domain character (a letter, a digit, ``-``),
+  nor a ``.`` followed by one: ``joann@x.com``, ``jo.ann@x.com`` and ``ann@x.com.au`` do not hold
+  ``ann@x.com``; ``mailto:ann@x.com``, ``<ann@x.com>``, ``email=ann@x.com`` and ``…ann@x.com.``
+  (the full stop of a sentence) do.
+- **Any other string** (an identifier such as a PAN ``ABCDE1234F`` or a user id ``u-42``, a name):
+  never inside a longer run of letters and digits: when it starts with a letter or digit, none
+  right before it; when it ends with one, none right after it. ``XABCDE1234F`` and ``u-420`` do
+  not hold them; ``pan=ABCDE1234F;`` and ``user_u-42`` do.
+
+Everything else around a value is a separator that leaves it whole: spaces, ``,``, quotes, ``=``,
+``/``, ``:``, ``;``, ``|``, ``?``, brackets, the start or end of the text, and ``_`` (except right
+before an e-mail address, where it belongs to the local part). Matching is
+case-sensitive, as the values were resolved. Overlapping values are all found (``ann smith`` and
+``smith jones`` both in ``ann smith jones``). In raw bytes the same rule reads the UTF-8 text
+around a hit. Redaction (:meth:`ValueIndex.redact_text`) is looser on purpose: it hides a string
+value wherever its characters occur, so a shown name never carries them.
 
 Where a value sits decides whether a number there can be one (:class:`Place`): counts, sizes,
 ids, offsets and sequence numbers in manifests, metadata and logs are never subject values, so
 a file of 1000 rows is not user 1000.
+
+A string bound in an Iceberg manifest names a longer subject string by its prefix only when it
+is as long as Iceberg's default truncation (``truncate(16)``): a shorter bound was not truncated,
+so it is another, whole value (the bound ``+15550100`` is not the subject ``+155501001``).
 """
 
 from __future__ import annotations
@@ -30,8 +60,48 @@ from urllib.parse import unquote
 
 MIN_TEXT_LENGTH = 4
 # Iceberg truncates string bounds to 16 characters by default (write.metadata.metrics.default
-# truncate(16)): a lower bound that is a long enough prefix of a subject's string is that value.
-MIN_TRUNCATED_PREFIX = 8
+# truncate(16)): a lower bound of that length that is a prefix of a subject's string may be that
+# value. A shorter bound was not truncated: it is a whole value, another one.
+MIN_TRUNCATED_PREFIX = 16
+
+# The kinds of value a token rule is stated for (module docstring).
+INT, NUMBER, EMAIL, WORD = "int", "number", "email", "word"
+_NUMBER_TEXT = re.compile(r"\+?\d(?:[\d ().-]*\d)?")
+_EMAIL_TEXT = re.compile(r"[^@\s]+@[^@\s]+")
+# Characters of an e-mail local part that join an address (RFC 5322 atext minus the ones that
+# also separate fields in text: quotes, '=', '/', '?', '|', braces).
+_LOCAL_PART = frozenset("_.+-!#$%&*^`~")
+
+
+def value_kind(text: str) -> str:
+    """The kind of a string value, which decides its token rule inside text: ``number`` (a phone
+    number or digit string), ``email`` or ``word`` (identifiers, names: everything else)."""
+    if _NUMBER_TEXT.fullmatch(text):
+        return NUMBER
+    if _EMAIL_TEXT.fullmatch(text):
+        return EMAIL
+    return WORD
+
+
+def is_whole(kind: str, token: str, before: str, after: str) -> bool:
+    """Whether ``token`` (a value of ``kind``: ``int`` or a :func:`value_kind`) found between
+    ``before`` (the text before it; its last two characters matter) and ``after`` (the text after
+    it; its first two matter) is that value, not part of a longer one (module docstring)."""
+    b1, b2 = before[-1:], before[-2:-1]
+    a1, a2 = after[:1], after[1:2]
+    if kind == INT:
+        if b1.isalnum() or (b1 == "." and b2.isdecimal()) or (b1 in ("+", "-") and not b2.isalnum()):
+            return False
+        return not (a1.isalnum() or (a1 == "." and a2.isdecimal()))
+    if kind == NUMBER:
+        return not (b1.isdecimal() or a1.isdecimal())
+    if kind == EMAIL:
+        if b1.isalnum() or b1 in _LOCAL_PART:
+            return False
+        return not (a1.isalnum() or a1 == "-" or (a1 == "." and (a2.isalnum() or a2 == "-")))
+    if token[:1].isalnum() and b1.isalnum():
+        return False
+    return not (token[-1:].isalnum() and a1.isalnum())
 
 
 class Place(Enum):
@@ -98,8 +168,24 @@ class ValueIndex:
         # The decimal text of an integer key is the same datum (CAST(user_id AS STRING)).
         self.int_texts = {str(v): v for v in self.ints}
         self._prefixes: dict[int, dict[str, set[str]]] = {}
-        self._text_pattern = _text_pattern(self.strs, self.ints)
-        self._bytes_pattern = re.compile(self._text_pattern.pattern.encode()) if self._text_pattern else None
+        # Token text -> (kind, value sets): every value long enough to be searched inside text.
+        self._tokens: dict[str, list[tuple[str, set[str]]]] = {}
+        for text in self.strs:
+            if len(text) >= MIN_TEXT_LENGTH:
+                self._tokens.setdefault(text, []).append((value_kind(text), self.by_key[("str", text)]))
+        for number in self.ints:
+            if len(str(number)) >= MIN_TEXT_LENGTH:
+                self._tokens.setdefault(str(number), []).append((INT, self.by_key[("int", number)]))
+        self._byte_tokens = {text.encode("utf-8"): entries for text, entries in self._tokens.items()}
+        self._lengths = sorted({len(text) for text in self._tokens}, reverse=True)
+        self._byte_lengths = sorted({len(data) for data in self._byte_tokens}, reverse=True)
+        # Where any token starts (a zero-width look-ahead, so overlapping tokens are all seen);
+        # is_whole then decides on each one.
+        alternatives = "|".join(re.escape(t) for t in sorted(self._tokens, key=lambda t: (-len(t), t)))
+        self._scanner = re.compile(f"(?=(?:{alternatives}))") if alternatives else None
+        self._byte_scanner = re.compile(self._scanner.pattern.encode("utf-8")) if self._scanner else None
+        # Redaction hides a string value's characters wherever they occur (looser than the rule).
+        self._redact_pattern = _redact_pattern(self.strs, self.ints)
         self._re2: str | None = None
         self._re2_built = False
 
@@ -140,7 +226,7 @@ class ValueIndex:
 
     def match_prefix(self, value: str) -> set[str]:
         """Sets holding a longer string that starts with ``value`` (a truncated Iceberg lower bound)."""
-        if len(value) < MIN_TRUNCATED_PREFIX:
+        if len(value) < MIN_TRUNCATED_PREFIX:  # not truncated: a whole (other) value
             return set()
         table = self._prefixes.get(len(value))
         if table is None:
@@ -154,13 +240,19 @@ class ValueIndex:
     # ---- free text --------------------------------------------------------------------------
 
     def search_text(self, text: str, numbers: bool = True) -> set[str]:
-        """Sets whose values occur as tokens inside ``text`` (see the module docstring);
-        ``numbers=False``: string values only."""
-        if self._text_pattern is None or not text:
+        """Sets whose values occur as whole tokens inside ``text`` (the rule per kind of value is
+        in the module docstring); ``numbers=False``: string values only."""
+        if self._scanner is None or not text:
             return set()
         names: set[str] = set()
-        for hit in self._text_pattern.finditer(text):
-            names |= self._token(hit.group(0), numbers)
+        for hit in self._scanner.finditer(text):
+            start = hit.start()
+            for length in self._lengths:
+                token = text[start:start + length]
+                for kind, found in self._tokens.get(token, ()):
+                    if (numbers or kind != INT) and not found <= names and is_whole(
+                            kind, token, text[max(0, start - 2):start], text[start + length:start + length + 2]):
+                        names |= found
         return names
 
     def _token(self, token: str, numbers: bool = True) -> set[str]:
@@ -170,12 +262,22 @@ class ValueIndex:
         return names
 
     def search_bytes(self, data: bytes) -> set[str]:
-        """Like :meth:`search_text` on raw bytes (values as UTF-8; the token rule over ASCII)."""
-        if self._bytes_pattern is None or not data:
+        """Like :meth:`search_text` on raw bytes: values as UTF-8, the token rule read on the text
+        decoded around each hit (bytes that are not UTF-8 separate)."""
+        if self._byte_scanner is None or not data:
             return set()
         names: set[str] = set()
-        for hit in self._bytes_pattern.finditer(data):
-            names |= self._token(hit.group(0).decode("utf-8", "replace"))
+        for hit in self._byte_scanner.finditer(data):
+            start = hit.start()
+            for length in self._byte_lengths:
+                for kind, found in self._byte_tokens.get(data[start:start + length], ()):
+                    if found <= names:
+                        continue
+                    # 8 bytes hold the two characters on each side whatever their UTF-8 length.
+                    before = data[max(0, start - 8):start].decode("utf-8", "replace")
+                    after = data[start + length:start + length + 8].decode("utf-8", "replace")
+                    if is_whole(kind, data[start:start + length].decode("utf-8"), before, after):
+                        names |= found
         return names
 
     def redact_text(self, text: str) -> str:
@@ -184,22 +286,24 @@ class ValueIndex:
             return text
         if self.match(text):
             return f"<{sorted(self.match(text))[0]}>"
-        if self._text_pattern is None:
+        if self._redact_pattern is None:
             return text
-        return self._text_pattern.sub(lambda hit: f"<{sorted(self._token(hit.group(0)) or {'value'})[0]}>", text)
+        return self._redact_pattern.sub(lambda hit: f"<{sorted(self._token(hit.group(0)) or {'value'})[0]}>", text)
 
     def re2_pattern(self) -> str | None:
         """An RE2 (Arrow) pattern that finds at least every token :meth:`search_text` finds; RE2 has
-        no look-around, so the digit boundaries are spelt as character classes."""
+        no look-around, so the digit boundaries are spelt as character classes. Numbers (integers
+        and number strings) carry their ASCII digit boundaries, a superset of the rule; e-mails and
+        words are plain substrings; the Python rule decides on each hit."""
         if not self._re2_built:
             self._re2_built = True
-            parts = [_re2_escape(s) for s in sorted(self.strs, key=len, reverse=True) if len(s) >= MIN_TEXT_LENGTH]
-            numbers = [str(i) for i in sorted(self.ints) if len(str(i)) >= MIN_TEXT_LENGTH]
+            by_length = sorted(self._tokens, key=lambda t: (-len(t), t))
+            parts = [_re2_escape(t) for t in by_length if any(k in (EMAIL, WORD) for k, _ in self._tokens[t])]
+            numbers = [_re2_escape(t) for t in by_length if any(k in (INT, NUMBER) for k, _ in self._tokens[t])]
             alternatives = []
             if parts:
                 alternatives.append("(?:" + "|".join(parts) + ")")
             if numbers:
-                # Looser than the Python rule (a superset): the Python rule decides on each hit.
                 alternatives.append(r"(?:^|[^0-9])(?:" + "|".join(numbers) + r")(?:$|[^0-9])")
             self._re2 = "|".join(alternatives) or None
         return self._re2
@@ -226,7 +330,9 @@ class ValueIndex:
         return names, False
 
 
-def _text_pattern(strings: set[str], ints: set[int]) -> re.Pattern[str] | None:
+def _redact_pattern(strings: set[str], ints: set[int]) -> re.Pattern[str] | None:
+    """Strings wherever their characters occur, integers as whole numeric tokens: what a shown
+    name (a path, a field name) must not carry."""
     parts = [re.escape(s) for s in sorted(strings, key=len, reverse=True) if len(s) >= MIN_TEXT_LENGTH]
     numbers = [str(i) for i in sorted(ints) if len(str(i)) >= MIN_TEXT_LENGTH]
     alternatives = []
