@@ -251,6 +251,7 @@ def test_missing_key_is_a_clear_error_and_exit_2(recorded, monkeypatch) -> None:
 def test_key_from_file_env_file_and_refusals(recorded, tmp_path: Path) -> None:
     key_file = tmp_path / "audit.key"
     key_file.write_text(KEY + "\n")
+    key_file.chmod(0o600)  # a key file others may read is refused (tests/test_key_files.py)
     assert load_audit_key(key_file=key_file, environ={}).secret == KEY.encode()
     assert load_audit_key(environ={"PIITRACER_AUDIT_KEY_FILE": str(key_file)}).secret == KEY.encode()
     assert load_audit_key(environ={"PIITRACER_AUDIT_KEY": KEY}).secret == KEY.encode()

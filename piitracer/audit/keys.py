@@ -83,9 +83,13 @@ def load_audit_key(
 
 def _from_file(path: Path, source: str) -> AuditKey:
     try:
-        secret = path.read_bytes()
+        with open(path, "rb") as handle:
+            mode = os.fstat(handle.fileno()).st_mode  # of the file read, not of a path swapped meanwhile
+            secret = handle.read()
     except OSError as error:
         raise AuditKeyError(f"{source}: cannot read the audit key: {error.strerror or error}") from None
+    if problem := open_mode_problem(path, mode):
+        raise AuditKeyError(f"{source}: {problem}")
     # A trailing newline from `echo ... > keyfile` is not part of the key.
     return _checked(secret.rstrip(b"\r\n"), source)
 
@@ -94,3 +98,13 @@ def _checked(secret: bytes, source: str) -> AuditKey:
     if len(secret) < MIN_KEY_BYTES:
         raise AuditKeyError(f"audit key from {source} is {len(secret)} bytes; at least {MIN_KEY_BYTES} are needed")
     return AuditKey(secret, source)
+
+
+def open_mode_problem(path: Path, mode: int) -> str | None:
+    """Why a key file of this ``mode`` is refused, or None: like ssh with a private key, a key that
+    group or others may read (or write) is no longer a secret of its owner. (crypto/envelope.py has
+    the same rule for the master key: the audit layer does not import crypto.)"""
+    if mode & 0o077 == 0:
+        return None
+    return (f"{path} is open to group or others (mode {mode & 0o777:04o}); a key file must be readable by its owner "
+            f"only: run `chmod 600 {path}`")

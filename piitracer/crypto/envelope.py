@@ -103,7 +103,7 @@ def load_master_key(key_file: str | os.PathLike[str] | None = None, environ: Map
     if key_file is not None:
         return _from_file(Path(key_file), f"{option} {key_file}", option)
     if environ.get(ENV_KEY_FILE):
-        return _from_file(Path(environ[ENV_KEY_FILE]), f"${ENV_KEY_FILE}", option)
+        return _from_file(Path(environ[ENV_KEY_FILE]), f"${ENV_KEY_FILE} ({environ[ENV_KEY_FILE]})", option)
     if environ.get(ENV_KEY):
         return _checked(environ[ENV_KEY].encode(), f"${ENV_KEY}", option)
     raise MasterKeyError(f"no master key: pass {option} PATH or set {ENV_KEY_FILE}=PATH (a file of at least "
@@ -123,6 +123,8 @@ def write_master_key(path: Path) -> MasterKey:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         raise MasterKeyError(f"{path} exists: a master key is never overwritten") from None
+    except (FileNotFoundError, NotADirectoryError):
+        raise MasterKeyError(missing_folder(path)) from None
     secret = secrets.token_hex(32)
     with os.fdopen(descriptor, "w") as handle:
         handle.write(secret + "\n")
@@ -131,10 +133,31 @@ def write_master_key(path: Path) -> MasterKey:
 
 def _from_file(path: Path, source: str, option: str) -> MasterKey:
     try:
-        secret = path.read_bytes()
+        with open(path, "rb") as handle:
+            mode = os.fstat(handle.fileno()).st_mode  # of the file read, not of a path swapped meanwhile
+            secret = handle.read()
     except OSError as error:
         raise MasterKeyError(f"{source}: cannot read the master key: {error.strerror or error} (check {option})") from None
+    if problem := open_mode_problem(path, mode):
+        raise MasterKeyError(f"{source}: {problem}")
     return _checked(secret.rstrip(b"\r\n"), source, option)
+
+
+def open_mode_problem(path: Path, mode: int) -> str | None:
+    """Why a key file of this ``mode`` is refused, or None: like ssh with a private key, a key that
+    group or others may read (or write) is no longer a secret of its owner. Keys given in the
+    environment are not files: nothing to check."""
+    if mode & 0o077 == 0:
+        return None
+    return (f"{path} is open to group or others (mode {mode & 0o777:04o}); a key file must be readable by its owner "
+            f"only: run `chmod 600 {path}`")
+
+
+def missing_folder(path: Path) -> str:
+    """The message for a key to be written into a folder that does not exist (it is not created:
+    where a secret lives, and who may list that folder, is the owner's choice)."""
+    folder = Path(path).parent
+    return f"folder {folder} does not exist (or is not a folder): create it first (mkdir -m 700 {folder}); no key was written"
 
 
 def _checked(secret: bytes, source: str, option: str) -> MasterKey:

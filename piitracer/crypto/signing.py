@@ -21,6 +21,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from piitracer.crypto.envelope import open_mode_problem
 from piitracer.model.errors import PiitracerError
 
 ENV_SIGNING_KEY_FILE = "PIITRACER_SIGNING_KEY_FILE"
@@ -81,9 +82,15 @@ def load_public_key(path: Path, option: str = "--public-key") -> Ed25519PublicKe
 def _load_pem(path: Path, option: str, kind: str, loader, expected: type):
     """A key of type ``expected`` from a PEM file, or one clear SigningKeyError naming ``option``."""
     try:
-        key = loader(path.read_bytes())
+        with open(path, "rb") as handle:
+            mode = os.fstat(handle.fileno()).st_mode  # of the file read, not of a path swapped meanwhile
+            data = handle.read()
     except OSError as error:
         raise SigningKeyError(f"{option} {path}: cannot read the {kind} key: {error.strerror or error}") from None
+    if kind == "private" and (problem := open_mode_problem(path, mode)):  # a public key is meant to be shared
+        raise SigningKeyError(f"{option} {path}: {problem}")
+    try:
+        key = loader(data)
     except (ValueError, TypeError) as error:
         raise SigningKeyError(f"{option} {path}: not a PEM {kind} key ({str(error).splitlines()[0]})") from None
     if not isinstance(key, expected):

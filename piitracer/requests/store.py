@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from piitracer.crypto.envelope import DataKey, KeyWrapper, ValueCipher
+from piitracer.crypto.envelope import DataKey, KeyWrapper, MasterKeyError, ValueCipher
 from piitracer.model.errors import NotFoundError, PiitracerError
 from piitracer.model.requests import TRANSITIONS, ErasureRequest, RequestState
 
@@ -32,6 +32,9 @@ CREATE TABLE IF NOT EXISTS data_keys (
 );
 CREATE TABLE IF NOT EXISTS plans (
     plan_id TEXT PRIMARY KEY, plan_json TEXT NOT NULL, written_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (
+    name TEXT PRIMARY KEY, value TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS history (
     request_id TEXT NOT NULL, at TEXT NOT NULL, from_state TEXT, to_state TEXT NOT NULL, action TEXT NOT NULL,
@@ -55,6 +58,7 @@ class RequestStore:
     def __init__(self, path: Path, wrapper: KeyWrapper | None = None) -> None:
         self.path = Path(path)
         self.wrapper = wrapper
+        self._wrapper_checked = False
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if not self.path.exists():
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
@@ -64,6 +68,12 @@ class RequestStore:
         self._db.execute("PRAGMA secure_delete=ON")  # deleted keys and values are overwritten in the file
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(SCHEMA)
+        if wrapper is not None:  # a key was given: a wrong one is refused now, before anything is read or written
+            try:
+                self._wrapper()
+            except MasterKeyError:
+                self._db.close()
+                raise
 
     def close(self) -> None:
         self._db.close()
@@ -190,7 +200,41 @@ class RequestStore:
             from piitracer.crypto.envelope import load_master_key
 
             self.wrapper = load_master_key()
+        if not self._wrapper_checked:
+            self._check_master(self.wrapper)
+            self._wrapper_checked = True
         return self.wrapper
+
+    def master_fingerprint(self) -> str | None:
+        """The fingerprint of the master key this store was created under (None: not yet used with one)."""
+        row = self._db.execute("SELECT value FROM meta WHERE name = 'master_fingerprint'").fetchone()
+        return row[0] if row else None
+
+    def _check_master(self, wrapper: KeyWrapper) -> None:
+        """Refuse a master key other than the store's own (:class:`MasterKeyError`, nothing written):
+        requests added under a second key would make the store half unreadable, and every batch
+        plan over it would fail later, far from the cause. Only the key's fingerprint (a hash of a
+        value derived from it) is kept, never the key."""
+        recorded = self.master_fingerprint()
+        if recorded is None:
+            # A store written before the fingerprint was recorded (or a new one) records it on first
+            # use with a key. Its data keys already name the master key that wrapped them: a key that
+            # wrapped none of them is refused here too rather than recorded.
+            wrapped_by = [row[0] for row in self._db.execute(
+                "SELECT DISTINCT master_fingerprint FROM data_keys ORDER BY master_fingerprint")]
+            if wrapped_by and wrapper.fingerprint not in wrapped_by:
+                raise MasterKeyError(self._wrong_master(wrapper, ", ".join(f"{f}…" for f in wrapped_by)))
+            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('master_fingerprint', ?)", (wrapper.fingerprint,))
+            return
+        if recorded != wrapper.fingerprint:
+            raise MasterKeyError(self._wrong_master(wrapper, f"{recorded}…"))
+
+    def _wrong_master(self, wrapper: KeyWrapper, expected: str) -> str:
+        source = getattr(wrapper, "source", "the master key given")
+        option = getattr(wrapper, "option", "--master-key-file")
+        return (f"the request store {self.path} was created under master key fingerprint {expected}; this key "
+                f"({source}) is {wrapper.fingerprint}…: use the original key file ({option} or "
+                f"PIITRACER_MASTER_KEY_FILE); nothing was changed")
 
 
 _COLUMNS = ("request_id, received_at, deadline_at, sources, subjects, sealed_values, state, plan_id, last_action, "
