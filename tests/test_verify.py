@@ -370,9 +370,11 @@ def test_footer_statistics_prove_chunks_without_decoding_and_never_hide_a_value(
     scan = scan_location(Location.parse(folder), index, Store())
     assert {(h.where, h.kind) for h in scan.hits} == {("column note (inside text)", "data"),
                                                       ("footer statistics max of note", "statistics")}
-    # Row group 1: user_id (min/max), amount and ok (type) proven, note decoded; group 2: user_id
-    # decoded (its range admits the subject), amount and ok proven, note decoded.
-    assert (scan.chunks.proven, scan.chunks.decoded) == (5, 3)
+    # Row group 1: user_id (min/max), amount and ok (type) proven, note decoded (its dictionary
+    # holds the subject inside text); group 2: user_id's range admits the subject but its
+    # dictionary does not hold it, amount and ok by type, note by its dictionary.
+    assert (scan.chunks.proven, scan.chunks.decoded) == (7, 1)
+    assert scan.chunks.by_method == {"statistics": 1, "type": 4, "dictionary": 2, "decoded": 1}
 
     rng = random.Random(5)
     expected: set[tuple[str, str]] = set()

@@ -57,18 +57,51 @@ class ScanResult:
         self.hits.extend(scan.hits)
         if scan.unreadable:
             self.unreadable.append(scan.unreadable)
-        self.chunks.proven += scan.chunks.proven
-        self.chunks.decoded += scan.chunks.decoded
+        self.chunks.add(scan.chunks)
 
 
 @dataclass
 class ChunkCounts:
-    """Parquet column chunks (one column of one row group) proven to hold no searched value
-    without decoding them — by their exact footer min/max, or because no searched value has their
-    type — and chunks decoded."""
+    """Parquet column chunks (one column of one row group): how each was proven to hold no
+    searched value without decoding its rows (:data:`~piitracer.verify.parquet_proofs.METHODS`:
+    type, statistics, page_index, bloom, dictionary) or that it was decoded; the bytes read from
+    the Parquet files against their total size; and, per decoded chunk, where and why (no value)."""
 
     proven: int = 0
     decoded: int = 0
+    by_method: dict[str, int] = field(default_factory=dict)
+    bytes_read: int = 0
+    bytes_total: int = 0
+    decoded_chunks: list["DecodedChunk"] = field(default_factory=list)
+
+    def count(self, method: str, chunk: "DecodedChunk | None" = None) -> None:
+        """One chunk settled by ``method``; a decoded one with its place and reason."""
+        self.by_method[method] = self.by_method.get(method, 0) + 1
+        if method == "decoded":
+            self.decoded += 1
+            if chunk is not None:
+                self.decoded_chunks.append(chunk)
+        else:
+            self.proven += 1
+
+    def add(self, other: "ChunkCounts") -> None:
+        self.proven += other.proven
+        self.decoded += other.decoded
+        for method, number in other.by_method.items():
+            self.by_method[method] = self.by_method.get(method, 0) + number
+        self.bytes_read += other.bytes_read
+        self.bytes_total += other.bytes_total
+        self.decoded_chunks.extend(other.decoded_chunks)
+
+
+@dataclass(frozen=True)
+class DecodedChunk:
+    """A chunk that had to be decoded: file (redacted), row group, column (redacted) and why."""
+
+    file: str
+    row_group: int
+    column: str
+    why: str
 
 
 @dataclass
@@ -194,7 +227,20 @@ def redact_path(relative: str, index: ValueIndex) -> str:
 def _parquet(source: FileSource, index: ValueIndex, in_log: bool, chunks: ChunkCounts) -> Iterator[tuple[str, set[str], str]]:
     import pyarrow.parquet as pq
 
-    handle = pq.ParquetFile(source.open())
+    from piitracer.verify.parquet_proofs import CountingFile
+
+    with CountingFile(source.open()) as counted:
+        try:
+            yield from _parquet_file(pq.ParquetFile(counted), counted, source, index, in_log, chunks)
+        finally:
+            chunks.bytes_read += counted.bytes_read
+            chunks.bytes_total += counted.size()
+
+
+def _parquet_file(handle, counted, source: FileSource, index: ValueIndex, in_log: bool,
+                  chunks: ChunkCounts) -> Iterator[tuple[str, set[str], str]]:
+    from piitracer.verify.parquet_proofs import ParquetProver
+
     metadata = handle.metadata
     schema = handle.schema_arrow
     offsets = _offset_columns(schema)
@@ -212,10 +258,13 @@ def _parquet(source: FileSource, index: ValueIndex, in_log: bool, chunks: ChunkC
                 names = index.find(bound, place)
                 if names:
                     yield f"footer statistics {label} of {index.redact_text(column.path_in_schema)}", names, "statistics"
+    shown = redact_path(source.relative, index)
     if in_log:
         # Delta checkpoints: the add actions' 'stats' are JSON strings; small files, walk them.
         table = handle.read()
-        chunks.decoded += metadata.num_row_groups * len(schema.names)
+        for group in range(metadata.num_row_groups):
+            for name in schema.names:
+                chunks.count("decoded", DecodedChunk(shown, group, index.redact_text(name), "Delta checkpoint: read whole"))
         for number, record in enumerate(table.to_pylist()):
             for where, names in _walk(record, index, "", (), delta_log_place):
                 yield f"checkpoint row {number} {where}", names, "log_stats" if "stats" in where else "log"
@@ -223,58 +272,22 @@ def _parquet(source: FileSource, index: ValueIndex, in_log: bool, chunks: ChunkC
     from piitracer.verify.columns import column_hits
 
     searched = [name for name in schema.names if name not in offsets]  # a position delete's 'pos' is an offset
-    leaves = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
-    # Per column, once per file: how a chunk of it can be proven without decoding (if at all).
-    proofs = {name: _proof(schema.field(name).type, leaves.get(name), index) for name in searched}
+    prover = ParquetProver(counted, metadata, schema, index)
     for group in range(metadata.num_row_groups):
-        row_group = metadata.row_group(group)
         needed = []
         for name in searched:
-            if proofs[name] is not None and proofs[name](row_group):
-                chunks.proven += 1
-            else:
+            proof = prover.prove(group, name)
+            if proof.method == "decoded":
                 needed.append(name)
-        chunks.decoded += len(needed)
+                chunks.count("decoded", DecodedChunk(shown, group, index.redact_text(name), proof.why))
+            else:
+                chunks.count(proof.method)
         if not needed:
             continue
         part = handle.read_row_group(group, columns=needed)
         for name in needed:
             for where, names in column_hits(name, part.column(name), index):
                 yield where, names, "data"
-
-
-def _proof(kind, leaf: int | None, index: ValueIndex) -> Callable[[Any], bool] | None:
-    """How a chunk of one column (Arrow type ``kind``, Parquet leaf ``leaf``) is proven to hold no
-    searched value without decoding it, given its row group's metadata; None: it never is.
-
-    - A flat column of a type no searched value has (a double when only integers and strings are
-      searched): always.
-    - An integer or date column: when its footer min/max — exact for these types, unlike a
-      string's truncated bounds — exclude every searched value.
-    - Strings never: a value may sit inside a longer text anywhere between min and max."""
-    import pyarrow as pa
-
-    from piitracer.verify.columns import candidates_for
-
-    if leaf is None or pa.types.is_nested(kind) or pa.types.is_dictionary(kind) or pa.types.is_string(kind) \
-            or pa.types.is_large_string(kind):
-        return None
-    candidates = candidates_for(kind, index)
-    if candidates is None:
-        return lambda row_group: True  # exact_hits searches no value of this type
-    if not (pa.types.is_integer(kind) or pa.types.is_date(kind)):
-        return None
-    values = candidates.to_pylist()
-
-    def excluded_by_statistics(row_group) -> bool:
-        stats = row_group.column(leaf).statistics
-        if stats is None or not stats.has_min_max:
-            return False
-        try:
-            return all(value < stats.min or value > stats.max for value in values)
-        except TypeError:  # bounds of another type than the candidates: decode
-            return False
-    return excluded_by_statistics
 
 
 # Iceberg's reserved field ids of a position delete file's row position (the spec's 'pos').

@@ -1,0 +1,489 @@
+"""Prove a Parquet column chunk holds no searched value without decoding its rows (design.md,
+"Proof at scale"). Every rule is exact: it proves a chunk only from what the file itself holds,
+and anything it cannot read, or does not understand, leaves the chunk to be decoded.
+
+A chunk (one flat column of one row group) is proven, in this order, by:
+
+- ``type``: no searched value has the column's type (a double when only integers and strings are
+  searched), and no value can sit inside it as text;
+- ``statistics``: an integer or date chunk whose footer min/max exclude every searched value.
+  String bounds prove nothing: pyarrow 26 does not say whether they are exact, and a value may sit
+  inside a longer text anywhere between them;
+- ``page_index``: an integer or date chunk whose every page's column-index min/max exclude every
+  searched value (or is all nulls);
+- ``bloom``: a chunk whose split-block Bloom filter misses every searched value, hashed (xxHash64,
+  seed 0) in the column's physical encoding. Whole values only: a string column that a value could
+  sit inside as text is never proven by its filter;
+- ``dictionary``: a chunk whose every data page is dictionary-encoded — read from the page headers
+  themselves, not guessed from the footer's ``encodings`` — and whose dictionary holds no searched
+  value, whole or inside text (the same :func:`~piitracer.verify.columns.column_hits` search).
+  The dictionary page is decoded by pyarrow from a one-page file built around its bytes (still
+  compressed): the rows' indices are never read.
+
+Everything else is decoded (``decoded``), with why. Nested columns are always decoded.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from piitracer.verify.columns import candidates_for, column_hits
+from piitracer.verify.parquet_thrift import (BINARY, I32, I64, LIST, STRUCT, ThriftError, read_struct,
+                                             write_struct)
+from piitracer.verify.values import ValueIndex
+
+METHODS = ("type", "statistics", "page_index", "bloom", "dictionary", "decoded")
+PROVING_METHODS = METHODS[:-1]
+
+# parquet.thrift enums
+DATA_PAGE, INDEX_PAGE, DICTIONARY_PAGE, DATA_PAGE_V2 = 0, 1, 2, 3
+PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY = 0, 2, 8
+CODECS = {"UNCOMPRESSED": 0, "SNAPPY": 1, "GZIP": 2, "LZO": 3, "BROTLI": 4, "LZ4": 5, "ZSTD": 6, "LZ4_RAW": 7}
+PHYSICAL = {"BOOLEAN": 0, "INT32": 1, "INT64": 2, "INT96": 3, "FLOAT": 4, "DOUBLE": 5, "BYTE_ARRAY": 6,
+            "FIXED_LEN_BYTE_ARRAY": 7}
+HEADER_WINDOW = 256  # bytes read for one page header; grown when the header (its statistics) is longer
+MAX_HEADER = 1 << 20
+
+
+class CountingFile:
+    """A random-access file that counts the bytes read through it (the report's "bytes read")."""
+
+    def __init__(self, handle) -> None:
+        self.handle = handle
+        self.bytes_read = 0
+
+    def read(self, nbytes: int = -1) -> bytes:
+        data = self.handle.read(nbytes) if nbytes is not None and nbytes >= 0 else self.handle.read()
+        self.bytes_read += len(data)
+        return data
+
+    def read_at(self, nbytes: int, offset: int) -> bytes:
+        data = self.handle.read_at(nbytes, offset)
+        self.bytes_read += len(data)
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self.handle.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self.handle.tell()
+
+    def size(self) -> int:
+        return self.handle.size()
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return False
+
+    @property
+    def closed(self) -> bool:
+        return self.handle.closed
+
+    def close(self) -> None:
+        self.handle.close()
+
+    def __enter__(self) -> "CountingFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+@dataclass(frozen=True)
+class ChunkProof:
+    """How one chunk was settled: a method of :data:`METHODS`; for ``decoded``, why (no value)."""
+
+    method: str
+    why: str = ""
+
+
+class ParquetProver:
+    """The rules above for the chunks of one open Parquet file."""
+
+    def __init__(self, handle: CountingFile, metadata: pq.FileMetaData, schema: pa.Schema, index: ValueIndex) -> None:
+        self.handle = handle
+        self.metadata = metadata
+        self.schema = schema
+        self.index = index
+        self.leaves = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
+        self._columns: dict[str, _Column | None] = {}
+        self._footer: dict[int, Any] | None = None
+
+    def column(self, name: str) -> "_Column | None":
+        if name not in self._columns:
+            self._columns[name] = _Column.of(self, name)
+        return self._columns[name]
+
+    def prove(self, group: int, name: str) -> ChunkProof:
+        """How chunk (row group ``group``, top-level column ``name``) is proven, or why it is decoded."""
+        column = self.column(name)
+        if column is None:
+            return ChunkProof("decoded", "nested column")
+        if column.candidates is None and not column.inside_text:
+            return ChunkProof("type")
+        chunk = self.metadata.row_group(group).column(column.leaf)
+        why = []
+        if column.ordered:
+            if _excluded_by_statistics(chunk, column.values):
+                return ChunkProof("statistics")
+            why.append("min/max admit a searched value")
+            if chunk.has_column_index:
+                try:
+                    if self._excluded_by_page_index(group, column):
+                        return ChunkProof("page_index")
+                    why.append("pages' min/max admit a searched value")
+                except (ThriftError, OSError, ValueError, struct.error, KeyError, IndexError, TypeError):
+                    why.append("page index unreadable")
+        if chunk.bloom_filter_offset is not None and column.hashes is not None and not column.inside_text:
+            try:
+                if not _bloom_may_hold(self.handle, chunk, column.hashes):
+                    return ChunkProof("bloom")
+                why.append("Bloom filter admits a searched value")
+            except (ThriftError, OSError, ValueError, struct.error):
+                why.append("Bloom filter unreadable")
+        elif column.hashes is not None:
+            why.append("values may sit inside text" if column.inside_text else "no Bloom filter")
+        elif column.inside_text:
+            why.append("values may sit inside text")
+        if column.dictionary_type is None:
+            why.append("type not handled by the dictionary reader")
+        elif not chunk.has_dictionary_page:
+            why.append("plain-encoded: no dictionary page")
+        else:
+            try:
+                found = self._dictionary_verdict(chunk, column)
+            except (ThriftError, OSError, ValueError, struct.error, pa.ArrowException) as error:
+                found = f"dictionary unreadable ({type(error).__name__})"
+            if found is None:
+                return ChunkProof("dictionary")
+            why.append(found)
+        return ChunkProof("decoded", "; ".join(why))
+
+    # ---- dictionary -----------------------------------------------------------------------------
+
+    def _dictionary_verdict(self, chunk, column: "_Column") -> str | None:
+        """None when every data page is dictionary-encoded and the dictionary holds no searched
+        value; else why the chunk must be decoded."""
+        pages = read_page_headers(self.handle, chunk)
+        if pages is None:
+            return "page headers do not add up to the chunk"
+        dictionary = [p for p in pages if p.type == DICTIONARY_PAGE]
+        data = [p for p in pages if p.type != DICTIONARY_PAGE]
+        if len(dictionary) != 1 or pages[0].type != DICTIONARY_PAGE:
+            return "no single leading dictionary page"
+        if any(p.type not in (DATA_PAGE, DATA_PAGE_V2) or p.encoding not in (PLAIN_DICTIONARY, RLE_DICTIONARY) for p in data):
+            return "plain-encoded data pages (dictionary fallback)"
+        if sum(p.num_values for p in data) != chunk.num_values:
+            return "page headers do not add up to the chunk"
+        page = dictionary[0]
+        if page.encoding not in (PLAIN, PLAIN_DICTIONARY):
+            return "dictionary page not PLAIN-encoded"
+        values = decode_dictionary(self.handle, chunk, page, self.metadata.schema.column(column.leaf), column.dictionary_type)
+        if values is None:
+            return "dictionary page not decodable"
+        if any(True for _ in column_hits(column.name, values, self.index)):
+            return "its dictionary holds a searched value"
+        return None
+
+    # ---- page index -----------------------------------------------------------------------------
+
+    def _excluded_by_page_index(self, group: int, column: "_Column") -> bool:
+        if self._footer is None:
+            self._footer = read_footer(self.handle)
+        meta = self._footer[4][group][1][column.leaf]
+        offset, length = meta.get(6), meta.get(7)
+        if offset is None or not length:
+            return False
+        index, _ = read_struct(self.handle.read_at(length, offset))
+        nulls, mins, maxes = index[1], index[2], index[3]
+        fmt = column.bound_format
+        if fmt is None or not (len(nulls) == len(mins) == len(maxes)):
+            return False
+        for null, low, high in zip(nulls, mins, maxes):
+            if null:
+                continue
+            if len(low) != struct.calcsize(fmt) or len(high) != struct.calcsize(fmt):
+                return False
+            low_value, high_value = struct.unpack(fmt, low)[0], struct.unpack(fmt, high)[0]
+            if any(low_value <= value <= high_value for value in column.values):
+                return False
+        return True
+
+
+@dataclass
+class _Column:
+    """What the rules need of one flat column, computed once per file."""
+
+    name: str
+    leaf: int
+    physical: str
+    candidates: pa.Array | None  # the searched values of the column's type (None: none)
+    inside_text: bool  # a string column: a value may sit inside its text
+    values: list[Any]  # candidates as the integers its Parquet bounds compare with (ordered types)
+    ordered: bool  # integer or date: exact bounds (statistics, page index)
+    bound_format: str | None  # struct format of one plain-encoded bound
+    hashes: list[int] | None  # xxHash64 of each candidate's plain encoding (None: no Bloom check)
+    dictionary_type: pa.DataType | None  # the Arrow type its dictionary decodes to (None: not handled)
+
+    @classmethod
+    def of(cls, prover: ParquetProver, name: str) -> "_Column | None":
+        leaf = prover.leaves.get(name)
+        kind = prover.schema.field(name).type
+        if leaf is None or pa.types.is_nested(kind):
+            return None
+        if pa.types.is_dictionary(kind):
+            kind = kind.value_type
+        descr = prover.metadata.schema.column(leaf)
+        physical = descr.physical_type
+        candidates = candidates_for(kind, prover.index)
+        inside = (pa.types.is_string(kind) or pa.types.is_large_string(kind)) and prover.index.re2_pattern() is not None
+        unsigned = pa.types.is_unsigned_integer(kind)
+        ordered = (pa.types.is_integer(kind) or pa.types.is_date32(kind)) and physical in ("INT32", "INT64")
+        values: list[Any] = []
+        if candidates is not None and ordered:
+            values = [(v - date(1970, 1, 1)).days if isinstance(v, date) else v for v in candidates.to_pylist()]
+        bound_format = None
+        if ordered:
+            bound_format = {("INT32", False): "<i", ("INT32", True): "<I", ("INT64", False): "<q",
+                            ("INT64", True): "<Q"}[(physical, unsigned)]
+        return cls(name, leaf, physical, candidates, inside, values, ordered, bound_format,
+                   _hashes(candidates, values, physical, kind, bound_format, descr.length),
+                   _dictionary_type(kind, physical))
+
+
+def _excluded_by_statistics(chunk, values: list[Any]) -> bool:
+    stats = chunk.statistics
+    if stats is None or not stats.has_min_max:
+        return False
+    low, high = stats.min, stats.max
+    if isinstance(low, date):
+        low, high = (low - date(1970, 1, 1)).days, (high - date(1970, 1, 1)).days
+    try:
+        return all(value < low or value > high for value in values)
+    except TypeError:  # bounds of another type than the candidates: decode
+        return False
+
+
+# ---- page headers ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PageHeader:
+    type: int
+    offset: int  # of the header
+    header_size: int
+    compressed_size: int
+    uncompressed_size: int
+    num_values: int
+    encoding: int
+
+
+def chunk_start(chunk) -> int:
+    """Where a column chunk's first page starts (its dictionary page, when it has one)."""
+    start = chunk.data_page_offset
+    if chunk.has_dictionary_page and chunk.dictionary_page_offset is not None and 0 < chunk.dictionary_page_offset < start:
+        start = chunk.dictionary_page_offset
+    return start
+
+
+def read_page_headers(handle: CountingFile, chunk) -> list[PageHeader] | None:
+    """Every page header of a column chunk, reading only the headers (each page's body is skipped);
+    None when the pages do not exactly fill ``total_compressed_size``."""
+    position = chunk_start(chunk)
+    end = position + chunk.total_compressed_size
+    pages = []
+    while position < end:
+        window = min(HEADER_WINDOW, end - position)
+        while True:
+            data = handle.read_at(window, position)
+            try:
+                fields, size = read_struct(data)
+                break
+            except ThriftError:
+                if window >= min(MAX_HEADER, end - position):
+                    return None
+                window = min(window * 4, MAX_HEADER, end - position)
+        kind, uncompressed, compressed = fields.get(1), fields.get(2), fields.get(3)
+        if kind is None or compressed is None or uncompressed is None or compressed < 0:
+            return None
+        detail = {DATA_PAGE: 5, DICTIONARY_PAGE: 7, DATA_PAGE_V2: 8}.get(kind)
+        sub = fields.get(detail, {}) if detail else {}
+        encoding = sub.get(4 if kind == DATA_PAGE_V2 else 2, -1)
+        pages.append(PageHeader(kind, position, size, compressed, uncompressed, sub.get(1, 0), encoding))
+        position += size + compressed
+    return pages if position == end else None
+
+
+# ---- dictionary pages -----------------------------------------------------------------------------
+
+def _dictionary_type(kind: pa.DataType, physical: str) -> pa.DataType | None:
+    """The Arrow type a dictionary of this column decodes to exactly (None: decode the chunk)."""
+    if physical == "BYTE_ARRAY" and (pa.types.is_string(kind) or pa.types.is_large_string(kind)
+                                     or pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
+        return kind
+    if physical == "INT32" and (pa.types.is_int8(kind) or pa.types.is_int16(kind) or pa.types.is_int32(kind)
+                                or pa.types.is_uint8(kind) or pa.types.is_uint16(kind) or pa.types.is_uint32(kind)
+                                or pa.types.is_date32(kind)):
+        return kind
+    if physical == "INT64" and (pa.types.is_int64(kind) or pa.types.is_uint64(kind)):
+        return kind
+    if (physical == "FLOAT" and pa.types.is_float32(kind)) or (physical == "DOUBLE" and pa.types.is_float64(kind)):
+        return kind
+    if physical == "FIXED_LEN_BYTE_ARRAY" and pa.types.is_fixed_size_binary(kind):
+        return kind
+    return None
+
+
+def decode_dictionary(handle: CountingFile, chunk, page: PageHeader, descr, kind: pa.DataType) -> pa.Array | None:
+    """The dictionary page's values as Arrow type ``kind``: its bytes (as stored, compressed) are
+    wrapped as the one PLAIN data page of a required column in a one-row-group file, which pyarrow
+    decodes; None when the codec or type is not one pyarrow reads."""
+    codec = CODECS.get(chunk.compression)
+    physical = PHYSICAL.get(descr.physical_type)
+    if codec is None or physical is None or page.num_values < 0:
+        return None
+    body = handle.read_at(page.compressed_size, page.offset + page.header_size)
+    if len(body) != page.compressed_size:
+        return None
+    header = write_struct([(1, I32, DATA_PAGE), (2, I32, page.uncompressed_size), (3, I32, page.compressed_size),
+                           (5, STRUCT, [(1, I32, page.num_values), (2, I32, PLAIN), (3, I32, 3), (4, I32, 3)])])
+    leaf = [(1, I32, physical)] + ([(2, I32, descr.length)] if physical == PHYSICAL["FIXED_LEN_BYTE_ARRAY"] else []) \
+        + [(3, I32, 0), (4, BINARY, "v")]
+    size = len(header) + len(body)
+    column = [(1, I32, physical), (2, LIST, (I32, [PLAIN])), (3, LIST, (BINARY, ["v"])), (4, I32, codec),
+              (5, I64, page.num_values), (6, I64, len(header) + page.uncompressed_size), (7, I64, size), (9, I64, 4)]
+    footer = write_struct([
+        (1, I32, 1),
+        (2, LIST, (STRUCT, [[(4, BINARY, "schema"), (5, I32, 1)], leaf])),
+        (3, I64, page.num_values),
+        (4, LIST, (STRUCT, [[(1, LIST, (STRUCT, [[(2, I64, 4), (3, STRUCT, column)]])), (2, I64, size),
+                             (3, I64, page.num_values)]])),
+    ])
+    data = b"PAR1" + header + body + footer + len(footer).to_bytes(4, "little") + b"PAR1"
+    values = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False).column(0).combine_chunks()
+    return _as_type(values, kind)
+
+
+def _as_type(values: pa.Array, kind: pa.DataType) -> pa.Array:
+    if pa.types.is_unsigned_integer(kind) and kind.bit_width in (32, 64):
+        return values.view(kind)  # stored as the same bits, signed
+    if pa.types.is_date32(kind):
+        return values.view(pa.date32())
+    return values.cast(kind)  # checked: a string's bytes are validated as UTF-8, a narrow int's range
+
+
+# ---- Bloom filters ----------------------------------------------------------------------------
+
+SALT = (0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D, 0x705495C7, 0x2DF1424B, 0x9EFC4947, 0x5C6BFB31)
+
+
+def _hashes(candidates: pa.Array | None, values: list[Any], physical: str, kind: pa.DataType,
+            bound_format: str | None, length: int | None) -> list[int] | None:
+    """xxHash64 of every candidate's plain encoding, or None when this column's values are not
+    hashed here (floats, decimals...: decoded instead)."""
+    if candidates is None:
+        return None
+    if bound_format is not None:
+        return [xxh64(struct.pack(bound_format, v)) for v in values]
+    if physical == "BYTE_ARRAY" and (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        return [xxh64(v.encode("utf-8")) for v in candidates.to_pylist()]
+    if physical == "BYTE_ARRAY" and (pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
+        return [xxh64(v) for v in candidates.to_pylist()]
+    if physical == "FIXED_LEN_BYTE_ARRAY" and pa.types.is_fixed_size_binary(kind):
+        return [xxh64(v) for v in candidates.to_pylist() if len(v) == length]
+    return None
+
+
+def _bloom_may_hold(handle: CountingFile, chunk, hashes: list[int]) -> bool:
+    """Whether the chunk's split-block Bloom filter may hold any of ``hashes`` (parquet-format
+    BloomFilter.md); a filter of another algorithm, hash or compression raises ValueError."""
+    offset, length = chunk.bloom_filter_offset, chunk.bloom_filter_length
+    data = handle.read_at(length if length else HEADER_WINDOW, offset)
+    header, size = read_struct(data)
+    if header.get(2) != {1: {}} or header.get(3) != {1: {}} or header.get(4) != {1: {}}:
+        raise ValueError("Bloom filter of an unknown algorithm, hash or compression")
+    count = header.get(1, 0)
+    if count <= 0 or count % 32:
+        raise ValueError("Bloom filter bitset size")
+    bitset = data[size:size + count]
+    if len(bitset) < count:
+        bitset = handle.read_at(count, offset + size)
+    if len(bitset) != count:
+        raise ValueError("truncated Bloom filter")
+    blocks = count // 32
+    for value in hashes:
+        block = ((value >> 32) * blocks) >> 32
+        key = value & 0xFFFFFFFF
+        words = struct.unpack_from("<8I", bitset, block * 32)
+        if all((word >> (((key * salt) & 0xFFFFFFFF) >> 27)) & 1 for word, salt in zip(words, SALT)):
+            return True
+    return False
+
+
+_P1, _P2, _P3, _P4, _P5 = (11400714785074694791, 14029467366897019727, 1609587929392839161,
+                           9650029242287828579, 2870177450012600261)
+_M = (1 << 64) - 1
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (64 - r))) & _M
+
+
+def _round(acc: int, lane: int) -> int:
+    return (_rotl((acc + lane * _P2) & _M, 31) * _P1) & _M
+
+
+def xxh64(data: bytes, seed: int = 0) -> int:
+    """xxHash64 (the Parquet Bloom filter hash); pure Python, as only the few searched values are hashed."""
+    n, i = len(data), 0
+    if n >= 32:
+        v = [(seed + _P1 + _P2) & _M, (seed + _P2) & _M, seed & _M, (seed - _P1) & _M]
+        while i + 32 <= n:
+            v = [_round(v[k], struct.unpack_from("<Q", data, i + 8 * k)[0]) for k in range(4)]
+            i += 32
+        h = (_rotl(v[0], 1) + _rotl(v[1], 7) + _rotl(v[2], 12) + _rotl(v[3], 18)) & _M
+        for lane in v:
+            h = (((h ^ _round(0, lane)) * _P1) + _P4) & _M
+    else:
+        h = (seed + _P5) & _M
+    h = (h + n) & _M
+    while i + 8 <= n:
+        h ^= _round(0, struct.unpack_from("<Q", data, i)[0])
+        h = (_rotl(h, 27) * _P1 + _P4) & _M
+        i += 8
+    if i + 4 <= n:
+        h ^= (struct.unpack_from("<I", data, i)[0] * _P1) & _M
+        h = (_rotl(h, 23) * _P2 + _P3) & _M
+        i += 4
+    while i < n:
+        h ^= (data[i] * _P5) & _M
+        h = (_rotl(h, 11) * _P1) & _M
+        i += 1
+    h ^= h >> 33
+    h = (h * _P2) & _M
+    h ^= h >> 29
+    h = (h * _P3) & _M
+    return h ^ (h >> 32)
+
+
+# ---- footer -------------------------------------------------------------------------------------
+
+def read_footer(handle: CountingFile) -> dict[int, Any]:
+    """The file's FileMetaData struct (for what pyarrow does not expose: page index offsets)."""
+    size = handle.size()
+    tail = handle.read_at(8, size - 8)
+    if tail[4:] != b"PAR1":
+        raise ValueError("no Parquet footer")
+    length = int.from_bytes(tail[:4], "little")
+    footer, _ = read_struct(handle.read_at(length, size - 8 - length))
+    return footer
