@@ -37,6 +37,7 @@ from piitracer.discover.classify_names import KIND_WORDS, NameHint, name_hint
 from piitracer.model.lineage import ColumnRef, EdgeKind, EdgeSubtype
 
 VALUE_SHARE = 0.8  # of the sampled non-null values that must validate for a verdict from values
+NAME_SHARE = 0.6  # of full-name-shaped values the census tables must know, from values alone
 PARTLY = 0.3  # at least this share validating, under a name that agrees: a low-confidence verdict
 NAME_CONFIDENCE = 0.6  # a name with no values to check it against
 DISAGREE_CONFIDENCE = 0.3  # "name only, values disagree"
@@ -116,12 +117,13 @@ class _Validators:
             "gstin": std("in_.gstin"), "pan": std("in_.pan"), "voter_id": std("in_.epic"), "nino": values_of.nino,
             "aadhaar": std("in_.aadhaar"), "imei": values_of.imei, "card": values_of.card,
             "ssn": lambda t: "-" in t and values_of.ssn(t),
-            "phone": lambda t: values_of.formatted_phone(t) and phone(t),
+            "phone": lambda t: values_of.formatted_phone(t) and (phone(t) or values_of.possible_phone(t)),
             "address": values_of.address, "person_name": values_of.person_name,
         }
         # With the name's suggestion, the validators that a name makes enough.
         self.named: dict[str, Callable[[str], bool]] = {
-            **self.strong, "phone": phone, "ssn": values_of.ssn, "passport": values_of.passport,
+            **self.strong, "phone": lambda t: phone(t) or values_of.phone_shaped(t), "ssn": values_of.ssn,
+            "iban": values_of.iban_shaped, "passport": values_of.passport,
             "driving_licence": values_of.licence, "person_name": lambda t: values_of.name_words(t) is not None,
             "address": lambda t: values_of.address(t) or (len(t.split()) >= 3 and any(c.isdigit() for c in t)),
             "bank_account": lambda t: t.replace(" ", "").isdigit() and 6 <= len(t.replace(" ", "")) <= 20,
@@ -241,7 +243,13 @@ def _by_values(texts: list[str | None], validators: _Validators, options: Classi
             continue
         check = validators.strong[kind]
         valid = sum(1 for text in texts if text is not None and check(text))
-        if valid >= need and valid:
+        if kind == "person_name" and profile.words >= 1.8:
+            # Full names: the census tables know most English names but fewer of other countries';
+            # a given name or surname they know in most rows of two-word-plus values is enough.
+            enough = valid >= NAME_SHARE * sampled
+        else:
+            enough = valid >= need
+        if enough and valid:
             return kind, valid, None
     if not any(t is not None and len(t) >= 8 for t in texts):
         return None
@@ -268,6 +276,11 @@ def _named(verdict: ColumnVerdict, hint: NameHint, present: Sequence[Any], texts
         valid = max([sum(1 for t in texts if t and check(t)) for _, check in validators.countries.values()] or [0])
         if valid < options.value_share * sampled:
             valid = sum(1 for t in texts if t and values_of.licence(t))
+    elif hint.kind == "person_name" and hint.weak:
+        # a bare "name": the census tables must know some of its values (a product or a city has
+        # a name too)
+        valid = sum(1 for t in texts if t is not None and values_of.person_name(t))
+        valid = valid if valid >= PARTLY * sampled else 0
     elif hint.kind in validators.named:
         check = validators.named[hint.kind]
         valid = sum(1 for t in texts if t is not None and check(t))
@@ -279,7 +292,7 @@ def _named(verdict: ColumnVerdict, hint: NameHint, present: Sequence[Any], texts
     if hint.kind == "user_id":
         verdict.add("user_id", 0.8, f"{hint.why}; {sampled} sampled values are shaped like keys", "name and values")
     elif share >= options.value_share:
-        strong = hint.kind in ("phone", "ssn") # a library's validation under a name that agrees
+        strong = hint.kind == "ssn"  # a library's validation under a name that agrees
         words = KIND_WORDS[hint.kind]
         what = f"validate as {words}" if strong else f"fit the shape of {words}"
         verdict.add(hint.kind, 0.95 * share if strong else 0.8 * share,

@@ -111,6 +111,9 @@ _MODIFIERS = set("flag flags is has sent send verified verify valid validated va
                  "country extension ext countrycode template campaign label category kind".split())
 
 
+_VOCABULARY: frozenset[str] = frozenset()  # set below, once the word lists exist
+
+
 @dataclass(frozen=True)
 class NameHint:
     """What a column name suggests: a kind, how (``why``), and for a person name which part."""
@@ -118,6 +121,7 @@ class NameHint:
     kind: str
     why: str
     part: str | None = None  # person_name: given, family, middle or full
+    weak: bool = False  # a bare "name": a product's or a city's as well as a person's (values decide)
 
 
 def tokens(column: str) -> list[str]:
@@ -128,7 +132,39 @@ def tokens(column: str) -> list[str]:
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", folded)  # camelCase
     spaced = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1 \2", spaced)  # IBANNumber -> IBAN Number
     spaced = re.sub(r"([A-Za-z])([0-9])|([0-9])([A-Za-z])", lambda m: " ".join(g for g in m.groups() if g), spaced)
-    return [t for t in re.split(r"[^0-9a-z]+", spaced.lower()) if t and t not in ("of", "the", "de", "du", "da")]
+    found = []
+    for token in re.split(r"[^0-9a-z]+", spaced.lower()):
+        if token and token not in ("of", "the", "de", "du", "da"):
+            found += _segment(token)
+    return found
+
+
+def _vocabulary() -> frozenset[str]:
+    words = set(_WORDS) | {w for pair in _PAIRS for w in pair} | _GIVEN | _FAMILY | _NAME | _MIDDLE | _PERSON | _ID
+    words |= _MODIFIERS | _NOT_PERSON | set(_EXTRA.split())
+    return frozenset(w for w in words if len(w) >= 2)
+
+
+# Words that only help cut run-together names (homephone, trackingnumber, dlnumber).
+_EXTRA = ("home work office personal primary secondary alt alternate billing shipping delivery residential permanent "
+          "current mailing tracking order transaction invoice line date time created updated at on by fecha data "
+          "datum numero nummer")
+
+
+def _segment(token: str) -> list[str]:
+    """A run-together name (``homephone``, ``driverlicensenumber``) cut into known words, when
+    it is wholly made of them (fewest pieces, at least two); else the token itself."""
+    vocabulary = _VOCABULARY
+    if token in vocabulary or len(token) < 5 or not token.isalpha():
+        return [token]
+    best: list[list[str] | None] = [[]] + [None] * len(token)
+    for end in range(1, len(token) + 1):
+        for start in range(max(0, end - 20), end):
+            piece, before = token[start:end], best[start]
+            if before is not None and piece in vocabulary and (best[end] is None or len(before) + 1 < len(best[end])):
+                best[end] = before + [piece]
+    cut = best[len(token)]
+    return cut if cut and len(cut) >= 2 else [token]
 
 
 def name_hint(column: str) -> NameHint | None:
@@ -182,5 +218,9 @@ def _person_name(parts: list[str], column: str) -> NameHint | None:
     if has_name:
         if any(part in _ID for part in parts):
             return None  # name_id, name_code: a key, not a name
-        return NameHint("person_name", f"'{column}' reads as a name", "full")
+        weak = not any(part in _PERSON or part == "full" or part == "fullname" for part in parts)
+        return NameHint("person_name", f"'{column}' reads as a name", "full", weak)
     return None
+
+
+_VOCABULARY = _vocabulary()

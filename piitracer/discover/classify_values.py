@@ -39,8 +39,15 @@ _STREET = set("street st road rd avenue ave lane ln drive dr boulevard blvd way 
               "block layout chowk gali mohalla apartment apt suite ste flat floor house strasse str gasse weg platz "
               "allee ring rue chemin impasse calle avenida carrera rua travessa via viale piazza corso straat laan "
               "plein gracht ulica box po".split())
-_POSTCODE = re.compile(r"(?<![\w-])(\d{5}(?:-\d{4})?|\d{6}|\d{4}|\d{3} ?\d{3}|[A-Z]{1,2}\d[A-Z\d]? ?\d[A-Z]{2})(?![\w-])")
+_POSTCODE = re.compile(r"(?<![\w-])(\d{5}(?:-\d{3,4})?|\d{8}|\d{6}|\d{4} ?[A-Z]{2}|\d{4}|\d{3} ?\d{3}|"
+                       r"[A-Z]{1,2}\d[A-Z\d]? ?\d[A-Z]{2})(?![\w-])")
+# Street words written as the end of a compound (Frankeplatz, Hauptstraße, Tijsdreef).
+_STREET_SUFFIXES = ("strasse", "straße", "str", "platz", "weg", "ring", "gasse", "allee", "damm", "dreef", "laan",
+                    "straat", "plein", "gracht", "kade", "singel", "steeg", "vej", "gatan", "gade", "nagar", "pur")
 _DATE_TEXT = re.compile(r"^(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?:[ T].*)?$|^(\d{1,2})[-/.](\d{1,2})[-/.](\d{4})$")
+# Titles, honorifics and degrees around a name, and name particles: not the name's own words.
+_TITLES = set("mr mrs ms miss dr prof sir dame herr frau sr sra srta jr md phd mba dipl ing mag shri smt kumari "
+              "sig signora signor mme mlle m van von der den de da di del la le".split())
 _TRUTHS = {"true", "false", "t", "f", "y", "n", "yes", "no", "0", "1", "0.0", "1.0"}
 
 
@@ -137,6 +144,32 @@ def phone_validator(regions: Sequence[str]) -> Callable[[str], bool]:
     return valid
 
 
+def possible_phone(text: str) -> bool:
+    """A number written with its +country code that phonenumbers finds possible for that country
+    (length rules): the number plan of a real country, not necessarily an assigned range."""
+    import phonenumbers
+
+    if not text.startswith("+"):
+        return False
+    try:
+        return phonenumbers.is_possible_number(phonenumbers.parse(text, None))
+    except phonenumbers.NumberParseException:
+        return False
+
+
+def phone_shaped(text: str) -> bool:
+    """7-15 digits, with an optional +, spaces, dashes, dots, parentheses or an extension: a number
+    as a phone column holds it (with the column's name only)."""
+    main = re.split(r"\s*(?:x|ext\.?)\s*\d+$", text, flags=re.IGNORECASE)[0]
+    return bool(re.fullmatch(r"\+?[\d\s\-.()]+", main)) and 7 <= sum(c.isdigit() for c in main) <= 15
+
+
+def iban_shaped(text: str) -> bool:
+    """Two letters, two digits, then 10-30 letters and digits: an IBAN's shape (with the column's
+    name only: the checksum is python-stdnum's)."""
+    return bool(re.fullmatch(r"[A-Z]{2}\d{2}[A-Z0-9]{10,30}", text.replace(" ", "").upper()))
+
+
 def formatted_phone(text: str) -> bool:
     """A number written as a phone number is (a leading +, or grouped by spaces, dashes, dots or
     parentheses): a bare run of digits is as likely an id, so it needs the column's name."""
@@ -157,11 +190,12 @@ def card(text: str) -> bool:
 
 
 def imei(text: str) -> bool:
-    """An IMEI (15 digits with its Luhn check digit) or IMEISV (16), python-stdnum."""
+    """An IMEI: 15 digits with its Luhn check digit (python-stdnum). The 16-digit IMEISV carries no
+    check digit, so it is not told from any number by its value."""
     from stdnum import imei as module
 
     digits = _digits(text)
-    return digits.isdigit() and len(digits) in (15, 16) and module.is_valid(digits)
+    return digits.isdigit() and len(digits) == 15 and module.is_valid(digits)
 
 
 def stdnum_validator(module: str) -> Callable[[str], bool]:
@@ -245,7 +279,8 @@ def address(text: str) -> bool:
     if len(words) < 2 or not re.search(r"\d", text) or len(text) < 10:
         return False
     lowered = {w.lower().rstrip(".") for w in words}
-    return bool(lowered & _STREET) or (bool(_POSTCODE.search(text)) and len(words) >= 3)
+    street = bool(lowered & _STREET) or any(w.endswith(_STREET_SUFFIXES) and len(w) > 6 for w in lowered)
+    return street or (bool(_POSTCODE.search(text)) and len(words) >= 2)
 
 
 # ---- person names (probablepeople's shipped tables and tagger) ------------------------------------
@@ -289,6 +324,7 @@ def person_name(text: str) -> bool:
     words = name_words(text)
     if not words:
         return False
+    words = [w for w in words if w.lower().strip(".") not in _TITLES and not (w.endswith(".") and len(w) > 3)] or words
     if len(words) == 1:
         return given_name(words[0])
     core = [w for w in words if len(w.strip(".")) > 1] or words
