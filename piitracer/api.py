@@ -415,6 +415,8 @@ def classify_catalog(workspace: Workspace, sample: int = 50) -> Classification:
     seeds = [ColumnRef(dataset=d, column=c) for d, entry in catalog.items() for c in entry.identifiers]
     lineage = inherited(graph, seeds)
     keys = {ColumnRef(dataset=d, column=entry.subject_key) for d, entry in catalog.items() if entry.subject_key}
+    # "PII without lineage" only once a person has confirmed identifiers: before, every column would be.
+    reviewed = any(entry.identifiers and entry.classified_by.value != "auto" for entry in catalog.values())
     samples: dict[str, tuple[Any, Any]] = {}
     verdicts: list[ColumnVerdict] = []
     problems: dict[str, str] = {}
@@ -445,8 +447,8 @@ def classify_catalog(workspace: Workspace, sample: int = 50) -> Classification:
         verdicts += classify_columns(dataset, table.columns, taken.values if taken else None,
                                      entry.identifiers if entry else (), lineage, options,
                                      rows_sampled=taken.rows if taken else None, key_values=own,
-                                     lineage_checked=bool(seeds))
-    return Classification(verdicts, problems, discovery, lineage_checked=bool(seeds))
+                                     lineage_checked=reviewed, names_in_table=taken.names if taken else None)
+    return Classification(verdicts, problems, discovery, lineage_checked=reviewed)
 
 
 def write_private(path: str | os.PathLike[str], text: str) -> None:

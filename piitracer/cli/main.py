@@ -479,23 +479,23 @@ def catalog_classify(ctx: click.Context, sample: int, output: str, write: bool) 
     for verdict in result.verdicts:
         if verdict.kind:
             counts = f"{verdict.valid}/{verdict.sampled}" if verdict.valid is not None and verdict.sampled else ""
-            table.add_row(Text(verdict.dataset), Text(verdict.column), Text(verdict.words or ""),
+            table.add_row(Text(verdict.dataset), Text(verdict.shown), Text(verdict.words or ""),
                           f"{verdict.confidence:.2f}", counts, Text("; ".join(verdict.reasons)))
     console.print(table)
     overruled = [v for v in result.verdicts if not v.kind and v.name_suggests and v.name_suggests != "table_key"]
     if overruled:
         console.print(f"{len(overruled)} column(s) whose names suggest personal data but whose sampled values do not "
-                      "(not classified): " + ", ".join(f"{v.dataset}.{v.column}" for v in overruled),
+                      "(not classified): " + ", ".join(f"{v.dataset}.{v.shown}" for v in overruled),
                       highlight=False, markup=False, soft_wrap=True)
     sparse = [v for v in result.verdicts if v.sparse]
     if sparse:
         console.print(f"{len(sparse)} column(s) too sparse to judge by values: "
-                      + ", ".join(f"{v.dataset}.{v.column}" for v in sparse), highlight=False, markup=False, soft_wrap=True)
+                      + ", ".join(f"{v.dataset}.{v.shown}" for v in sparse), highlight=False, markup=False, soft_wrap=True)
     if not result.lineage_checked:
         console.print("No identifier is catalogued yet: the check for personal data no lineage reaches starts once "
                       "these are reviewed and confirmed in piitracer.yaml.", highlight=False, markup=False, soft_wrap=True)
     for verdict in result.without_lineage:
-        console.print(f"PII without lineage: {verdict.dataset}.{verdict.column} holds {verdict.words} values and no "
+        console.print(f"PII without lineage: {verdict.dataset}.{verdict.shown} holds {verdict.words} values and no "
                       "catalogued identifier flows there: a hidden copy? add its lineage or its identifiers",
                       highlight=False, markup=False, soft_wrap=True)
     for dataset, problem in sorted(result.problems.items()):

@@ -75,6 +75,7 @@ class ColumnVerdict:
     sampled: int | None = None  # non-null values sampled
     sparse: bool = False  # too few non-null values to judge by values
     name_suggests: str | None = None  # the kind the name suggested when the values overruled it
+    name_in_table: str | None = None  # the column's name as the table writes it (case kept), when it differs
 
     def add(self, kind: str, confidence: float, reason: str, evidence: str | None = None) -> None:
         """One more reason; the kind and evidence follow the most confident one."""
@@ -82,6 +83,11 @@ class ColumnVerdict:
         if confidence > self.confidence:
             self.kind, self.confidence = kind, round(confidence, 2)
             self.evidence = evidence or self.evidence
+
+    @property
+    def shown(self) -> str:
+        """The column's name as the table writes it."""
+        return self.name_in_table or self.column
 
     @property
     def words(self) -> str | None:
@@ -93,7 +99,8 @@ class ColumnVerdict:
 
     def to_json(self) -> dict[str, Any]:
         """The verdict as the JSON output shows it (counts and kinds, never a value)."""
-        return {"dataset": self.dataset, "column": self.column, "kind": self.kind, "kind_words": self.words,
+        return {"dataset": self.dataset, "column": self.column, "name_in_table": self.shown, "kind": self.kind,
+                "kind_words": self.words,
                 "part": self.part, "confidence": self.confidence, "evidence": self.evidence, "valid": self.valid,
                 "sampled": self.sampled, "sparse": self.sparse, "name_suggests": self.name_suggests,
                 "reasons": self.reasons, "pii_without_lineage": self.pii_without_lineage}
@@ -140,20 +147,25 @@ def classify_columns(dataset: str, columns: Sequence[str], sample: Mapping[str, 
                      catalog_identifiers: Sequence[str], lineage: Mapping[ColumnRef, ColumnRef],
                      options: ClassifyOptions | None = None, rows_sampled: int | None = None,
                      key_values: Mapping[str, frozenset[str]] | None = None,
-                     lineage_checked: bool = True, validators: "_Validators | None" = None) -> list[ColumnVerdict]:
+                     lineage_checked: bool = True, validators: "_Validators | None" = None,
+                     names_in_table: Mapping[str, str] | None = None) -> list[ColumnVerdict]:
     """The verdict of every column of one dataset.
 
     ``sample``: column (lower case) -> sampled values; ``rows_sampled``: the rows those came from
     (a column with fewer non-null values than ``min_values`` out of more rows is too sparse);
     ``key_values``: catalogued subject key (``dataset.column``) -> its values as text (a column
     holding them is a foreign key to a person); ``lineage_checked``: False before the catalog has
-    any identifier (no "PII without lineage" then)."""
+    any identifier (no "PII without lineage" then); ``names_in_table``: lower case -> the name as the
+    table writes it (read as such: ``SenderPersonId``), when the catalog's names are lower case."""
     options = options or ClassifyOptions()
     validators = validators or _validators_for(options)
     verdicts = []
     for column in columns:
         values = None if sample is None else sample.get(column.lower(), sample.get(column))
-        verdict = _column(dataset, column, values, options, validators, rows_sampled, key_values or {})
+        shown = (names_in_table or {}).get(column.lower(), column)
+        verdict = _column(dataset, column, values, options, validators, rows_sampled, key_values or {}, shown)
+        if shown != column:
+            verdict.name_in_table = shown
         ref = ColumnRef(dataset=dataset, column=column)
         from_values = verdict.evidence in ("values", "name and values") and verdict.kind is not None
         if column in catalog_identifiers:
@@ -171,9 +183,10 @@ def classify_columns(dataset: str, columns: Sequence[str], sample: Mapping[str, 
 
 
 def _column(dataset: str, column: str, values: Sequence[Any] | None, options: ClassifyOptions,
-            validators: _Validators, rows_sampled: int | None, key_values: Mapping[str, frozenset[str]]) -> ColumnVerdict:
+            validators: _Validators, rows_sampled: int | None, key_values: Mapping[str, frozenset[str]],
+            shown: str | None = None) -> ColumnVerdict:
     verdict = ColumnVerdict(dataset, column)
-    hint = name_hint(column)
+    hint = name_hint(shown or column)
     if hint and hint.kind == "table_key":
         verdict.name_suggests = "table_key"  # decided with the rest of the table (_table_keys)
         hint = None
@@ -340,7 +353,7 @@ def _table_keys(verdicts: list[ColumnVerdict], sample: Mapping[str, Sequence[Any
     """A bare ``id`` (``uuid``, ``pk``) is the table's own row key: a person's identifier when the
     table holds a person's data (another column of a personal kind) and its values are shaped
     like keys; otherwise no verdict."""
-    personal = [v.column for v in verdicts if v.kind in PERSONAL and v.confidence >= NAME_CONFIDENCE]
+    personal = [v.shown for v in verdicts if v.kind in PERSONAL and v.confidence >= NAME_CONFIDENCE]
     for verdict in verdicts:
         if verdict.name_suggests != "table_key" or verdict.kind:
             continue
@@ -355,7 +368,7 @@ def _table_keys(verdicts: list[ColumnVerdict], sample: Mapping[str, Sequence[Any
         verdict.name_suggests = None
         verdict.sampled = len(present) or None
         verdict.add("user_id", 0.8 if present else NAME_CONFIDENCE,
-                    f"the table's own key ('{verdict.column}') in a table of a person's data "
+                    f"the table's own key ('{verdict.shown}') in a table of a person's data "
                     f"({', '.join(personal[:3])})" + (f"; {len(present)} sampled values are unique keys" if present else ""),
                     "name and values" if present else "name")
 

@@ -12,7 +12,7 @@ them: it is classified like any other; nothing is kept). A column that still has
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 MAX_FILES = 8
@@ -26,6 +26,7 @@ class Sample:
     values: dict[str, list[Any]]
     rows: int
     files: int = 0  # data files read beyond the format reader's first rows
+    names: dict[str, str] = field(default_factory=dict)  # lower case -> the name as the table writes it
 
 
 def _spread(items: list, count: int) -> list:
@@ -48,11 +49,13 @@ def sample_table(table, store, rows: int, min_values: int) -> Sample | None:
     if first is None:
         return None
     values = {name.lower(): first.column(name).to_pylist() for name in first.column_names}
+    names = {name.lower(): name for name in first.column_names}
     if first.num_rows < rows:
-        return Sample(values, first.num_rows)  # the whole table: nothing more to spread over
+        return Sample(values, first.num_rows, names=names)  # the whole table: nothing more to spread over
     spread = _spread_rows(table, store, max(rows, min_values), set(values))
     if spread is None or spread.rows == 0:
-        return Sample(values, first.num_rows)
+        return Sample(values, first.num_rows, names=names)
+    spread.names = names
     # The spread replaces the first rows (no row counted twice); a column no file had (renamed in
     # the table's schema since) keeps the reader's values.
     for name, column in values.items():

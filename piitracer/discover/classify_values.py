@@ -302,6 +302,13 @@ def given_name(word: str) -> bool:
     return key in given or ratios.get(key, 0.0) >= 0.5
 
 
+def surname(word: str) -> bool:
+    """A word used mostly as a surname in the census tables."""
+    ratios, given = _name_tables()
+    key = word.upper().strip(".")
+    return key in ratios and ratios[key] < 0.5 and key not in given
+
+
 def known_name(word: str) -> bool:
     """A word the census tables know as a given name or a surname."""
     ratios, given = _name_tables()
@@ -328,7 +335,9 @@ def person_name(text: str) -> bool:
     if len(words) == 1:
         return given_name(words[0])
     core = [w for w in words if len(w.strip(".")) > 1] or words
-    if not (given_name(core[0]) or known_name(core[-1]) or (len(core) > 1 and given_name(core[-1]))):
+    # A given name first, or a surname last ("Port Donna", "Lake Jennifer": a given name last is a
+    # place named after a person, not a person)
+    if not (given_name(core[0]) or surname(core[-1])):
         return False
     return not _company(text)
 
