@@ -1415,6 +1415,7 @@ def close_request(workspace: Workspace, store, log: AuditLog, request_id: str, n
         raise CloseRefused(f"request {request_id} is watched until {request.watch_until:%Y-%m-%d %H:%M} UTC (rows "
                            "resurrected by a late pipeline run are caught meanwhile): wait, or pass --now REASON")
     pairs = _subject_pairs(store, request_id)
+    rejected = _forget_rejected_events(workspace, store, request, pairs)  # while the values can still be read
     fingerprint = store.shred(request_id, "closed: values shredded", now_reason)
     journal_path = execution_context(workspace).journal_path
     forgotten = 0
@@ -1429,8 +1430,33 @@ def close_request(workspace: Workspace, store, log: AuditLog, request_id: str, n
     record_request_entry(log, request_id, pairs, from_state=request.state.value, to_state=RequestState.CLOSED.value,
                          action="closed: data key destroyed, values shredded", plan_id=request.plan_id, reason=now_reason,
                          details={"key_fingerprint": fingerprint, "journal_value_sets_deleted": forgotten,
-                                  "shredded_at": now.isoformat()})
+                                  "shredded_at": now.isoformat(), **rejected})
     return fingerprint
+
+
+def _forget_rejected_events(workspace: Workspace, store, request, pairs: list[tuple[str, str]]) -> dict[str, int]:
+    """Delete the rejected OpenLineage bodies (``piitracer serve``) that hold one of the request's
+    values: its subject values and the values and computed forms the journal resolved for it. A
+    sealed body the master key cannot open is deleted too, and counted apart in the audit entry."""
+    from piitracer.crypto.sealed_body import BodySealer
+    from piitracer.executor.journal import Journal
+    from piitracer.ingest.received_events import REJECTED_FOLDER, forget_values
+
+    if not (workspace.root / REJECTED_FOLDER).exists():
+        return {}
+    values = {value for _, value in pairs}
+    journal_path = execution_context(workspace).journal_path
+    if request.plan_id and journal_path.exists() and pairs:
+        journal = Journal(journal_path)
+        try:
+            others = journal.resolved_requests(request.plan_id) - {request.request_id}
+            sets = journal.load_values(request.plan_id, store.cipher([request.request_id]), skip=others) or {}
+        finally:
+            journal.close()
+        values |= {str(v) for found in sets.values() for v in found if isinstance(v, (str, int)) and not isinstance(v, bool)}
+    done = forget_values(workspace.root, values, BodySealer(store.wrapper) if store.wrapper is not None else None)
+    return {"rejected_events_checked": done.checked, "rejected_events_deleted_holding_values": done.deleted_holding_values,
+            "rejected_events_deleted_unreadable": done.deleted_unreadable}
 
 
 def reverify_requests(workspace: Workspace, store, log: AuditLog, sweep: str | None = "catalog") -> list[tuple[str, bool]]:

@@ -1,7 +1,8 @@
 """`piitracer serve`: the OpenLineage consumer endpoint, run as the CLI runs it (a uvicorn
 process on 127.0.0.1), fed by the real openlineage-python client's HTTP transport (gzip, bearer
 token), then `plan` using what it received. A malformed POST gets 400 with every defect and is
-kept with its reason; a wrong token gets 401 and nothing is stored."""
+kept with its reason (its body sealed); a wrong token gets 401 and nothing is stored. Limits,
+hostile bodies, expiry and close: test_serve_limits.py."""
 
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ from s3_server import free_port
 
 import piitracer
 from piitracer.api import plan_deletion
+from piitracer.crypto.envelope import load_master_key
+from piitracer.crypto.sealed_body import BodySealer
+from piitracer.ingest.received_events import kept_rejected
 from piitracer.model.plan import Subject
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,13 +52,16 @@ def workspace(folder: Path) -> Path:
 
 
 @contextmanager
-def serving(ws: Path, token_file: Path | None = None) -> Iterator[str]:
-    """`piitracer serve` for ``ws`` as its own process, as a user runs it; yields its URL."""
+def serving(ws: Path, token_file: Path | None = None, env: dict[str, str | None] | None = None) -> Iterator[str]:
+    """`piitracer serve` for ``ws`` as its own process, as a user runs it; yields its URL. ``env``
+    changes its environment (None removes a variable); the session's master key is inherited."""
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    changed = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    environment = {name: value for name, value in changed.items() if value is not None}
     token = ["--token-file", str(token_file)] if token_file else []
     process = subprocess.Popen([sys.executable, "-m", "piitracer.cli.main", "--workspace", str(ws), "serve",
-                                "--port", str(port), *token], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                                "--port", str(port), *token], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=environment)
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(200):
@@ -139,11 +146,13 @@ def test_a_malformed_event_is_400_with_every_defect_and_kept_with_its_reason(ser
                                "job.name: Field required")
     code, answer = post(url, b'{"eventType": "COMPLETE",', {"Authorization": f"Bearer {TOKEN}"})
     assert code == 400 and answer["error"].startswith("body is not JSON: ")
-    rejected = [json.loads(line) for line in (ws / ".piitracer" / "lineage" / "rejected.jsonl").read_text().splitlines()]
-    assert [r["reason"] for r in rejected] == [
+    # Kept with the reason, the body sealed under the master key (the session's, from the environment).
+    rejected = kept_rejected(ws, BodySealer(load_master_key()))
+    assert [r.record["reason"] for r in rejected] == [
         "eventTime: expected an ISO 8601 date-time, got 'yesterday'; run.runId: Field required; job.name: Field required",
         answer["error"]]
-    assert json.loads(rejected[0]["body"]) == bad and rejected[1]["body"] == '{"eventType": "COMPLETE",'
+    assert json.loads(gzip.decompress(rejected[0].body)) == bad and rejected[1].body == b'{"eventType": "COMPLETE",'
+    assert b'"spark-prod"' not in b"".join(r.path.read_bytes() for r in rejected)  # not in clear
     assert not (ws / ".piitracer" / "lineage" / "events.jsonl").exists()
 
 
