@@ -854,6 +854,7 @@ def verify_plan(
     cipher: ValueCipher | None = None,
     skip_requests: Sequence[str] = (),
     engine: TaskEngine | None = None,
+    explain: Sequence[str] = (),
 ) -> VerificationReport:
     """Check that no file and no retained snapshot/version of the plan's datasets still holds a
     subject value. ``value_sets`` and ``step_states`` (step id -> journal state) default to what
@@ -865,7 +866,8 @@ def verify_plan(
     master key from the environment, when both exist); ``skip_requests`` (closed ones: their values
     are shredded) are left out, and a plan whose every request is closed is refused. ``engine``
     overrides the workspace's ``verify.engine`` (driver, spark or auto: see
-    :mod:`piitracer.verify.engines`)."""
+    :mod:`piitracer.verify.engines`). For each dataset named in ``explain``, the result lists the
+    Parquet column chunks that had to be decoded and why (``verify --explain``)."""
     from piitracer.executor.journal import Journal
     from piitracer.verify.sweep import sweep as sweep_beyond
 
@@ -894,7 +896,7 @@ def verify_plan(
                                 "run `piitracer execute` first (its resolve step captures them)")
     choose = scanner_choice(workspace, engine)
     report = verify_datasets(plan, workspace.config.catalog, context.locations, value_sets, step_states,
-                             attested=attested, store=context.store, choose_scanner=choose)
+                             attested=attested, store=context.store, choose_scanner=choose, explain=explain)
     if sweep is not None:
         # The sweep of roots walks only roots a person named: the default roots are the workspace
         # folder, which also holds piitracer's own state, lineage files and notes.

@@ -232,3 +232,97 @@ def test_bloom_filter_of_every_written_value_admits_it(tmp_path: Path) -> None:
     absent = sum(_bloom_may_hold(handle, chunks.column(0), [xxh64(f"absent{n}".encode())]) for n in range(200))
     assert absent < 20  # and it does say "absent" (fpp 0.001)
     assert xxh64(b"") == 0xEF46DB3751D8E999 and xxh64(b"a") == 0xD24EC4F1A98C6E5B
+
+
+# ---- verify --explain, JSON and the report ---------------------------------------------------------
+
+def _workspace(tmp_path: Path, location: Path):
+    import yaml
+
+    import piitracer
+
+    folder = tmp_path / "ws"
+    (folder / "sql").mkdir(parents=True)
+    (folder / "sql" / "none.sql").write_text("-- no pipelines\n")
+    config = {"lineage": {"sql": [{"path": "sql"}]},
+              "catalog": {"crm.people": {"format": "parquet", "location": str(location),
+                                         "columns": ["user_id", "email", "note"], "identifiers": ["user_id", "email"],
+                                         "subject_key": "user_id"}}}
+    (folder / "piitracer.yaml").write_text(yaml.safe_dump(config))
+    return piitracer.load_workspace(folder)
+
+
+def test_cli_explain_json_and_report_say_how_chunks_were_proven_without_a_value(tmp_path: Path) -> None:
+    """`verify --explain DATASET` lists each decoded chunk and why; --output json carries the
+    per-method counts and bytes; the audit report has the per-dataset proof table; no output holds
+    a subject value; an unknown dataset is one line and exit 2."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import piitracer
+    from piitracer.api import plan_deletion, write_private
+    from piitracer.executor.journal import COMMITTED, Journal
+    from piitracer.model.plan import Subject
+
+    location = tmp_path / "people"
+    location.mkdir()
+    rows = 3000
+    people = pa.table({"user_id": pa.array([8_000_000_000 + n for n in range(rows)], pa.int64()),
+                       "email": [f"user{n}@example.org" for n in range(rows)],
+                       "note": [f"note {n % 7}" for n in range(rows)]})
+    pq.write_table(people, location / "clean.parquet", row_group_size=1000)  # every chunk proven
+    # The subject's email inside a note, in a chunk whose dictionary fell back to plain pages.
+    notes = [f"free text {n}" for n in range(rows - 1)] + [f"mail to {SUBJECT_EMAIL} bounced"]
+    pq.write_table(people.set_column(2, "note", pa.array(notes)), location / "leak.parquet", dictionary_pagesize_limit=256,
+                   row_group_size=1000, write_batch_size=64)
+    ws = _workspace(tmp_path, location)
+    plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), ["crm.people.user_id"],
+                         [Subject(value=str(SUBJECT_ID), request_id="r1", received_at="2026-11-20T09:00:00Z")])
+    plan_file = tmp_path / "plan.json"
+    write_private(plan_file, plan.to_json())
+    journal = Journal(ws.root / ".piitracer" / "journal.sqlite")
+    journal.save_values(plan.plan_id, {"r1": {"crm.people.user_id": [SUBJECT_ID], "crm.people.email": [SUBJECT_EMAIL]}})
+    journal.start_run("run1", plan.plan_id, {})
+    for step in plan.steps:
+        journal.mark(plan.plan_id, "run1", step, COMMITTED)
+    journal.close()
+    key = "chunk-proof-test-audit-key-0123456789"
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PIITRACER_AUDIT")}, "PIITRACER_AUDIT_KEY": key}
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "piitracer.cli.main", "--workspace", str(ws.root), *args],
+                              capture_output=True, text=True, timeout=120, env=env)
+
+    text = run("verify", str(plan_file), "--explain", "crm.people")
+    assert text.returncode == 1, text.stderr
+    # clean.parquet: ids by statistics, emails and notes by dictionary; leak.parquet (every column
+    # fell back to plain pages): ids by statistics, emails and notes decoded. Three row groups each.
+    assert "Parquet column chunks: 6 decoded, 12 proven without decoding (dictionary 6, statistics 6)" in text.stdout
+    explained = [line.strip() for line in text.stdout.splitlines() if line.startswith("  leak.parquet row group")]
+    assert explained == [f"leak.parquet row group {g} column {c}: values may sit inside text; plain-encoded data "
+                         "pages (dictionary fallback)" for g in range(3) for c in ("email", "note")], text.stdout
+    assert "crm.people: 6 Parquet column chunk(s) decoded" in text.stdout
+
+    document = json.loads(run("verify", str(plan_file), "--output", "json", "--no-record").stdout)
+    proofs = document["datasets"][0]["chunk_proofs"]
+    assert {k: proofs[k] for k in ("dictionary", "type", "decoded", "statistics", "bloom", "page_index")} == \
+        {"dictionary": 6, "type": 0, "decoded": 6, "statistics": 6, "bloom": 0, "page_index": 0}
+    total = sum(p.stat().st_size for p in location.iterdir())
+    assert proofs["bytes_total"] == total and 0 < proofs["bytes_read"] < total
+    assert document["datasets"][0]["decoded_chunks"] == []  # only with --explain
+
+    report = run("audit", "report", "--request", "r1", "--format", "html")
+    assert report.returncode == 0, report.stderr
+    assert "How Parquet column chunks were proven" in report.stdout
+    table = report.stdout[report.stdout.index("How Parquet column chunks were proven"):]
+    assert "<td>crm.people</td>" + "".join(f'<td class="num"><!--num-->{n}</td>' for n in (6, 6, 0, 0, 0, 6)) in table
+    markdown = run("audit", "report", "--request", "r1", "--format", "md").stdout
+    assert "| crm.people | 6 | 6 | 0 | 0 | 0 | 6 |" in markdown
+
+    unknown = run("verify", str(plan_file), "--explain", "crm.nope", "--no-record")
+    assert unknown.returncode == 2 and len(unknown.stderr.strip().splitlines()) == 1
+    assert "--explain crm.nope: not a dataset of plan" in unknown.stderr and "Traceback" not in unknown.stderr
+    for output in (text.stdout, text.stderr, report.stdout, markdown):
+        assert str(SUBJECT_ID) not in output and SUBJECT_EMAIL not in output

@@ -79,6 +79,8 @@ def verification_body(report: VerificationReport) -> dict[str, Any]:
                 "findings": [{"file": f.file, "where": f.where, "value_set": f.value_set, "kind": f.kind} for f in d.findings],
                 "pending_until": d.pending_until,
                 "reason": d.reason,
+                # how its Parquet column chunks were proven or decoded, and bytes read (counts only)
+                "chunk_proofs": d.chunk_proofs.model_dump(),
             }
             for d in report.datasets
         ],

@@ -879,9 +879,11 @@ def audit_check_certificate(certificate: Path, public_key: Path, output: str) ->
 @click.option("--engine", type=click.Choice([e.value for e in TaskEngine]), default=None,
               help="Where files are decoded: in this process (driver), as Spark tasks on spark.master (spark), or by "
               "the plan's file count and size (auto; default: the workspace's verify.engine).")
+@click.option("--explain", "explain", metavar="DATASET", default=None,
+              help="List the Parquet column chunks of DATASET that had to be decoded, and why (never a value).")
 @click.pass_context
 def verify_command(ctx, plan_file: Path, output: str, sweep: str | None, audit_key_file: Path | None, no_record: bool,
-                   master_key_file: Path | None, engine: str | None) -> None:
+                   master_key_file: Path | None, engine: str | None, explain: str | None) -> None:
     """Prove the erasure: decode every file under each dataset and read back every retained
     snapshot/version, and record the result in the audit trail. Exit 0 only when every dataset is
     erased, attested or needs no action; 1 when any is found, pending, unplanned or awaiting
@@ -893,10 +895,14 @@ def verify_command(ctx, plan_file: Path, output: str, sweep: str | None, audit_k
     master = load_master_key(master_key_file) if master_key_file or has_master_key() else None
     with request_store(workspace, master) as store:
         plan = load_plan(plan_file, store.cipher)
+        if explain is not None and explain not in {d.dataset for d in plan.datasets}:
+            raise PlanningError(f"--explain {explain}: not a dataset of plan {plan.plan_id[:16]} (expected one of: "
+                                + ", ".join(d.dataset for d in plan.datasets) + ")")
         closed = [r for r in plan_requests(plan) if store.has(r) and store.get(r).state is RequestState.CLOSED]
         attested = recorded_attestations(workspace, key, plan) if key is not None else {}
         report = verify_plan(workspace, plan, attested=attested, sweep=sweep, cipher=store.cipher(plan_requests(plan)),
-                             skip_requests=closed, engine=TaskEngine(engine) if engine else None)
+                             skip_requests=closed, engine=TaskEngine(engine) if engine else None,
+                             explain=(explain,) if explain else ())
         if not no_record:
             with audit_log(workspace, key=key) as log:
                 record_verification(log, plan, report)
@@ -916,16 +922,31 @@ def verify_command(ctx, plan_file: Path, output: str, sweep: str | None, audit_k
                               highlight=False, markup=False)
         done = len(report.datasets) - len(report.open_items())
         swept = f"; swept {len(report.swept)} more dataset(s)/folder(s), {report.swept_files} files" if report.sweep else ""
-        proven, decoded = (sum(d.column_chunks_proven for d in report.datasets),
-                           sum(d.column_chunks_decoded for d in report.datasets))
-        if proven or decoded:
-            console.print(f"Parquet column chunks: {decoded:,} decoded, {proven:,} proven without decoding (footer "
-                          "min/max or a type no searched value has)", highlight=False)
+        if any(d.column_chunks_proven or d.column_chunks_decoded for d in report.datasets):
+            console.print(chunk_summary(report), highlight=False)
+        if explain:
+            item = report.result(explain)
+            console.print(f"{explain}: {len(item.decoded_chunks):,} Parquet column chunk(s) decoded", highlight=False)
+            for chunk in item.decoded_chunks:
+                console.print(f"  {chunk.file} row group {chunk.row_group} column {chunk.column}: {chunk.why}",
+                              highlight=False, markup=False)
         verdict = ("complete: no subject data found, every person's step attested" if report.complete else
                    "not complete: " + ", ".join(f"{n} {state}" for state, n in
                                                 sorted(Counter(d.state.value for d in report.open_items()).items())))
         console.print(f"{done} of {len(report.datasets)} datasets done{swept}; {verdict}", highlight=False)
     sys.exit(EXIT_OK if report.complete else EXIT_FOUND)
+
+
+def chunk_summary(report: VerificationReport) -> str:
+    """One line: how the Parquet column chunks of every dataset were proven or decoded, and bytes read."""
+    methods = ("dictionary", "statistics", "page_index", "bloom", "type")
+    counts = {m: sum(getattr(d.chunk_proofs, m) for d in report.datasets) for m in (*methods, "decoded")}
+    read, total = (sum(d.chunk_proofs.bytes_read for d in report.datasets),
+                   sum(d.chunk_proofs.bytes_total for d in report.datasets))
+    how = ", ".join(f"{m.replace('_', ' ')} {counts[m]:,}" for m in methods if counts[m])
+    proven = sum(counts[m] for m in methods)
+    return (f"Parquet column chunks: {counts['decoded']:,} decoded, {proven:,} proven without decoding"
+            + (f" ({how})" if how else "") + f"; read {read:,} of {total:,} bytes")
 
 
 STATE_STYLE = {ErasureState.ERASED: "green", ErasureState.ATTESTED: "green", ErasureState.NO_ACTION: "dim",

@@ -40,6 +40,36 @@ class Finding(Frozen):
     kind: str = Field(description="data | statistics | manifest_bound | manifest | log_stats | log | metadata | raw | path | snapshot")
 
 
+class ChunkProofs(Frozen):
+    """How the Parquet column chunks (one column of one row group) of a dataset's files were settled
+    (design.md, "Proof at scale"), and the bytes read from those files against their size."""
+
+    type: int = Field(0, description="Proven because no searched value has the column's type.")
+    statistics: int = Field(0, description="Proven by footer min/max (integers and dates) excluding every searched value.")
+    page_index: int = Field(0, description="Proven page by page by the column index (integers and dates).")
+    bloom: int = Field(0, description="Proven by a split-block Bloom filter missing every searched value (whole values).")
+    dictionary: int = Field(0, description="Wholly dictionary-encoded (read from the page headers) and the dictionary "
+                            "holds no searched value, whole or inside text.")
+    decoded: int = Field(0, description="Decoded and searched row by row.")
+    bytes_read: int = Field(0, description="Bytes read from the dataset's Parquet files (footers, headers, dictionaries, "
+                            "filters, indexes, decoded chunks).")
+    bytes_total: int = Field(0, description="Total size of the dataset's Parquet files.")
+
+    @property
+    def proven(self) -> int:
+        """Chunks proven without decoding their rows."""
+        return self.type + self.statistics + self.page_index + self.bloom + self.dictionary
+
+
+class DecodedChunkNote(Frozen):
+    """A chunk the verifier had to decode, and why (``verify --explain``); never a value."""
+
+    file: str = Field(description="Path relative to the dataset's location, values redacted.")
+    row_group: int
+    column: str
+    why: str
+
+
 class DatasetVerification(Frozen):
     """The result for one dataset of a plan."""
 
@@ -53,9 +83,11 @@ class DatasetVerification(Frozen):
     value_sets: tuple[str, ...] = Field((), description="Names of the value sets searched in this dataset (never the values).")
     notes: tuple[str, ...] = Field((), description="Files decoded only as raw bytes, versions that could not be read back.")
     column_chunks_proven: int = Field(0, description="Parquet column chunks proven to hold no searched value without "
-                                      "decoding them: by their exact footer min/max, or because no searched value has "
-                                      "their type.")
+                                      "decoding them (chunk_proofs says how).")
     column_chunks_decoded: int = Field(0, description="Parquet column chunks decoded and searched.")
+    chunk_proofs: ChunkProofs = Field(default_factory=ChunkProofs, description="How each Parquet column chunk was "
+                                      "proven or decoded, and the bytes read.")
+    decoded_chunks: tuple[DecodedChunkNote, ...] = Field((), description="verify --explain: each chunk decoded and why.")
 
 
 class VerificationReport(Frozen):

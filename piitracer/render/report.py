@@ -14,7 +14,7 @@ from piitracer.graph.lineage_graph import LineageGraph
 from piitracer.model.audit import RequestTrail
 from piitracer.model.lineage import ColumnRef
 from piitracer.render.lineage_diagram import STATE_FILLS, lineage_diagram, render_lineage
-from piitracer.render.report_facts import STATE_LABELS, STATES, ReportFacts, report_facts
+from piitracer.render.report_facts import PROOF_HEADERS, STATE_LABELS, STATES, ReportFacts, proof_rows, report_facts
 
 HMAC_PREFIX = 12  # hex characters of a subject HMAC shown: enough to tell subjects apart
 CSS = """
@@ -105,6 +105,9 @@ def report_markdown(trail: RequestTrail, generated_at: datetime | None = None) -
         lines.append("No verification recorded yet.")
     else:
         lines.append(f"Checked at {facts.verification['checked_at']}.")
+        if proof_rows(facts.verification):
+            lines += ["", "How Parquet column chunks were proven:", "",
+                      _md_table(PROOF_HEADERS, [[str(c) for c in row] for row in proof_rows(facts.verification)])]
         lines += ["", _md_table(["dataset", "file", "where", "value set", "kind"], _finding_rows(facts)) if _finding_rows(facts)
                   else "No finding: no scanned file holds a subject value."]
     lines += ["", "## Integrity", "", _md_table(["", ""], [[_strip(a), _strip(b)] for a, b in _integrity_rows(facts, trail)]), "",
@@ -216,6 +219,12 @@ def _verification_html(facts: ReportFacts) -> str:
     scanned = sum(d["files_scanned"] for d in v["datasets"])
     head = (f"<p>Checked at {html.escape(v['checked_at'])}: {len(v['datasets'])} datasets, {scanned} files scanned, "
             f"{sum(d['findings_count'] for d in v['datasets'])} finding(s).</p>")
+    proofs = proof_rows(v)
+    if proofs:
+        head += ("<h3>How Parquet column chunks were proven</h3><p class=\"muted\">A chunk (one column of one row "
+                 "group) is proven without decoding its rows by its dictionary, its footer min/max, its page index, its "
+                 "Bloom filter, or a type no searched value has; every other chunk is decoded.</p>"
+                 + _html_table(PROOF_HEADERS, [[row[0], *(_num(n) for n in row[1:])] for row in proofs]))
     rows = _finding_rows(facts)
     if not rows:
         return head + "<p>No finding: no scanned file holds a subject value.</p>"

@@ -94,6 +94,19 @@ class ChunkCounts:
         self.decoded_chunks.extend(other.decoded_chunks)
 
 
+def chunk_facts(chunks: ChunkCounts, explain: bool = False) -> dict[str, Any]:
+    """The verification model's fields for these counts; ``explain``: with every decoded chunk and why."""
+    from piitracer.model.verification import ChunkProofs, DecodedChunkNote
+
+    proofs = ChunkProofs(**{method: chunks.by_method.get(method, 0) for method in
+                            ("type", "statistics", "page_index", "bloom", "dictionary", "decoded")},
+                         bytes_read=chunks.bytes_read, bytes_total=chunks.bytes_total)
+    notes = tuple(DecodedChunkNote(file=c.file, row_group=c.row_group, column=c.column, why=c.why)
+                  for c in chunks.decoded_chunks) if explain else ()
+    return dict(column_chunks_proven=chunks.proven, column_chunks_decoded=chunks.decoded, chunk_proofs=proofs,
+                decoded_chunks=notes)
+
+
 @dataclass(frozen=True)
 class DecodedChunk:
     """A chunk that had to be decoded: file (redacted), row group, column (redacted) and why."""
@@ -227,17 +240,19 @@ def redact_path(relative: str, index: ValueIndex) -> str:
 def _parquet(source: FileSource, index: ValueIndex, in_log: bool, chunks: ChunkCounts) -> Iterator[tuple[str, set[str], str]]:
     import pyarrow.parquet as pq
 
-    from piitracer.verify.parquet_proofs import CountingFile
+    from piitracer.verify.parquet_proofs import CountingFile, read_metadata
 
     with CountingFile(source.open()) as counted:
         try:
-            yield from _parquet_file(pq.ParquetFile(counted), counted, source, index, in_log, chunks)
+            metadata, footer = read_metadata(counted)
+            yield from _parquet_file(pq.ParquetFile(counted, metadata=metadata), counted, footer, source, index,
+                                     in_log, chunks)
         finally:
             chunks.bytes_read += counted.bytes_read
             chunks.bytes_total += counted.size()
 
 
-def _parquet_file(handle, counted, source: FileSource, index: ValueIndex, in_log: bool,
+def _parquet_file(handle, counted, footer: bytes, source: FileSource, index: ValueIndex, in_log: bool,
                   chunks: ChunkCounts) -> Iterator[tuple[str, set[str], str]]:
     from piitracer.verify.parquet_proofs import ParquetProver
 
@@ -272,7 +287,7 @@ def _parquet_file(handle, counted, source: FileSource, index: ValueIndex, in_log
     from piitracer.verify.columns import column_hits
 
     searched = [name for name in schema.names if name not in offsets]  # a position delete's 'pos' is an offset
-    prover = ParquetProver(counted, metadata, schema, index)
+    prover = ParquetProver(counted, metadata, schema, index, footer)
     for group in range(metadata.num_row_groups):
         needed = []
         for name in searched:

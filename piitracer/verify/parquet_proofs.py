@@ -111,8 +111,10 @@ class ChunkProof:
 class ParquetProver:
     """The rules above for the chunks of one open Parquet file."""
 
-    def __init__(self, handle: CountingFile, metadata: pq.FileMetaData, schema: pa.Schema, index: ValueIndex) -> None:
+    def __init__(self, handle: CountingFile, metadata: pq.FileMetaData, schema: pa.Schema, index: ValueIndex,
+                 footer: bytes) -> None:
         self.handle = handle
+        self.footer_bytes = footer
         self.metadata = metadata
         self.schema = schema
         self.index = index
@@ -200,7 +202,7 @@ class ParquetProver:
 
     def _excluded_by_page_index(self, group: int, column: "_Column") -> bool:
         if self._footer is None:
-            self._footer = read_footer(self.handle)
+            self._footer = parse_footer(self.footer_bytes)
         meta = self._footer[4][group][1][column.leaf]
         offset, length = meta.get(6), meta.get(7)
         if offset is None or not length:
@@ -478,12 +480,26 @@ def xxh64(data: bytes, seed: int = 0) -> int:
 
 # ---- footer -------------------------------------------------------------------------------------
 
-def read_footer(handle: CountingFile) -> dict[int, Any]:
-    """The file's FileMetaData struct (for what pyarrow does not expose: page index offsets)."""
+TAIL_WINDOW = 8192  # one read usually holds the whole footer; pyarrow's own first read is 64 KiB
+
+
+def read_metadata(handle: CountingFile) -> tuple[pq.FileMetaData, bytes]:
+    """The file's footer, read with the fewest bytes (its tail, then the rest of the footer if
+    longer), parsed by pyarrow; and the footer's Thrift bytes (for :func:`parse_footer`)."""
     size = handle.size()
-    tail = handle.read_at(8, size - 8)
-    if tail[4:] != b"PAR1":
-        raise ValueError("no Parquet footer")
-    length = int.from_bytes(tail[:4], "little")
-    footer, _ = read_struct(handle.read_at(length, size - 8 - length))
-    return footer
+    window = min(size, TAIL_WINDOW)
+    tail = handle.read_at(window, size - window)
+    if len(tail) < 12 or tail[-4:] != b"PAR1":
+        raise ValueError("no Parquet footer magic")
+    length = int.from_bytes(tail[-8:-4], "little")
+    if length + 12 > size:
+        raise ValueError("Parquet footer longer than the file")
+    if length + 8 > len(tail):
+        tail = handle.read_at(length + 8 - len(tail), size - length - 8) + tail
+    footer = tail[len(tail) - 8 - length:len(tail) - 8]
+    return pq.read_metadata(pa.BufferReader(b"PAR1" + footer + tail[-8:])), footer
+
+
+def parse_footer(footer: bytes) -> dict[int, Any]:
+    """The FileMetaData struct (for what pyarrow does not expose: page index offsets)."""
+    return read_struct(footer)[0]

@@ -19,14 +19,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Collection, Mapping
 
 from piitracer.model.plan import PERSON_ACTIONS, Action, DatasetDecision, DatasetStatus, DeletionPlan, ValueKind
 from piitracer.model.verification import DatasetVerification, ErasureState, Finding, VerificationReport
 from piitracer.model.workspace import CatalogDataset, DatasetFormat, ReplicaManagement, duration_text
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
-from piitracer.verify.decoders import PUFFIN_NOTE, ScanResult, scan_location
+from piitracer.verify.decoders import PUFFIN_NOTE, ScanResult, chunk_facts, scan_location
 from piitracer.verify.engines import FileScanner, ScanPlan, ScanRequest, list_requests
 from piitracer.formats import FormatSupport, TableFiles, support_for
 from piitracer.verify.columns import exact_hits
@@ -70,11 +70,13 @@ def verify_datasets(
     attested: Mapping[str, str] | None = None,
     store: Store | None = None,
     choose_scanner: Callable[[ScanPlan], FileScanner] | None = None,
+    explain: Collection[str] = (),
 ) -> VerificationReport:
     """Check every dataset of ``plan``: decode every file under its location and read back every
     retained snapshot/version. ``step_states`` maps step id -> journal state (missing: not run);
     ``attested`` maps the id of a person's step to who attested it and when. ``choose_scanner``
-    picks where the files are decoded once they are listed (default: in this process)."""
+    picks where the files are decoded once they are listed (default: in this process); for the
+    datasets named in ``explain`` the result lists every Parquet chunk decoded and why."""
     if not value_sets:
         raise VerificationError("no resolved values for this plan: run `piitracer execute` first")
     states = dict(step_states or {})
@@ -91,7 +93,7 @@ def verify_datasets(
     results = []
     for decision in plan.datasets:
         result = verify_dataset(plan, decision, catalog.get(decision.dataset), locations.get(decision.dataset), value_sets,
-                                states, attested or {}, store, scans.get(decision.dataset))
+                                states, attested or {}, store, scans.get(decision.dataset), decision.dataset in explain)
         log.info("verified %s: %s", decision.dataset, result.state.value)
         results.append(result)
     return VerificationReport(plan_id=plan.plan_id, checked_at=checked_at or datetime.now(timezone.utc),
@@ -108,7 +110,7 @@ def _stores_files(entry: CatalogDataset | None, location: Location | None, store
 def verify_dataset(plan: DeletionPlan, decision: DatasetDecision, entry: CatalogDataset | None,
                    location: Location | None, value_sets: Mapping[str, list[Any]],
                    states: Mapping[str, str], attested: Mapping[str, str] | None = None,
-                   store: Store | None = None, scan: ScanResult | None = None) -> DatasetVerification:
+                   store: Store | None = None, scan: ScanResult | None = None, explain: bool = False) -> DatasetVerification:
     """The verdict for one dataset; ``scan`` is its files' decoding when already done (else it is
     done here, in this process)."""
     dataset = decision.dataset
@@ -159,7 +161,7 @@ def verify_dataset(plan: DeletionPlan, decision: DatasetDecision, entry: Catalog
         removers = [[Action.AWAIT_REPLICATION] for _ in findings]
     common = dict(dataset=dataset, files_scanned=len(scan.files), snapshots_checked=view.versions_checked,
                   findings=tuple(findings), value_sets=tuple(names), notes=tuple(notes),
-                  column_chunks_proven=scan.chunks.proven, column_chunks_decoded=scan.chunks.decoded)
+                  **chunk_facts(scan.chunks, explain))
     if person:
         steps_text = ", ".join(f"{s.id} {s.action.value}" for s in person)
         if findings:
