@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from piitracer.formats import FormatError, FormatSupport, TableFacts, TableFiles, VersionRows, hidden, may_hold, relative_to
+from piitracer.formats.prepare import BLOOM_FPP, file_columns, proof_columns
 from piitracer.formats.values import SUBJECT_COLUMN, arrow_frame, typed_values
 from piitracer.model.outcome import Attempt, SafetyError, StepOutcome
 from piitracer.model.plan import Action
@@ -102,12 +103,15 @@ def _key_type(table, key_column: str) -> pa.DataType:
 
 
 def delete_rows(location: Location, store: Store, key_column: str | None, values: list[Any],
-                attempt: Attempt | None = None) -> StepOutcome:
+                attempt: Attempt | None = None, prepare: tuple[str, ...] = ()) -> StepOutcome:
     """Delete the rows whose key is one of ``values``: a MERGE with a source table of the values
     and a when-matched delete, so the values are data, never predicate text (a ``delete(predicate)``
     would also write the values into the commit's operation parameters in the log).
     ``rows_deleted`` counts from the first attempt (``Attempt``): a resumed run that finds the
-    rows already gone reports what the killed attempt removed."""
+    rows already gone reports what the killed attempt removed.
+
+    ``prepare`` (``verify.prepare``): the columns the rewritten files get Bloom filters on
+    (:func:`_prepared_writer`); empty: delta-rs's own writer defaults."""
     attempt = attempt or Attempt()
     if not key_column:
         raise SafetyError(f"{location}: a delete needs a key column")
@@ -127,8 +131,9 @@ def delete_rows(location: Location, store: Store, key_column: str | None, values
         outcome.details["matched"] = 0
         return outcome
     source = pa.table({SUBJECT_COLUMN: subjects})
+    writer = _prepared_writer(table, location, store, prepare, total_before) if prepare else None
     metrics = (table.merge(source=source, predicate=f"t.{_quote(key_column)} = s.{SUBJECT_COLUMN}",
-                           source_alias="s", target_alias="t")
+                           source_alias="s", target_alias="t", writer_properties=writer)
                .when_matched_delete().execute())
     failpoint("delta.delete.after_commit")  # test-only: the MERGE is committed, the journal does not know
     table = _table(location, store)
@@ -140,7 +145,49 @@ def delete_rows(location: Location, store: Store, key_column: str | None, values
     outcome.rows_deleted, outcome.version_after = outcome.rows_deleted + expected, str(table.version())
     outcome.files_rewritten = int(metrics.get("num_target_files_removed", 0))
     outcome.details.update(total_rows_after=total_after, files_added=int(metrics.get("num_target_files_added", 0)))
+    if writer is not None:
+        outcome.details["prepared_for_proof"] = ", ".join(prepare)
     return outcome
+
+
+ROW_GROUP_ROWS = 1024 * 1024  # delta-rs's (arrow-rs's) default max rows per row group
+
+
+def _prepared_writer(table, location: Location, store: Store, prepare: tuple[str, ...], rows: int):
+    """delta-rs ``WriterProperties`` for the files a prepared delete rewrites: a Bloom filter on
+    each of ``prepare`` the table has (sized for at most a row group's rows, or the table's when
+    fewer), dictionary encoding and page-level statistics (the page index) on every column, and
+    the codec of the table's current files: given any writer properties, delta-rs drops its own
+    default codec (snappy) and writes uncompressed."""
+    from deltalake import BloomFilterProperties, ColumnProperties, WriterProperties
+
+    schema = pa.schema(table.schema().to_arrow())
+    ndv = max(min(rows, ROW_GROUP_ROWS), 1)
+    bloomed = {name: ColumnProperties(dictionary_enabled=True, statistics_enabled="PAGE",
+                                      bloom_filter_properties=BloomFilterProperties(True, BLOOM_FPP, ndv))
+               for name in file_columns(schema, prepare)}
+    return WriterProperties(compression=_current_codec(table, location, store),
+                            default_column_properties=ColumnProperties(dictionary_enabled=True, statistics_enabled="PAGE"),
+                            column_properties=bloomed)
+
+
+DELTA_RS_CODECS = ("UNCOMPRESSED", "SNAPPY", "GZIP", "BROTLI", "LZ4", "ZSTD", "LZ4_RAW")
+
+
+def _current_codec(table, location: Location, store: Store) -> str:
+    """The codec of the first column of the table's first current data file (as its footer says),
+    or SNAPPY (delta-rs's default) for a table without a file or with a codec delta-rs cannot write."""
+    import pyarrow.parquet as pq
+
+    for uri in sorted(table.file_uris()):
+        relative = relative_to(location, uri)
+        if relative is None:
+            continue
+        metadata = pq.ParquetFile(store.open_input(location.child(relative))).metadata
+        if metadata.num_row_groups and metadata.num_columns:
+            codec = str(metadata.row_group(0).column(0).compression).upper()
+            return codec if codec in DELTA_RS_CODECS else "SNAPPY"
+    return "SNAPPY"
 
 
 def purge_deletion_vectors(location: Location, store: Store) -> StepOutcome:
@@ -216,7 +263,8 @@ def _remove_superseded_checkpoints(location: Location, store: Store, version: in
 
 
 PERFORM = {
-    Action.DELETE_ROWS: lambda work: delete_rows(work.location, work.store, work.step.key_column, work.values, work.attempt),
+    Action.DELETE_ROWS: lambda work: delete_rows(work.location, work.store, work.step.key_column, work.values, work.attempt,
+                                                 proof_columns(work.entry, work.step.key_column)),
     Action.PURGE_DELETION_VECTORS: lambda work: purge_deletion_vectors(work.location, work.store),
     Action.VACUUM: lambda work: vacuum(work.location, work.store, work.attempt),
     Action.CLEAN_DELTA_LOG: lambda work: clean_delta_log(work.location, work.store, work.attempt),

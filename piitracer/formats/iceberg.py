@@ -14,6 +14,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from piitracer.formats import FormatError, FormatSupport, Shown, StepWork, TableFacts, TableFiles, VersionRows, hidden, relative_to
+from piitracer.formats.prepare import BLOOM_FPP, bloom_filter_bytes, proof_columns
 from piitracer.formats.values import SUBJECT_COLUMN, subject_frame
 from piitracer.model.outcome import Attempt, SafetyError, StepOutcome
 from piitracer.model.plan import Action
@@ -138,6 +139,12 @@ EQUALITY_KEY_TYPES = {"bigint": "int64", "int": "int32", "smallint": "int16", "s
 WORK_BRANCH_PREFIX = "piitracer_rewrite_"  # the working branch a tag's rewrite is committed to
 DELETE_MODE = "write.delete.mode"
 SAVED_DELETE_MODE = "piitracer.saved.write.delete.mode"  # the mode to put back after a rewrite_ref
+# Iceberg's Parquet writer settings for Bloom filters (TableProperties, Iceberg 1.10): per column
+# on/off and false-positive probability, and one size for every filter (Iceberg passes parquet-java
+# no number of distinct values, so each filter is this size).
+BLOOM_ENABLED = "write.parquet.bloom-filter-enabled.column."
+BLOOM_FPP_PREFIX = "write.parquet.bloom-filter-fpp.column."
+BLOOM_MAX_BYTES = "write.parquet.bloom-filter-max-bytes"
 
 
 def _retain_clause(milliseconds: int) -> str:
@@ -289,13 +296,99 @@ class IcebergEraser:
         subjects = F.broadcast(subject_frame(self.spark, values, frame.schema[key_column].dataType))
         return subjects, frame.join(subjects, frame[key_column] == subjects[SUBJECT_COLUMN], "left_semi").count()
 
-    def rewrite_data_files(self, options: dict[str, str]) -> StepOutcome:
+    def rewrite_data_files(self, options: dict[str, str], attempt: Attempt | None = None,
+                           prepare: tuple[str, ...] = ()) -> StepOutcome:
         """Rewrite data files that have delete files, so the rows are gone from data files too;
-        then remove the equality-delete files that rewrite applied (they hold the deleted keys)."""
+        then remove the equality-delete files that rewrite applied (they hold the deleted keys).
+
+        ``prepare`` (``verify.prepare``): the rewritten files get Bloom filters on those columns
+        (:meth:`_bloom_filters_for_the_rewrite`); dictionary encoding and the page index are
+        Iceberg's defaults and stay on."""
         option_map = ", ".join(f"'{k}', '{v}'" for k, v in sorted(options.items()))
-        row = self._call(f"rewrite_data_files(table => '{self.procedure_table}', options => map({option_map}))")
+        procedure = f"rewrite_data_files(table => '{self.procedure_table}', options => map({option_map}))"
+        if not prepare:
+            row = self._call(procedure)
+        else:
+            with self._bloom_filters_for_the_rewrite(prepare, attempt or Attempt()) as prepared:
+                row = self._call(procedure)
         row["applied_equality_delete_files_removed"] = self._drop_applied_equality_deletes()
-        return self._physical(row, files_rewritten=row.get("rewritten_data_files_count", 0))
+        outcome = self._physical(row, files_rewritten=row.get("rewritten_data_files_count", 0))
+        if prepare:
+            outcome.details.update(prepared)
+        return outcome
+
+    def _bloom_filters_for_the_rewrite(self, prepare: tuple[str, ...], attempt: Attempt):
+        """Set the table's Bloom filter properties on the columns of ``prepare`` it has, for one
+        rewrite, then put every property back as it was (a table's write settings are its owner's:
+        the pipelines' own writes keep theirs). The filter size is fitted to the rows of the files
+        the rewrite takes (``bloom_filter_bytes``): Iceberg would otherwise write 1 MiB per column
+        and file. The properties before are journaled first (``Attempt``), so a run killed with
+        them set restores the original on resume, not the override. Yields the outcome details:
+        which columns, and which properties were set and restored (names only)."""
+        from contextlib import contextmanager
+
+        @contextmanager
+        def prepared():
+            columns = self._bloomable_columns(prepare)
+            wanted = {f"{BLOOM_ENABLED}{name}": "true" for name in columns}
+            wanted.update({f"{BLOOM_FPP_PREFIX}{name}": str(BLOOM_FPP) for name in columns})
+            if columns:
+                wanted[BLOOM_MAX_BYTES] = str(bloom_filter_bytes(self._rows_in_files_with_deletes()))
+            current = self.java_table().properties()
+            first = attempt.start({"table_properties_before": {
+                name: (None if current.get(name) is None else str(current.get(name))) for name in sorted(wanted)}})
+            before = first["table_properties_before"]
+            # An owner's own Bloom filter setting on a column stays (only absent ones are added).
+            wanted = {name: value for name, value in wanted.items()
+                      if name == BLOOM_MAX_BYTES or before.get(name) is None}
+            self._set_properties(wanted)
+            try:
+                failpoint("iceberg.rewrite_data_files.prepared")  # test-only: properties set, nothing rewritten yet
+                yield {"prepared_for_proof": ", ".join(columns) or "none of the columns has a Bloom filter type",
+                       "table_properties_set_and_restored": ", ".join(sorted(wanted))}
+            finally:
+                self._set_properties({name: before.get(name) for name in {*wanted, *before}})
+        return prepared()
+
+    def _bloomable_columns(self, prepare: tuple[str, ...]) -> list[str]:
+        """The table's top-level columns among ``prepare`` (as the table spells them) whose type
+        can carry a Parquet Bloom filter (a primitive other than boolean)."""
+        wanted = set(prepare)
+        found = []
+        for column in self.java_table().schema().columns():
+            kind = column.type()
+            if str(column.name()).lower() in wanted and kind.isPrimitiveType() and str(kind.typeId()) != "BOOLEAN":
+                found.append(str(column.name()))
+        return found
+
+    def _rows_in_files_with_deletes(self) -> int:
+        """The most rows the current data files with delete files hold in one partition: what
+        the rewrite takes, and an output file never mixes partitions, so no file it writes holds
+        more distinct values per column."""
+        rows: dict[tuple[int, str], int] = {}
+        tasks = self.java_table().newScan().planFiles()
+        try:
+            iterator = tasks.iterator()
+            while iterator.hasNext():
+                task = iterator.next()
+                if not task.deletes().isEmpty():
+                    file = task.file()
+                    key = (int(file.specId()), str(file.partition()))
+                    rows[key] = rows.get(key, 0) + int(file.recordCount())
+        finally:
+            tasks.close()
+        return max(rows.values(), default=0)
+
+    def _set_properties(self, properties: dict[str, str | None]) -> None:
+        """One commit of table properties through the table API (names never pasted into SQL);
+        None removes a property."""
+        if not properties:
+            return
+        update = self.java_table().updateProperties()
+        for name, value in sorted(properties.items()):
+            update = update.remove(name) if value is None else update.set(name, value)
+        update.commit()
+        self.spark.sql(f"REFRESH TABLE {self.quoted}")
 
     def _drop_applied_equality_deletes(self) -> int:
         """Remove, with one ``RewriteFiles`` commit, every equality-delete file no live data file
@@ -601,7 +694,8 @@ def _expire(work: StepWork) -> StepOutcome:
 PERFORM = {
     Action.DELETE_ROWS: lambda work: _eraser(work).delete_rows(work.step.key_column, work.values, work.attempt),
     Action.EQUALITY_DELETE: lambda work: _eraser(work).equality_delete(work.step.key_column, work.values, work.attempt),
-    Action.REWRITE_DATA_FILES: lambda work: _eraser(work).rewrite_data_files(work.step.params.options),
+    Action.REWRITE_DATA_FILES: lambda work: _eraser(work).rewrite_data_files(
+        work.step.params.options, work.attempt, proof_columns(work.entry, work.step.key_column)),
     Action.REWRITE_MANIFESTS: lambda work: _eraser(work).rewrite_manifests(),
     Action.EXPIRE_SNAPSHOTS: _expire,
     Action.REMOVE_ORPHAN_FILES: lambda work: _eraser(work).remove_orphan_files(work.attempt),

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from piitracer.formats import FormatError, FormatSupport, Shown, StepWork, TableFacts, TableFiles, VersionRows, hidden, may_hold
+from piitracer.formats.prepare import proof_columns, pyarrow_write_options
 from piitracer.formats.values import arrow_frame, typed_values
 from piitracer.model.outcome import Attempt, SafetyError, StepOutcome
 from piitracer.model.plan import Action
@@ -74,7 +75,8 @@ def arrow_schema(location: Location, store: Store):
 # ---- erasure: rewrite without the subjects' rows -----------------------------------------------
 
 def rewrite_files(location: Location, store: Store, key_column: str | None, values: list[Any],
-                  attempt: Attempt | None = None, tasks_for: Callable[[int, int], FileTasks] | None = None) -> StepOutcome:
+                  attempt: Attempt | None = None, tasks_for: Callable[[int, int], FileTasks] | None = None,
+                  prepare: tuple[str, ...] = ()) -> StepOutcome:
     """Rewrite every data file under ``location`` holding a row whose ``key_column`` is one of
     ``values``; files that cannot hold one (by their footer statistics or their key column) are
     not touched.
@@ -86,7 +88,12 @@ def rewrite_files(location: Location, store: Store, key_column: str | None, valu
     ``tasks_for(files, bytes)`` says where the per-file work runs (both passes: finding the files,
     rewriting them): in this process by default, or as Spark tasks, one file per item
     (:mod:`piitracer.storage.file_tasks`). A task run twice (an executor lost) is harmless: a file
-    is replaced only by its complete rewrite, and a rewritten file holds nothing more to remove."""
+    is replaced only by its complete rewrite, and a rewritten file holds nothing more to remove.
+
+    ``prepare`` (``verify.prepare``): the columns to write Bloom filters on; then each file is
+    also written with its original dictionary use, statistics and a page index
+    (:func:`piitracer.formats.prepare.pyarrow_write_options`). Empty: written as pyarrow's
+    defaults with the original's codec."""
     if not key_column:
         raise SafetyError(f"{location}: a rewrite needs a key column")
     if not store.exists(location):
@@ -106,13 +113,15 @@ def rewrite_files(location: Location, store: Store, key_column: str | None, valu
     outcome.rows_deleted = max(int(first["rows"]) - now["rows"], 0)
     outcome.files_rewritten = max(int(first["files"]) - now["files"], 0)
     outcome.bytes_removed = max(int(first["bytes"]) - now["bytes"], 0)
-    tasks.run(_RewriteWithout(location, store, key_column, values), holders, "rewrite")
+    tasks.run(_RewriteWithout(location, store, key_column, values, prepare), holders, "rewrite")
     # A rewrite task that died after writing its own temporary (a lost executor, then Spark's rerun
     # wrote another) left it behind: the complete replacements are in place, so it goes.
     outcome.details["stale_temporaries_removed"] += _remove_stale_temporaries(location, store)
     outcome.rows_deleted += now["rows"]
     outcome.files_rewritten += now["files"]
     outcome.bytes_removed += now["bytes"]
+    if prepare:
+        outcome.details["prepared_for_proof"] = ", ".join(prepare)
     return outcome
 
 
@@ -146,17 +155,23 @@ class _RewriteWithout(_FindSubjects):
     """One holder (relative path, size, rows matched) -> replaced by its rewrite without the
     subjects' rows; returns the rows kept."""
 
+    def __init__(self, location: Location, store: Store, key_column: str, values: list[Any],
+                 prepare: tuple[str, ...] = ()) -> None:
+        super().__init__(location, store, key_column, values)
+        self.prepare = prepare
+
     def __call__(self, item: tuple[str, int, int]) -> int:  # type: ignore[override]
         relative, _, matched = item
         handle = pq.ParquetFile(self.store.open_input(self.location.child(relative)))
         subjects = typed_values(self.values, handle.schema_arrow.field(self.key_column).type)
-        kept = _replace_without(self.location, self.store, relative, handle, self.key_column, subjects, matched)
+        kept = _replace_without(self.location, self.store, relative, handle, self.key_column, subjects, matched,
+                                self.prepare)
         failpoint("parquet.after_rename", self.location.name)  # test-only: some files rewritten, others not yet
         return kept
 
 
 def _replace_without(location: Location, store: Store, relative: str, handle: pq.ParquetFile, key_column: str,
-                     subjects: pa.Array, matched: int) -> int:
+                     subjects: pa.Array, matched: int, prepare: tuple[str, ...] = ()) -> int:
     table = handle.read()
     kept = table.filter(pc.invert(pc.fill_null(pc.is_in(table.column(key_column), value_set=subjects), False)))
     if kept.num_rows == table.num_rows:
@@ -171,9 +186,11 @@ def _replace_without(location: Location, store: Store, relative: str, handle: pq
     mine = f".{name}.{uuid.uuid4().hex[:12]}{TEMP_SUFFIX}"
     temporary = location.child(f"{folder}/{mine}" if folder else mine)
     target = location.child(relative)
-    compression = _compression(handle)
+    # Prepared: Bloom filters, dictionaries and a page index for the next verification to prove
+    # this file without decoding it; else pyarrow's defaults with the original's codec.
+    options = pyarrow_write_options(kept, handle.metadata, prepare) if prepare else {"compression": _compression(handle)}
     with store.open_durable_output(temporary) as sink:
-        pq.write_table(kept, sink, compression=compression)
+        pq.write_table(kept, sink, **options)
     failpoint("parquet.after_temp_write", location.name)  # test-only: the replacement is written, not in place
     written = pq.ParquetFile(store.open_input(temporary)).metadata.num_rows
     if written != kept.num_rows:
@@ -223,7 +240,8 @@ def rewrite_text(shown: Shown) -> str:
 def perform_rewrite(work: StepWork) -> StepOutcome:
     """The rewrite step of a plain folder or an archive (its files in this process or as Spark
     tasks, as ``work.file_tasks`` decides by their number and size)."""
-    return rewrite_files(work.location, work.store, work.step.key_column, work.values, work.attempt, work.file_tasks)
+    return rewrite_files(work.location, work.store, work.step.key_column, work.values, work.attempt, work.file_tasks,
+                         proof_columns(work.entry, work.step.key_column))
 
 
 def source_rows(spark, entry: CatalogDataset, location: Location, store: Store):

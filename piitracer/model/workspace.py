@@ -209,6 +209,9 @@ class CatalogDataset(Frozen):
     replicas: tuple[Replica, ...] = Field((), description="Copies of this dataset elsewhere (DR regions, "
                                           "other buckets): each becomes the dataset '<id>@<name>'.")
     replica_of: ReplicaOf | None = Field(None, description="Set by the workspace on a replica's dataset.")
+    prepare_for_proof: bool | None = Field(
+        None, description="Write the files piitracer rewrites here cheaper to prove (Bloom filters on the identifier "
+        "and key columns, dictionary encoding kept, page index); unset: the workspace's verify.prepare.")
     owner: str | None = Field(None, description="Team or person responsible (required for external).")
     description: str | None = None
 
@@ -472,6 +475,15 @@ class FileWorkSettings(Frozen):
         return files >= self.spark_min_files or size >= self.spark_min_bytes
 
 
+class VerifySettings(FileWorkSettings):
+    """The ``verify:`` block: where files are decoded, and whether the files piitracer rewrites are
+    written for the next verification to prove without decoding rows (``prepare``)."""
+
+    prepare: bool = Field(False, description="Rewritten files get Bloom filters on each dataset's identifier and "
+                          "key columns, dictionary encoding and a page index (Iceberg: through table properties set "
+                          "for the rewrite and restored after). A dataset's prepare_for_proof overrides it.")
+
+
 class ClassifySettings(Frozen):
     """The ``classify:`` block: how ``catalog classify`` reads values."""
 
@@ -499,7 +511,7 @@ class WorkspaceConfig(Frozen):
     catalog: dict[str, CatalogDataset] = Field(default_factory=dict)
     policy: Policy = Policy()
     spark: SparkSettings = SparkSettings()
-    verify: FileWorkSettings = FileWorkSettings()
+    verify: VerifySettings = VerifySettings()
     rewrite: FileWorkSettings = FileWorkSettings()
     storage: StorageSettings = StorageSettings()
     audit: AuditSettings = AuditSettings()
@@ -549,6 +561,17 @@ class WorkspaceConfig(Frozen):
                                             propagation_wait=replica.propagation_wait),
                 })
         return expanded
+
+    @model_validator(mode="after")
+    def _prepare_for_proof(self) -> "WorkspaceConfig":
+        """Each entry that does not say ``prepare_for_proof`` takes ``verify.prepare``: the
+        executor sees the catalog entry of a step, not the workspace."""
+        if any(entry.prepare_for_proof is None for entry in self.catalog.values()):
+            catalog = {dataset_id: entry if entry.prepare_for_proof is not None
+                       else entry.model_copy(update={"prepare_for_proof": self.verify.prepare})
+                       for dataset_id, entry in self.catalog.items()}
+            self.__dict__["catalog"] = catalog  # frozen: set once, while validating
+        return self
 
     @model_validator(mode="after")
     def _references_exist(self) -> "WorkspaceConfig":
