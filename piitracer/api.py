@@ -22,6 +22,7 @@ from piitracer.crypto.envelope import (KeyWrapper, MasterKeyError, ShreddedError
 from piitracer.audit import (AnchorFile, AuditError, AuditKey, AuditLog, AuditProblem, VerifyResult, load_audit_key,
                              record_attestation_entry, record_plan_entry, record_step_entries, record_verification_entry)
 from piitracer.executor.journal import Journal
+from piitracer.executor.preflight import PlanRefused
 from piitracer.executor.runner import ExecuteOptions, ExecutionContext, PlanExecutor, RunSummary, StepResult
 from piitracer.graph.lineage_graph import LineageGraph
 from piitracer.ingest.catalog_layers import DISCOVERED_FILE, DISCOVERED_HEADER
@@ -538,6 +539,65 @@ def check_plan_seal(plan: DeletionPlan, key: AuditKey | None, unsealed_ok: bool)
     if not _hmac.compare_digest(plan.seal.hmac, key.plan_seal(plan.plan_id)):
         raise PlanSealError(f"plan {plan.plan_id[:16]}: its seal does not verify: the plan was altered after it was "
                             "sealed: refusing it")
+
+
+def check_plan_origin(workspace: Workspace, log: AuditLog, plan: DeletionPlan, replan: bool = True) -> None:
+    """Refuse, before anything is journaled, a plan piitracer did not make here or that this
+    workspace would not make now (``PlanRefused``, one line):
+
+    1. the audit log must hold a ``plan`` entry for its id (``plan -o``, ``batch plan`` and the demo
+       record one when they write a plan) carrying exactly the keyed digests of its subjects: an
+       edited plan has another id (the id is its content's hash), whatever seal it carries;
+    2. with ``replan``, the same sources and subjects planned again from the workspace must give
+       the same steps (id, order, dataset, action, key column, value sets, dependencies, params,
+       owner) and the same resolve captures: a holder of the audit key who records an edited plan
+       is still refused, naming the first differing step. A resumed or re-run plan skips this
+       (its first run was checked; its own steps changed the live tables since)."""
+    recorded = [entry for entry in log.entries(plan_id=plan.plan_id) if entry.kind is EntryKind.PLAN]
+    short = plan.plan_id[:16]
+    if not recorded:
+        raise PlanRefused(f"plan {short} is not recorded in this workspace's audit log: piitracer did not write it here "
+                          "(an edited plan has another id): plan again with `piitracer plan -o`")
+    digests = {(subject.request_id, log.key.subject_hmac(subject.value)) for subject in plan.subjects}
+    if digests != {(digest.request_id, digest.hmac) for digest in recorded[0].subjects}:
+        raise PlanRefused(f"plan {short}: its subjects are not the ones recorded when it was planned: plan again")
+    if replan:
+        difference = planning_difference(workspace, plan)
+        if difference is not None:
+            raise PlanRefused(f"plan {short}: {difference}: the lineage or catalog changed since planning (or the plan "
+                              "was altered): plan again")
+
+
+def planning_difference(workspace: Workspace, plan: DeletionPlan) -> str | None:
+    """How ``plan`` differs from planning its sources and subjects again now (None: it does not):
+    the first differing step, else the first differing resolve capture."""
+    sources = [f"{ref.dataset}.{ref.column}" for ref in plan.sources]
+    try:
+        fresh = plan_deletion(workspace, lineage_graph_for(workspace, sources), sources, plan.subjects)
+    except PlanningError as error:
+        return f"planning its sources and subjects again fails ({error})"
+    if fresh.plan_id == plan.plan_id:
+        return None
+    compared = ("id", "order", "dataset", "action", "group", "key_column", "values_from", "depends_on", "params",
+                "blocking", "owner")
+    for number, (old, new) in enumerate(zip(plan.steps, fresh.steps), start=1):
+        was, now = old.model_dump(mode="json", include=set(compared)), new.model_dump(mode="json", include=set(compared))
+        if was != now:
+            field = next(name for name in compared if was.get(name) != now.get(name))
+            return (f"step {number} ({old.id} {old.action.value} {old.dataset}) differs in {field} from what planning "
+                    f"now gives ({new.id} {new.action.value} {new.dataset})")
+    if len(plan.steps) != len(fresh.steps):
+        longer = plan.steps if len(plan.steps) > len(fresh.steps) else fresh.steps
+        extra = longer[min(len(plan.steps), len(fresh.steps))]
+        side = "the plan has" if longer is plan.steps else "planning now gives"
+        return (f"the plan has {len(plan.steps)} steps, planning now gives {len(fresh.steps)} ({side} step "
+                f"{extra.order} {extra.id} {extra.action.value} {extra.dataset} more)")
+    for old, new in zip(plan.resolve, fresh.resolve):
+        if old != new:
+            return f"the resolve capture of {old.dataset} differs from what planning now gives"
+    if len(plan.resolve) != len(fresh.resolve):
+        return "the resolve captures differ from what planning now gives"
+    return None  # the same steps and captures: decisions, deadlines or warnings moved, nothing it would run
 
 
 def execution_context(workspace: Workspace, attested: Sequence[str] = (), cipher: ValueCipher | None = None) -> ExecutionContext:
@@ -1085,6 +1145,7 @@ def run_demo(
         # No --drop-refs: the demo's month_end_close tag is rewritten (rewrite_ref), not dropped.
         options = ExecuteOptions(no_concurrent_writers=True)
         record_plan(log, plan)
+        check_plan_origin(workspace, log, plan)  # the checks execute makes: recorded, and what planning gives now
         move_plan_requests(store, log, plan, RequestState.EXECUTING, "execute (demo)")
         result.run = execute_plan(workspace, plan, options, attested=attested_steps(log, plan), cipher=cipher,
                                   on_step=lambda r: say(f"  {r.step.id} {r.step.action.value} {r.step.dataset}: {r.state}"))

@@ -17,7 +17,7 @@ import piitracer
 from piitracer.api import (Evidence, add_requests, attest_step, batch_plan, close_request, move_plan_requests, plan_file_text, plan_requests,
                            rebuild_lineage_store, register_plan_requests, request_store, request_store_path, reverify_requests, settle_after_verify)
 from piitracer.model.requests import RequestState
-from piitracer.api import (audit_log, audit_report, check_certificate, check_plan_seal, erasure_certificate, execute_plan,
+from piitracer.api import (audit_log, audit_report, check_certificate, check_plan_origin, check_plan_seal, erasure_certificate, execute_plan,
                            journal_steps, load_plan, plan_deletion,
                            prepare_execution, record_plan, run_execution, record_run, record_verification, recorded_attestations, seal_plan,
                            verify_audit, verify_plan, write_private)
@@ -229,6 +229,8 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
             if out is not None:
                 with audit_log(workspace, key=key) as log:
                     register_plan_requests(workspace, store, log, plan, "planned")
+                    # The plan's id and its subjects' keyed digests: execute runs only plans recorded here.
+                    record_plan(log, plan)
                 text = plan_file_text(plan, store.cipher(plan_requests(plan)))
     if out is not None:
         write_private(out, text)
@@ -271,22 +273,22 @@ def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bo
     workspace = _workspace(ctx)
     options = ExecuteOptions(dry_run=dry_run, resume=resume, rerun=rerun, no_concurrent_writers=no_concurrent_writers,
                              drop_refs=drop_refs, unsealed=unsealed)
-    if dry_run:
-        plan = _load_plan(workspace, plan_file, master_key_file)
-        check_plan_seal(plan, _optional_audit_key(audit_key_file), unsealed_ok=True)
-        summary = execute_plan(workspace, plan, options)
-        for result in summary.results:
-            click.echo(f"{result.step.id} {result.step.dataset} {result.step.action.value}: {result.message}")
-        return
     # An erasure nobody can prove afterwards is worth little: no audit key, no run; values are only
     # ever stored encrypted: no master key, no run. Everything is checked before the audit log, the
-    # request store or the journal is written: a refused run leaves no trace.
+    # request store or the journal is written: a refused run leaves no trace. A dry run passes
+    # exactly the same checks (what it prints is what execute would run), then stops.
     key = load_audit_key(key_file=audit_key_file, option="--audit-key-file")
     master = load_master_key(master_key_file)
     with request_store(workspace, master) as store:
         plan = load_plan(plan_file, store.cipher)
         check_plan_seal(plan, key, unsealed_ok=unsealed)
+        with audit_log(workspace, key=key, create=False) as log:  # no log yet: no plan of this workspace
+            check_plan_origin(workspace, log, plan, replan=not (resume or rerun))
         executor = prepare_execution(workspace, plan, options, attested=recorded_attestations(workspace, key, plan))
+        if dry_run:
+            for result in executor.run().results:
+                click.echo(f"{result.step.id} {result.step.dataset} {result.step.action.value}: {result.message}")
+            return
         with audit_log(workspace, key=key) as log:
             register_plan_requests(workspace, store, log, plan, "planned (execute)")
             executor.context.cipher = store.cipher(plan_requests(plan))
