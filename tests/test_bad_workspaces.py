@@ -67,12 +67,13 @@ def test_no_workspace_file_and_no_folder(tmp_path: Path) -> None:
 def test_missing_location_and_location_outside_the_roots_are_warnings_naming_the_line(tmp_path: Path) -> None:
     root = workspace(tmp_path, "warehouse_roots: [data]\ncatalog:\n"
                                f"  a.b: {PARQUET % 'data/b'}\n"
-                               f"  a.c: {PARQUET % '/tmp'}\n"
+                               f"  a.c: {PARQUET % (tmp_path.parent / 'outside')}\n"  # not /tmp: it holds a.b
                                "lineage:\n  sql: [{path: sql}]\n")
     code, out = run(root, "lineage", "stats")
     assert code == 0
     assert f"warning: {root}/piitracer.yaml:3: catalog.a.b.location: {root}/data/b does not exist" in out
-    assert f"warning: {root}/piitracer.yaml:4: catalog.a.c.location: /tmp is outside the warehouse roots ({root}/data)" in out
+    assert (f"warning: {root}/piitracer.yaml:4: catalog.a.c.location: {tmp_path.parent}/outside is outside the warehouse "
+            f"roots ({root}/data)") in out
 
 
 def test_lineage_problems_are_reported_not_fatal(tmp_path: Path) -> None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 import yaml
@@ -16,6 +17,7 @@ from piitracer.model.gc_pause import cyclic_gc_paused
 from piitracer.model.naming import DEFAULT_SPARK_CATALOGS, DatasetNamer, normalise_location, split_table_name
 from piitracer.model.workspace import REPLICA_SEPARATOR, CatalogDataset, WorkspaceConfig
 from piitracer.model.errors import PiitracerError
+from piitracer.storage.locations import Location, LocationError
 
 WORKSPACE_FILE = "piitracer.yaml"
 
@@ -70,6 +72,44 @@ class Workspace:
 
 # libyaml's loader when PyYAML has it (~10x faster on a catalog of thousands of tables).
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _DuplicateKey(Exception):
+    """A mapping that says one key twice (PyYAML and JSON parsers keep the last one silently)."""
+
+    def __init__(self, key: Any, first_line: int | None = None, second_line: int | None = None) -> None:
+        super().__init__(key)
+        self.key, self.first_line, self.second_line = key, first_line, second_line
+
+
+def _unique_keys(loader: type) -> type:
+    """``loader`` refusing a mapping with a key said twice (``location:`` twice in one entry, one
+    dataset twice under ``catalog:``): the second would silently replace the first. Keys merged in
+    with ``<<: *anchor`` may be overridden by the mapping's own keys, as YAML means them to."""
+
+    class UniqueKeyLoader(loader):  # type: ignore[misc, valid-type]
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            if isinstance(node, yaml.MappingNode):
+                seen: dict[Any, Any] = {}
+                for key_node, _ in node.value:
+                    if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
+                        continue
+                    key = self.construct_object(key_node)  # cached: the mapping's own construction reuses it
+                    try:
+                        first = seen.setdefault(key, key_node)
+                    except TypeError:
+                        continue  # not hashable: the constructor's own error names it
+                    if first is not key_node:
+                        raise _DuplicateKey(key, first.start_mark.line + 1, key_node.start_mark.line + 1)
+            return super().construct_mapping(node, deep=deep)
+
+    UniqueKeyLoader.__name__ = f"UniqueKey{loader.__name__}"
+    return UniqueKeyLoader
+
+
+_UNIQUE_LOADER = _unique_keys(_SAFE_LOADER)
+_UNIQUE_PURE_LOADER = _unique_keys(yaml.SafeLoader)
 
 
 def load_workspace(folder: str | os.PathLike[str] = ".") -> Workspace:
@@ -90,10 +130,11 @@ def load_workspace(folder: str | os.PathLike[str] = ".") -> Workspace:
         data = {}
     if not isinstance(data, dict):
         raise WorkspaceError(f"{path}:1: expected a mapping of keys (lineage, catalog, policy, spark)")
+    document = _Lines(text)  # composed once, only if a message needs a line
+    _check_names(data, path, document)
     layers = CatalogLayers()
     if (root / DISCOVERED_FILE).is_file():
         data, layers = _with_discovered(data, root)
-    document = _Lines(text)  # composed once, only if a message needs a line
     data, set_aside, undescribed = _set_aside_undescribed(data, path, document)
     try:
         with cyclic_gc_paused():  # 100k catalog entries: the collector would walk them again and again
@@ -101,7 +142,9 @@ def load_workspace(folder: str | os.PathLike[str] = ".") -> Workspace:
     except ValidationError as error:
         raise WorkspaceError(_describe(error, path, document)) from None
     workspace = Workspace(root=root, config=config, namer=build_namer(config, root), layers=layers, set_aside=set_aside)
-    return replace(workspace, warnings=layers.warnings + undescribed + workspace_warnings(workspace, path, document))
+    places = _PlacesSaid(workspace, path, document)
+    _check_one_place_each(workspace, places)
+    return replace(workspace, warnings=layers.warnings + undescribed + workspace_warnings(workspace, path, document, places))
 
 
 def _set_aside_undescribed(data: dict[str, Any], path: Path,
@@ -165,6 +208,7 @@ def _with_discovered(data: dict[str, Any], root: Path) -> tuple[dict[str, Any], 
     except (OSError, UnicodeDecodeError) as error:
         raise WorkspaceError(f"{path}: cannot read: {error}") from error
     discovered = _parsed(text, path)
+    _check_names(discovered, path, _Lines(text))
     try:
         validate_discovered(discovered)
     except ValidationError as error:
@@ -181,24 +225,62 @@ def _parsed(text: str, path: Path) -> Any:
     constructor at 100k datasets; anything else, or JSON that does not parse, by YAML."""
     if text.lstrip().startswith("{"):
         try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
+            # The standard parser, not orjson: only it lets each object's keys be checked as they
+            # come (orjson, like YAML, keeps the last of two equal keys without a word).
+            return json.loads(text, object_pairs_hook=_unique_pairs)
+        except _DuplicateKey as duplicate:
+            _raise_duplicate(text, path, duplicate)  # JSON is YAML: YAML's nodes give the two lines
+        except (json.JSONDecodeError, RecursionError):
             pass  # YAML flow style, or broken: YAML reads it or says where it breaks
     try:
-        return yaml.load(text, Loader=_SAFE_LOADER)
+        return yaml.load(text, Loader=_UNIQUE_LOADER)
+    except _DuplicateKey as duplicate:
+        raise WorkspaceError(_duplicate_message(path, duplicate)) from None
     except yaml.YAMLError as fast_error:
         error = fast_error
     try:  # the pure-Python parser names the offending character (libyaml's message does not)
-        yaml.load(text, Loader=yaml.SafeLoader)
+        yaml.load(text, Loader=_UNIQUE_PURE_LOADER)
     except yaml.YAMLError as slow_error:
         error = slow_error
+    except _DuplicateKey:
+        pass
     raise WorkspaceError(_yaml_error(path, error)) from None
 
 
-def workspace_warnings(workspace: Workspace, path: Path, document: "_Lines") -> tuple[str, ...]:
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's dict, refusing a key said twice in it."""
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        keys: set[str] = set()
+        raise _DuplicateKey(next(key for key, _ in pairs if key in keys or keys.add(key)))
+    return found
+
+
+def _raise_duplicate(text: str, path: Path, duplicate: _DuplicateKey) -> None:
+    """The duplicate key of a JSON workspace file, with its two lines when YAML can read the file."""
+    try:
+        yaml.load(text, Loader=_UNIQUE_LOADER)
+    except _DuplicateKey as located:
+        duplicate = located
+    except yaml.YAMLError:
+        pass  # JSON YAML does not read (a tab between tokens): the key without its lines
+    raise WorkspaceError(_duplicate_message(path, duplicate)) from None
+
+
+def _duplicate_message(path: Path, duplicate: _DuplicateKey) -> str:
+    """``file:line: key 'k' is said twice in one mapping (lines a and b): ...``, on one line."""
+    if duplicate.second_line is None:
+        return (f"{path}: key {duplicate.key!r} is said twice in one object: only one may be given (a parser would keep "
+                "the last one silently)")
+    return (f"{path}:{duplicate.second_line}: key {duplicate.key!r} is said twice in one mapping (lines "
+            f"{duplicate.first_line} and {duplicate.second_line}): keep one (a parser would silently keep the last)")
+
+
+def workspace_warnings(workspace: Workspace, path: Path, document: "_Lines",
+                       places: "_PlacesSaid | None" = None) -> tuple[str, ...]:
     """Catalog locations that do not exist or lie outside the warehouse roots."""
     warnings = []
-    discovered_lines: _Lines | None = None
+    places = places or _PlacesSaid(workspace, path, document)
     for dataset_id, entry in sorted(workspace.config.catalog.items()):
         text = workspace._local_location(dataset_id)
         if text is None or not entry.format.stores_rows or "://" in str(entry.location):
@@ -208,22 +290,114 @@ def workspace_warnings(workspace: Workspace, path: Path, document: "_Lines") -> 
         if not (missing or outside):
             continue
         location = Path(text)
-        field = ["catalog", dataset_id, "location"]
-        if entry.replica_of is not None:  # declared under its primary's replicas:
-            primary, name = entry.replica_of.dataset, dataset_id.rsplit(REPLICA_SEPARATOR, 1)[1]
-            position = next(i for i, r in enumerate(workspace.config.catalog[primary].replicas) if r.name == name)
-            field = ["catalog", primary, "replicas", position, "location"]
-        said_in, lines = path, document
-        if "location" in workspace.layers.from_discovery.get(dataset_id, ()):  # the discovered file said it
-            said_in = workspace.layers.discovered_file or path
-            lines = discovered_lines = discovered_lines or _Lines(said_in.read_text(encoding="utf-8"))
-        where = f"{said_in}:{lines.line_of(field) or 1}: {'.'.join(str(part) for part in field)}"
+        where = places.where(dataset_id)
         if missing:
             warnings.append(f"{where}: {location} does not exist (a {entry.format.value} dataset's files are expected there)")
         if outside:
             roots = ", ".join(str(r) for r in workspace.warehouse_roots())
             warnings.append(f"{where}: {location} is outside the warehouse roots ({roots}): piitracer will not touch it")
     return tuple(warnings)
+
+
+class _PlacesSaid:
+    """Where each dataset's location is written: ``file:line: catalog.<id>.location`` (a replica's
+    under its primary's ``replicas:``; a location the discovered layer supplied, in that file)."""
+
+    def __init__(self, workspace: Workspace, path: Path, document: "_Lines") -> None:
+        self._workspace, self._path, self._document = workspace, path, document
+        self._discovered_lines: _Lines | None = None
+
+    def where(self, dataset_id: str) -> str:
+        catalog = self._workspace.config.catalog
+        entry = catalog[dataset_id]
+        field: list[Any] = ["catalog", dataset_id, "location"]
+        if entry.replica_of is not None:  # declared under its primary's replicas:
+            primary, name = entry.replica_of.dataset, dataset_id.rsplit(REPLICA_SEPARATOR, 1)[1]
+            position = next(i for i, r in enumerate(catalog[primary].replicas) if r.name == name)
+            field = ["catalog", primary, "replicas", position, "location"]
+        said_in, lines = self._path, self._document
+        layers = self._workspace.layers
+        if "location" in layers.from_discovery.get(dataset_id, ()):  # the discovered file said it
+            said_in = layers.discovered_file or self._path
+            if self._discovered_lines is None:
+                self._discovered_lines = _Lines(said_in.read_text(encoding="utf-8"))
+            lines = self._discovered_lines
+        return f"{said_in}:{lines.line_of(field) or 1}: {'.'.join(str(part) for part in field)}"
+
+
+def _check_one_place_each(workspace: Workspace, places: _PlacesSaid) -> None:
+    """Refuse two datasets at one location, or one inside the other's (symlinks and ``..``
+    resolved, ``s3a://`` as ``s3://``): a delete, a VACUUM or an orphan removal on one would act
+    on the other's files. Replicas and archives have locations of their own: no exemption."""
+    found: list[tuple[tuple[str, ...], Location, str]] = []
+    real, root = _real_path_of(), str(workspace.root)
+    for dataset_id, entry in workspace.config.catalog.items():
+        if entry.location is None or not entry.format.stores_rows:
+            continue  # a view or an external system: piitracer deletes nothing there
+        text = entry.location.strip()
+        # storage.guard's canonical form; a plain path (nearly every one) without a URI parse each.
+        if "://" not in text and not text.startswith("file:"):
+            place = Location(real(os.path.normpath(os.path.join(root, text))))
+        else:
+            try:
+                place = Location.parse(text, base=root)
+            except LocationError:
+                continue  # an unknown scheme: the executor's location check refuses it with its own message
+            if place.is_local:
+                place = Location(real(place.uri))
+        found.append((tuple(place.uri.split("/")), place, dataset_id))
+    # Sorted by path segments, a location's sub-folders follow it at once: each needs comparing
+    # with the one before it only (no pair before it overlapped, or the check stopped there).
+    found.sort()
+    for (_, outer, outer_id), (_, place, dataset_id) in zip(found, found[1:]):
+        if not outer.contains(place):
+            continue
+        if place == outer:
+            raise WorkspaceError(f"{places.where(dataset_id)}: {place} is also the location of {outer_id} "
+                                 f"({places.where(outer_id)}): a delete or an orphan removal on one would act on the "
+                                 "other's files; give each dataset its own folder")
+        raise WorkspaceError(f"{places.where(dataset_id)}: {place} lies inside the location of {outer_id} "
+                             f"({places.where(outer_id)}): a delete or an orphan removal on {outer_id} would act on "
+                             f"{dataset_id}'s files; give each dataset its own folder, side by side")
+
+
+def _real_path_of() -> Callable[[str], str]:
+    """``os.path.realpath`` of absolute, normalised paths (what :func:`storage.guard.canonical`
+    compares), each folder resolved once: 100k catalog locations share their parent folders, and
+    a realpath per location would stat every component of every one of them again."""
+    known: dict[str, str] = {}
+
+    def real(path: str) -> str:
+        found = known.get(path)
+        if found is None:
+            parent, leaf = os.path.split(path)
+            if not leaf or parent == path:
+                found = os.path.realpath(path)
+            else:
+                candidate = os.path.join(real(parent), leaf)  # its folder resolved: only the last part may be a link
+                found = os.path.realpath(candidate) if os.path.islink(candidate) else candidate
+            known[path] = found
+        return found
+
+    return real
+
+
+def _check_names(data: Any, path: Path, document: "_Lines") -> None:
+    """Refuse a dataset named twice under ``catalog:`` in different letter case (ids are not
+    case-sensitive: the second would replace the first). (A replica name said twice is the
+    catalog model's own error.)"""
+    catalog = data.get("catalog") if isinstance(data, dict) else None
+    if not isinstance(catalog, dict):
+        return
+    seen: dict[str, Any] = {}
+    for name in catalog:
+        lowered = str(name).lower()
+        if lowered in seen:
+            lines = dict(document.keys_under(["catalog"]))
+            first, second = lines.get(str(seen[lowered])), lines.get(str(name))
+            raise WorkspaceError(f"{path}:{second or 1}: catalog: {seen[lowered]!r} (line {first}) and {name!r} (line "
+                                 f"{second}) name one dataset (dataset names are not case-sensitive): keep one")
+        seen[lowered] = name
 
 
 def _yaml_error(path: Path, error: yaml.YAMLError) -> str:
@@ -323,6 +497,21 @@ class _Lines:
                 break
             node = child
         return best
+
+    def keys_under(self, loc: list[Any]) -> list[tuple[str, int]]:
+        """(key as written, its line, 1-based) of every key of the mapping at ``loc``."""
+        self.line_of(loc)  # composes the document
+        node = self._root
+        for part in loc:
+            if not isinstance(node, yaml.MappingNode):
+                return []
+            found = self._mapping(node).get(str(part).lower())
+            if found is None:
+                return []
+            node = found[1]
+        if not isinstance(node, yaml.MappingNode):
+            return []
+        return [(str(k.value), k.start_mark.line + 1) for k, _ in node.value]
 
     def _mapping(self, node: Any) -> dict[str, tuple[Any, Any]]:
         if id(node) not in self._keys:
