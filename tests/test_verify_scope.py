@@ -7,15 +7,20 @@
   roots`` every file under ``warehouse_roots``; a table holding the subject with no lineage from
   the source is ``unplanned`` and verify exits 1; a lakehouse without one exits 0.
 - What a person sees: the verification table, one row per dataset with its state, names whole.
+- An uncatalogued table under a warehouse root is one item (a Delta table is not also its
+  ``_delta_log``, a partitioned one not also each partition folder), named relative to the root;
+  the root is stated once, in its reason.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import yaml
 from click.testing import CliRunner
 from spark_lakehouse import write_workspace
 
@@ -60,8 +65,9 @@ def lake(tmp_path: Path, warehouse: Path):
     }
     sql = "INSERT INTO mk.contacts SELECT user_id, LOWER(TRIM(email)) AS email_norm FROM crm.users;\n"
     folder = write_workspace(tmp_path / "ws", warehouse, catalog, sql)
-    config = (folder / "piitracer.yaml").read_text()
-    (folder / "piitracer.yaml").write_text(config + f"warehouse_roots: [{root}]\n")
+    config = yaml.safe_load((folder / "piitracer.yaml").read_text())
+    config["warehouse_roots"] = [str(root)]
+    (folder / "piitracer.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     ws = piitracer.load_workspace(folder)
     plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), ["crm.users.user_id"],
                          [Subject(value=str(SUBJECT), request_id="r1", received_at="2026-11-20T09:00:00Z")])
@@ -125,8 +131,8 @@ def test_the_sweep_finds_a_table_the_lineage_does_not_show(lake) -> None:
     assert code == 0, out  # the catalog sweep does not look outside the catalog
     code, out = run_verify(ws, plan_file, "--sweep", "roots")
     assert code == 1
-    assert row_of(out, f"folder:{stray}")[1] == "unplanned"
-    assert f"folder:{stray}: dump.parquet: column uid [data] holds crm.users.user_id" in out
+    assert row_of(out, "folder:exports/adhoc")[1] == "unplanned"  # named relative to its warehouse root
+    assert "folder:exports/adhoc: dump.parquet: column uid [data] holds crm.users.user_id" in out
 
 
 def test_the_sweep_is_recorded_in_the_audit_log(lake) -> None:
@@ -139,3 +145,41 @@ def test_the_sweep_is_recorded_in_the_audit_log(lake) -> None:
     (body,) = [json.loads(b) for (b,) in db.execute("SELECT body FROM entries WHERE kind = 'verification'")]
     assert body["sweep"] == "catalog" and body["swept"] == ["ops.clean", "ops.shadow"]
     assert [(d["dataset"], d["state"]) for d in body["datasets"] if d["state"] == "unplanned"] == [("ops.shadow", "unplanned")]
+
+
+def verify_json(ws, plan_file: Path, *args: str) -> tuple[int, dict]:
+    import json
+
+    result = CliRunner(env={"PIITRACER_AUDIT_KEY": KEY}).invoke(
+        cli, ["--workspace", str(ws.root), "verify", str(plan_file), "--output", "json", *args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    return result.exit_code, json.loads(result.output[result.output.index("{"):])
+
+
+def test_an_uncatalogued_delta_table_is_swept_once_by_its_folder(lake) -> None:
+    from deltalake import write_deltalake
+
+    root, ws, _, plan_file = lake
+    table = root / "exports" / "people_delta"  # nobody catalogued it; partitioned by the user id
+    people = pa.table({"user_id": pa.array([8_000_000_001, SUBJECT], pa.int64()), "note": ["a", "b"]})
+    write_deltalake(str(table), people, partition_by=["user_id"])
+    write_deltalake(str(table), people.slice(0, 1), mode="append")
+    code, out = run_verify(ws, plan_file, "--sweep", "roots")
+    assert code == 1
+    names = [line.split("│")[1].strip() for line in out.splitlines() if line.count("│") > 2]
+    assert [n for n in names if n.startswith("folder:")] == ["folder:exports/people_delta"]
+    assert row_of(out, "folder:exports/people_delta")[1] == "unplanned"
+    # Its files are named inside the table: the log as the log, the partition folder redacted.
+    assert re.search(r"\n  folder:exports/people_delta: _delta_log/0{20}\.json: line \d+ \.add\.partitionValues\.user_id "
+                     r"\[log\] holds crm\.users\.user_id\n", out)
+    assert "folder:exports/people_delta: user_id=<crm.users.user_id>/" in out
+    assert str(SUBJECT) not in out
+
+    code, report = verify_json(ws, plan_file, "--sweep", "roots")
+    assert code == 1
+    (found,) = [d for d in report["datasets"] if d["state"] == "unplanned" and d["dataset"] != "ops.shadow"]
+    assert found["dataset"] == "folder:exports/people_delta"
+    assert found["reason"].startswith(f"an uncatalogued Delta table at exports/people_delta under warehouse root {root},")
+    folders = [label for label in report["swept"] if label.startswith("folder:")]
+    assert folders == ["folder:exports/people_delta"]
+    assert str(root) not in " ".join(report["swept"]) and str(SUBJECT) not in str(report)

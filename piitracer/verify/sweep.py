@@ -12,6 +12,13 @@ and searches them for the subjects' identifier values in their raw forms (the va
 step captured from the source rows; computed forms only mean something where lineage says a column
 holds them). A hit is ``unplanned``: named by dataset (or folder), file, place and value set, with
 the hint that the lineage does not show this flow. ``verify`` then exits 1.
+
+Files outside the catalog are swept by the table they belong to, so each is decoded as its format
+reads it and reported once: an uncatalogued Delta table (a folder holding ``_delta_log``) or Iceberg
+table (a folder whose ``metadata`` holds ``*.metadata.json``) is one item with every file below it;
+any other file goes with its folder, Hive-style partition folders (``user_id=7``) folded into the
+folder above them. An item is named ``folder:<path relative to its warehouse root>`` (any value in
+the path redacted); the root itself is stated once, in the item's reason.
 """
 
 from __future__ import annotations
@@ -25,7 +32,9 @@ from piitracer.model.workspace import CatalogDataset
 from piitracer.storage.guard import canonical
 from piitracer.storage.locations import Location
 from piitracer.storage.store import FileEntry, Store
+from piitracer.verify.decoders import redact_path
 from piitracer.verify.engines import FileScanner, ScanPlan, ScanRequest, list_requests
+from piitracer.verify.values import ValueIndex
 
 log = logging.getLogger(__name__)
 MODES = ("catalog", "roots")
@@ -57,19 +66,21 @@ def sweep(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locations: 
         requests.append(ScanRequest(location, names))
     if mode == "roots":
         catalogued = [canonical(p) for d, p in locations.items() if catalog.get(d) and catalog[d].format.stores_rows]
-        for root in roots:
+        index = ValueIndex.build({name: value_sets.get(name, []) for name in names})  # to redact labels
+        labels: set[str] = set()
+        for number, root in enumerate(roots, start=1):
             if not store.exists(root):
                 continue
-            by_folder: dict[str, list[FileEntry]] = {}
-            for entry in store.list_files(root):
-                if any(place.contains(canonical(root.child(entry.relative))) for place in catalogued):
-                    continue
-                folder, _, name = entry.relative.rpartition("/")
-                by_folder.setdefault(folder, []).append(FileEntry(name, entry.size))
-            for folder, entries in sorted(by_folder.items()):
-                place = root.child(folder)
-                swept.append((f"folder:{place}", f"{place} is in no catalogued location"))
-                requests.append(ScanRequest(place, names, tuple(entries)))
+            entries = [entry for entry in store.list_files(root)
+                       if not any(place.contains(canonical(root.child(entry.relative))) for place in catalogued)]
+            for folder, (what, files) in sorted(uncatalogued_items(entries).items()):
+                label = f"folder:{redact_path(folder, index) if folder else '.'}"
+                if label in labels:  # the same relative path under two roots
+                    label = f"{label} (root {number})"
+                labels.add(label)
+                shown = f"{label.removeprefix('folder:')} under warehouse root {root.uri}"
+                swept.append((label, f"{what} {shown}" if what else f"{shown} is in no catalogued location"))
+                requests.append(ScanRequest(root.child(folder), names, tuple(files)))
     listing = list_requests(requests, store)
     scanner = choose_scanner(listing) if choose_scanner else FileScanner()
     scans = scanner.scan(listing, value_sets, store)
@@ -79,6 +90,34 @@ def sweep(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locations: 
         if scan.hits:
             results.append(_unplanned(label, scan, list(names), what))
     return results, [label for label, _ in swept], sum(len(scan.files) for scan in scans)
+
+
+def uncatalogued_items(entries: list[FileEntry]) -> dict[str, tuple[str, list[FileEntry]]]:
+    """Files under a root that no catalogued location holds, by the item they are swept as:
+    folder relative to the root -> (what it is: "an uncatalogued Delta table" or "... Iceberg
+    table", empty for a plain folder; its files, relative to that folder)."""
+    tables: dict[str, str] = {}
+    for entry in entries:
+        parts = entry.relative.split("/")
+        if "_delta_log" in parts[:-1]:
+            tables.setdefault("/".join(parts[:parts.index("_delta_log")]), "an uncatalogued Delta table at")
+        elif len(parts) >= 2 and parts[-2] == "metadata" and (
+                parts[-1].endswith((".metadata.json", ".metadata.json.gz")) or parts[-1] == "version-hint.text"):
+            tables.setdefault("/".join(parts[:-2]), "an uncatalogued Iceberg table at")
+    items: dict[str, tuple[str, list[FileEntry]]] = {}
+    for entry in entries:
+        parts = entry.relative.split("/")
+        folders = parts[:-1]
+        # The innermost table holding the file; else its folder above any partition folders.
+        owner = next((("/".join(folders[:n]), tables["/".join(folders[:n])]) for n in range(len(folders), -1, -1)
+                      if "/".join(folders[:n]) in tables), None)
+        if owner is None:
+            depth = next((n for n, part in enumerate(folders) if "=" in part), len(folders))
+            owner = ("/".join(folders[:depth]), "")
+        folder, what = owner
+        inside = "/".join(parts[len(folder.split("/")) if folder else 0:])
+        items.setdefault(folder, (what, []))[1].append(FileEntry(inside, entry.size))
+    return items
 
 
 def _unplanned(name: str, scan, value_sets: list[str], what: str) -> DatasetVerification:
