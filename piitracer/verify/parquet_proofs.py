@@ -25,12 +25,14 @@ Everything else is decoded (``decoded``), with why. Nested columns are always de
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from piitracer.verify.columns import candidates_for, column_hits
@@ -124,8 +126,23 @@ class ParquetProver:
 
     def column(self, name: str) -> "_Column | None":
         if name not in self._columns:
-            self._columns[name] = _Column.of(self, name)
+            self._columns[name] = self._column(name)
         return self._columns[name]
+
+    def _column(self, name: str) -> "_Column | None":
+        # What a column of this type needs is the same in every file searched with this index:
+        # computed once (the index lives for one dataset's scan, in a task or the driver).
+        leaf = self.leaves.get(name)
+        kind = self.schema.field(name).type
+        if leaf is None or pa.types.is_nested(kind):
+            return None
+        descr = self.metadata.schema.column(leaf)
+        cache = self.index.__dict__.setdefault("_chunk_proof_columns", {})
+        key = (kind, descr.physical_type, descr.length)
+        if key not in cache:
+            cache[key] = _Column.of(self, name, leaf, kind, descr)
+        found = cache[key]
+        return _Column(name, leaf, *found.shared())
 
     def prove(self, group: int, name: str) -> ChunkProof:
         """How chunk (row group ``group``, top-level column ``name``) is proven, or why it is decoded."""
@@ -191,7 +208,12 @@ class ParquetProver:
         page = dictionary[0]
         if page.encoding not in (PLAIN, PLAIN_DICTIONARY):
             return "dictionary page not PLAIN-encoded"
-        values = decode_dictionary(self.handle, chunk, page, self.metadata.schema.column(column.leaf), column.dictionary_type)
+        body = self.handle.read_at(page.compressed_size, page.offset + page.header_size)
+        if len(body) != page.compressed_size:
+            return "dictionary page truncated"
+        if column.prefilter is not None and not _may_hold(body, chunk.compression, page, column.prefilter):
+            return None
+        values = decode_dictionary(body, chunk, page, self.metadata.schema.column(column.leaf), column.dictionary_type)
         if values is None:
             return "dictionary page not decodable"
         if any(True for _ in column_hits(column.name, values, self.index)):
@@ -237,16 +259,17 @@ class _Column:
     bound_format: str | None  # struct format of one plain-encoded bound
     hashes: list[int] | None  # xxHash64 of each candidate's plain encoding (None: no Bloom check)
     dictionary_type: pa.DataType | None  # the Arrow type its dictionary decodes to (None: not handled)
+    prefilter: str | None  # a string column: RE2 literals found in any text holding a searched value
+
+    def shared(self) -> tuple:
+        """Every field but the column's name and leaf (the same for every column of its type)."""
+        return (self.physical, self.candidates, self.inside_text, self.values, self.ordered, self.bound_format,
+                self.hashes, self.dictionary_type, self.prefilter)
 
     @classmethod
-    def of(cls, prover: ParquetProver, name: str) -> "_Column | None":
-        leaf = prover.leaves.get(name)
-        kind = prover.schema.field(name).type
-        if leaf is None or pa.types.is_nested(kind):
-            return None
+    def of(cls, prover: ParquetProver, name: str, leaf: int, kind: pa.DataType, descr) -> "_Column":
         if pa.types.is_dictionary(kind):
             kind = kind.value_type
-        descr = prover.metadata.schema.column(leaf)
         physical = descr.physical_type
         candidates = candidates_for(kind, prover.index)
         inside = (pa.types.is_string(kind) or pa.types.is_large_string(kind)) and prover.index.re2_pattern() is not None
@@ -259,9 +282,13 @@ class _Column:
         if ordered:
             bound_format = {("INT32", False): "<i", ("INT32", True): "<I", ("INT64", False): "<q",
                             ("INT64", True): "<Q"}[(physical, unsigned)]
+        prefilter = None
+        if physical == "BYTE_ARRAY" and (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+            prefilter = literal_prefilter(candidates.to_pylist() if candidates is not None else [],
+                                          prover.index.re2_pattern())
         return cls(name, leaf, physical, candidates, inside, values, ordered, bound_format,
                    _hashes(candidates, values, physical, kind, bound_format, descr.length),
-                   _dictionary_type(kind, physical))
+                   _dictionary_type(kind, physical), prefilter)
 
 
 def _excluded_by_statistics(chunk, values: list[Any]) -> bool:
@@ -346,16 +373,80 @@ def _dictionary_type(kind: pa.DataType, physical: str) -> pa.DataType | None:
     return None
 
 
-def decode_dictionary(handle: CountingFile, chunk, page: PageHeader, descr, kind: pa.DataType) -> pa.Array | None:
-    """The dictionary page's values as Arrow type ``kind``: its bytes (as stored, compressed) are
-    wrapped as the one PLAIN data page of a required column in a one-row-group file, which pyarrow
-    decodes; None when the codec or type is not one pyarrow reads."""
+# Parquet codecs pyarrow.decompress reads as they are stored (LZ4 is Hadoop-framed: not here).
+DECOMPRESS = {"SNAPPY": "snappy", "GZIP": "gzip", "BROTLI": "brotli", "ZSTD": "zstd", "LZ4_RAW": "lz4_raw"}
+
+
+def literal_prefilter(whole: list[str], re2: str | None) -> str | None:
+    """An RE2 pattern of plain literals that occurs in any bytes holding a searched string, whole
+    (``whole``) or as the Python rule finds it inside text (``re2``, the index's pattern with its
+    digit-boundary classes dropped: a superset). None when the pattern holds anything but escaped
+    literals and alternations once those are dropped (then no prefilter: decode)."""
+    if "" in whole:
+        return None  # an empty value is in every text
+    parts = [_re2_literal(value) for value in whole]
+    if re2:
+        bare = re2.replace("(?:^|[^0-9])", "").replace("(?:$|[^0-9])", "")
+        structure = re.sub(r"\\.", "", bare).replace("(?:", "").replace(")", "").replace("|", "")
+        if any(c in structure for c in "^$[]().*+?{}\\"):
+            return None
+        parts += _alternatives(bare)
+    return "|".join(sorted(set(parts), key=lambda part: (-len(part), part))) if parts else None
+
+
+def _alternatives(pattern: str) -> list[str]:
+    """The literals of ``a|(?:b|c)|d`` (groups only as whole alternatives, not nested), else the
+    pattern itself as one alternative."""
+    parts, current, depth, index = [], "", 0, 0
+    while index < len(pattern):
+        if pattern[index] == "\\":
+            current += pattern[index:index + 2]
+            index += 2
+        elif pattern.startswith("(?:", index):
+            if depth or current:
+                return [pattern]
+            depth, index = 1, index + 3
+        elif pattern[index] == ")":
+            if not depth or pattern[index + 1:index + 2] not in ("", "|"):
+                return [pattern]
+            depth, index = 0, index + 1
+        elif pattern[index] == "|":
+            if current:
+                parts.append(current)
+            current, index = "", index + 1
+        else:
+            current += pattern[index]
+            index += 1
+    if depth:
+        return [pattern]
+    return parts + ([current] if current else [])
+
+
+def _re2_literal(text: str) -> str:
+    return "".join("\\" + c if (c.isascii() and not c.isalnum() and c.isprintable() and c != " ") else c for c in text)
+
+
+def _may_hold(body: bytes, compression: str, page: PageHeader, prefilter: str) -> bool:
+    """Whether the dictionary page's bytes (decompressed, length prefixes and all) hold any literal
+    of ``prefilter``: no means no dictionary value is or contains a searched string. True when the
+    page cannot be decompressed here (the caller decodes)."""
+    if compression == "UNCOMPRESSED":
+        raw = pa.py_buffer(body)
+    elif compression in DECOMPRESS:
+        raw = pa.decompress(body, page.uncompressed_size, codec=DECOMPRESS[compression])
+    else:
+        return True
+    whole = pa.Array.from_buffers(pa.large_binary(), 1, [None, pa.array([0, raw.size], pa.int64()).buffers()[1], raw])
+    return bool(pc.match_substring_regex(whole, prefilter)[0].as_py())
+
+
+def decode_dictionary(body: bytes, chunk, page: PageHeader, descr, kind: pa.DataType) -> pa.Array | None:
+    """The dictionary page's values as Arrow type ``kind``: its bytes (``body``, as stored,
+    compressed) are wrapped as the one PLAIN data page of a required column in a one-row-group
+    file, which pyarrow decodes; None when the codec or type is not one pyarrow reads."""
     codec = CODECS.get(chunk.compression)
     physical = PHYSICAL.get(descr.physical_type)
     if codec is None or physical is None or page.num_values < 0:
-        return None
-    body = handle.read_at(page.compressed_size, page.offset + page.header_size)
-    if len(body) != page.compressed_size:
         return None
     header = write_struct([(1, I32, DATA_PAGE), (2, I32, page.uncompressed_size), (3, I32, page.compressed_size),
                            (5, STRUCT, [(1, I32, page.num_values), (2, I32, PLAIN), (3, I32, 3), (4, I32, 3)])])
