@@ -109,7 +109,9 @@ class ColumnVerdict:
 def name_kind(column: str) -> str | None:
     """The kind a column name suggests (:func:`piitracer.discover.classify_names.name_hint`)."""
     hint = name_hint(column)
-    return hint.kind if hint else None
+    if hint is None:
+        return None
+    return "user_id" if hint.kind == "table_key" else hint.kind  # a key lineage carries is a person's
 
 
 class _Validators:
@@ -168,11 +170,14 @@ def classify_columns(dataset: str, columns: Sequence[str], sample: Mapping[str, 
             verdict.name_in_table = shown
         ref = ColumnRef(dataset=dataset, column=column)
         from_values = verdict.evidence in ("values", "name and values") and verdict.kind is not None
+        # A catalogued identifier is one whatever its sampled values look like (masked, hashed): its
+        # kind is the values', else the name's, else a person's identifier.
+        named = verdict.name_suggests if verdict.name_suggests != "table_key" else None
         if column in catalog_identifiers:
-            verdict.add(verdict.kind or "user_id", 1.0, "a catalogued identifier", "catalog")
+            verdict.add(verdict.kind or named or "user_id", 1.0, "a catalogued identifier", "catalog")
         elif ref in lineage:
             source = lineage[ref]
-            verdict.add(verdict.kind or name_kind(source.column) or "user_id", LINEAGE_CONFIDENCE,
+            verdict.add(verdict.kind or named or name_kind(source.column) or "user_id", LINEAGE_CONFIDENCE,
                         f"inherits {source} through DIRECT lineage", "lineage")
         elif from_values and lineage_checked and verdict.kind not in ("user_id",):
             verdict.pii_without_lineage = True
