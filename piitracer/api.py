@@ -1503,9 +1503,9 @@ def _forget_rejected_events(workspace: Workspace, store, request, pairs: list[tu
     sealed body the master key cannot open is deleted too, and counted apart in the audit entry."""
     from piitracer.crypto.sealed_body import BodySealer
     from piitracer.executor.journal import Journal
-    from piitracer.ingest.received_events import REJECTED_FOLDER, forget_values
+    from piitracer.ingest.received_events import forget_values, has_rejected
 
-    if not (workspace.root / REJECTED_FOLDER).exists():
+    if not has_rejected(workspace.root):
         return {}
     values = {value for _, value in pairs}
     journal_path = execution_context(workspace).journal_path

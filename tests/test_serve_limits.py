@@ -169,7 +169,8 @@ def test_compressed_bodies_are_inflated_only_up_to_the_limit(served) -> None:
         assert post(url, pack(good), {"Content-Encoding": name}) == (201, {"stored": "RunEvent"})
     assert len(stored_events(ws)) == 3
     assert [r.record["status"] for r in kept_rejected(ws)] == [413, 413, 413]
-    assert sum(p.stat().st_size for p in lineage(ws).rglob("*") if p.is_file()) < 64 * 1024
+    kept = [lineage(ws) / "events.jsonl", *(ws / REJECTED_FOLDER).iterdir()]
+    assert sum(p.stat().st_size for p in kept) < 64 * 1024
 
 
 HOSTILE = [  # (body, content-encoding, the defect named)
@@ -239,7 +240,7 @@ def test_a_server_reachable_from_other_machines_needs_a_token(tmp_path: Path) ->
     assert [line for line in result.stderr.splitlines() if not line.startswith("warning: ")] == [  # the catalog's own
         "error: --host 0.0.0.0 is reachable from other machines: give producers a token with --token-file FILE (or "
         "$PIITRACER_LINEAGE_TOKEN), or listen on 127.0.0.1"]
-    assert not (ws / ".piitracer").exists()
+    assert not (lineage(ws) / "events.jsonl").exists() and not (ws / REJECTED_FOLDER).exists()
 
 
 def test_without_a_master_key_only_the_digest_of_a_rejected_body_is_kept(tmp_path: Path) -> None:
@@ -264,12 +265,15 @@ def test_rejected_records_expire(tmp_path: Path) -> None:
     old = datetime.now(timezone.utc) - timedelta(days=31)
     stale = folder / f"{old:%Y%m%dT%H%M%S%f}Z-{uuid.uuid4().hex}.json"
     stale.write_text(json.dumps({"id": stale.stem, "kept": "digest", "reason": "x"}))
+    torn = folder / f"{old:%Y%m%dT%H%M%S%f}Z-{uuid.uuid4().hex}.part"  # a write cut by a crash
+    torn.write_text('{"kept": "encrypted", "bo')
+    os.utime(torn, (old.timestamp(), old.timestamp()))
     legacy = lineage(ws) / "rejected.jsonl"
     legacy.write_text(json.dumps({"received_at": datetime.now(timezone.utc).isoformat(), "reason": "old reason",
                                   "body_bytes": 9, "body": MARKER}) + "\n")
     with serving(ws) as url:
         assert post(url, json.dumps(event()).encode(), {})[0] == 201
-    assert not stale.exists() and not legacy.exists()
+    assert not stale.exists() and not torn.exists() and not legacy.exists()
     (converted,) = kept_rejected(ws, BodySealer(load_master_key()))
     assert (converted.record["reason"], converted.body) == ("old reason", MARKER.encode())
     assert MARKER.encode() not in every_byte(lineage(ws))
@@ -284,23 +288,34 @@ def test_rejected_records_expire(tmp_path: Path) -> None:
         assert [r.record["reason"] for r in kept_rejected(ws)] == ["body is not JSON: Expecting value at line 1 column 2"]
 
 
-def watching_request(ws_root: Path, request_id: str, value: str):
+def watching_request(ws_root: Path, request_id: str, value: str, resolved: dict[str, list[str]] | None = None):
+    """A request in the real request store, walked to `watching`; ``resolved``: the value sets the
+    journal keeps for it (sealed under its data key), as an executed plan leaves them."""
+    from piitracer.executor.journal import Journal
+
     ws = piitracer.load_workspace(ws_root)
     store = request_store(ws, load_master_key())
     store.add(request_id, datetime(2026, 11, 20, tzinfo=timezone.utc), datetime(2026, 12, 20, tzinfo=timezone.utc),
               ["crm.people.user_id"], [value])
+    plan_id = "p" * 64
     for state in ("planned", "executing", "executed", "verified", "watching"):
-        store.move(request_id, RequestState(state), f"test: {state}")
+        store.move(request_id, RequestState(state), f"test: {state}", plan_id=plan_id)
+    if resolved:
+        journal = Journal(ws_root / ".piitracer" / "journal.sqlite")
+        journal.save_values(plan_id, {request_id: resolved}, cipher=store.cipher([request_id]))
+        journal.close()
     return ws, store
 
 
 def test_close_deletes_every_rejected_body_holding_the_person(tmp_path: Path) -> None:
     """Bodies received over HTTP hold the subject's value in several forms (plain, gzip cut short,
-    JSON-escaped, in the defect the answer names); `requests close` deletes exactly those, keeps the
-    others, and no byte of the value is left under .piitracer/lineage."""
+    JSON-escaped, in the defect the answer names) or a value the journal resolved for the request
+    (its email); `requests close` deletes exactly those, keeps the other, and no byte of either
+    value is left under .piitracer."""
     ws_root = workspace(tmp_path / "ws")
-    value, other = "7000000001", "8000000002"
+    value, other, email = "7000000001", "8000000002", "jo.person@example.com"
     bodies = [
+        (json.dumps(event(eventTime="yesterday", note=f"mail {email}")).encode(), {}),  # a value the plan resolved
         (json.dumps(event(eventTime="yesterday", note=f"user {value}")).encode(), {}),
         (gzip.compress(json.dumps(event(eventTime="y", user=value, pad="x" * 5000)).encode())[:-12], {"Content-Encoding": "gzip"}),
         (json.dumps(event(eventTime="z")).encode()[:-1] + b', "u": "\\u0037' + value[1:].encode() + b'"}', {}),  # escaped
@@ -310,17 +325,18 @@ def test_close_deletes_every_rejected_body_holding_the_person(tmp_path: Path) ->
     with serving(ws_root) as url:
         for body, headers in bodies:
             assert post(url, body, headers)[0] == 400
-    assert len(list((ws_root / REJECTED_FOLDER).iterdir())) == 5
+    assert len(list((ws_root / REJECTED_FOLDER).iterdir())) == 6
 
-    ws, store = watching_request(ws_root, "dsr-30", value)
+    ws, store = watching_request(ws_root, "dsr-30", value, {"crm.people.email": [email]})
     with store, audit_log(ws, key=AUDIT) as log:
         close_request(ws, store, log, "dsr-30", now_reason="test")
         entry = log.entries(request_id="dsr-30")[-1]
     kept = kept_rejected(ws_root, BodySealer(load_master_key()))
-    assert [r.body for r in kept] == [bodies[4][0]]
-    assert value.encode() not in every_byte(lineage(ws_root)) and value.encode() not in every_byte(ws_root / ".piitracer")
+    assert [r.body for r in kept] == [bodies[-1][0]]
+    for form in (value, email):
+        assert form.encode() not in every_byte(ws_root / ".piitracer")
     assert (entry.body["rejected_events_checked"], entry.body["rejected_events_deleted_holding_values"],
-            entry.body["rejected_events_deleted_unreadable"]) == (5, 4, 0)
+            entry.body["rejected_events_deleted_unreadable"]) == (6, 5, 0)
 
 
 def test_close_deletes_rejected_bodies_it_cannot_open_and_says_so(tmp_path: Path) -> None:
@@ -328,13 +344,19 @@ def test_close_deletes_rejected_bodies_it_cannot_open_and_says_so(tmp_path: Path
     another = BodySealer(load_master_key(environ={"PIITRACER_MASTER_KEY": "another-master-key-" + "z" * 32}))
     ReceivedEvents(ws_root, cipher=another).receive(json.dumps(event(eventTime="late", note="nothing of dsr-31")).encode())
     ReceivedEvents(ws_root, cipher=None).receive(b"{not json")  # a digest, no value: stays
+    # An older version's rejected.jsonl, bodies in clear, never seen by a newer server: converted at close.
+    (lineage(ws_root) / "rejected.jsonl").write_text("".join(json.dumps(
+        {"received_at": "2026-11-25T10:00:00+00:00", "reason": "r", "body_bytes": 20, "body": text}) + "\n"
+        for text in ('{"user": "7000000003"}', '{"user": "8000000004"}')))
     ws, store = watching_request(ws_root, "dsr-31", "7000000003")
     with store, audit_log(ws, key=AUDIT) as log:
         close_request(ws, store, log, "dsr-31", now_reason="test")
         entry = log.entries(request_id="dsr-31")[-1]
-    assert [r.record["kept"] for r in kept_rejected(ws_root)] == ["digest"]
+    kept = kept_rejected(ws_root, BodySealer(load_master_key()))
+    assert [(r.record["kept"], r.body) for r in kept] == [("encrypted", b'{"user": "8000000004"}'), ("digest", None)]
+    assert b"7000000003" not in every_byte(ws_root / ".piitracer") and b"8000000004" not in every_byte(lineage(ws_root))
     assert (entry.body["rejected_events_checked"], entry.body["rejected_events_deleted_holding_values"],
-            entry.body["rejected_events_deleted_unreadable"]) == (2, 0, 1)
+            entry.body["rejected_events_deleted_unreadable"]) == (4, 1, 1)
 
 
 def test_under_concurrent_load_every_event_answered_201_is_stored(served) -> None:

@@ -119,14 +119,15 @@ class ReceivedEvents:
     module docstring). Thread-safe: the server decodes and stores on a thread pool."""
 
     def __init__(self, workspace_root: Path, cipher: BodyCipher | None = None,
-                 retention: timedelta = DEFAULT_RETENTION, limits: Limits = Limits()) -> None:
+                 retention: timedelta = DEFAULT_RETENTION, limits: Limits = Limits(), expire: bool = True) -> None:
         self.events_path = workspace_root / EVENTS_FILE
         self.rejected_folder = workspace_root / REJECTED_FOLDER
         self.cipher, self.retention, self.limits = cipher, retention, limits
         self._lock = threading.Lock()
         self._next_expiry: datetime | None = None
         self._convert_legacy(workspace_root / LEGACY_REJECTED_FILE)
-        self.expire()
+        if expire:
+            self.expire()
 
     def receive(self, body: bytes, content_encoding: str | None = None) -> Received:
         """Decode, validate and store one POSTed body (gzip or deflate when the header says so);
@@ -195,6 +196,13 @@ class ReceivedEvents:
                 oldest = at
         with self._lock:
             self._next_expiry = oldest + self.retention if oldest else None
+        for partial in self.rejected_folder.glob("*.part"):  # left by a crash mid-write: may hold a body too
+            try:
+                if datetime.fromtimestamp(partial.stat().st_mtime, timezone.utc) + self.retention <= now:
+                    partial.unlink()
+                    deleted += 1
+            except FileNotFoundError:
+                pass
         return deleted
 
     def _expire_due(self) -> None:
@@ -241,11 +249,19 @@ def kept_rejected(workspace_root: Path, cipher: BodyCipher | None = None) -> lis
     return found
 
 
+def has_rejected(workspace_root: Path) -> bool:
+    """Whether the workspace keeps rejected bodies (records, or an older version's rejected.jsonl)."""
+    return (workspace_root / REJECTED_FOLDER).exists() or (workspace_root / LEGACY_REJECTED_FILE).exists()
+
+
 def forget_values(workspace_root: Path, values: Iterable[str], cipher: BodyCipher | None) -> Forgotten:
     """Delete every rejected record that holds one of ``values`` (a closed request's): in its
     reason, in its body opened and inflated, or as the digest of a body that is just the value.
     A sealed body that cannot be opened (``cipher`` None or another master key) is deleted too:
-    what cannot be searched cannot be shown not to hold the person."""
+    what cannot be searched cannot be shown not to hold the person. An older version's
+    rejected.jsonl (bodies in clear) is converted first; nothing expires here (the server's
+    retention is the server's)."""
+    ReceivedEvents(workspace_root, cipher=cipher, expire=False)
     wanted = sorted({str(v) for v in values if str(v)})
     digests = {hashlib.sha256(form.encode()).hexdigest() for v in wanted for form in (v, json.dumps(v))}
     checked = holding = unreadable = 0
@@ -446,5 +462,5 @@ def _write_file(path: Path, data: bytes) -> None:
 
 
 __all__ = ["EVENTS_FILE", "REJECTED_FOLDER", "BodyCipher", "BodyTooLarge", "EventRejected", "Forgotten", "Limits",
-           "Received", "ReceivedEvents", "RejectedEvent", "decompressed", "forget_values", "kept_rejected",
+           "Received", "ReceivedEvents", "RejectedEvent", "decompressed", "forget_values", "has_rejected", "kept_rejected",
            "nesting_depth", "parse_event", "searchable_texts"]
