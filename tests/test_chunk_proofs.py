@@ -326,3 +326,15 @@ def test_cli_explain_json_and_report_say_how_chunks_were_proven_without_a_value(
     assert "--explain crm.nope: not a dataset of plan" in unknown.stderr and "Traceback" not in unknown.stderr
     for output in (text.stdout, text.stderr, report.stdout, markdown):
         assert str(SUBJECT_ID) not in output and SUBJECT_EMAIL not in output
+
+
+def test_a_short_whole_value_in_a_dictionary_beside_long_values_is_found(tmp_path: Path) -> None:
+    """A string dictionary is first searched as raw bytes for every searched string: the short
+    values (searched whole only) as well as those searched inside text."""
+    index = ValueIndex.build({"s.code": ["ab1"], "s.email": [SUBJECT_EMAIL]})
+    _write(tmp_path / "short.parquet", pa.table({"code": ["zz0", "ab1", "qq2"] * 30}))
+    _write(tmp_path / "clean.parquet", pa.table({"code": ["zz0", "ab2", "qq2"] * 30}))
+    found, scan = _scan_one(tmp_path, "short.parquet", index)
+    assert found == {("short.parquet", "column code", "s.code")}
+    found, scan = _scan_one(tmp_path, "clean.parquet", index)
+    assert found == set() and scan.chunks.by_method == {"dictionary": 1}
