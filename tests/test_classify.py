@@ -218,3 +218,20 @@ def test_a_bad_classify_block_is_one_line_exit_2(tmp_path: Path, block: dict, fi
     shown = CliRunner().invoke(cli, ["--workspace", str(tmp_path), "catalog", "classify"])
     assert shown.exit_code == 2 and "classify" in shown.output and field in shown.output, shown.output
     assert "Traceback" not in shown.output
+
+
+def test_national_ids_of_the_workspace_countries_by_their_stdnum_validators() -> None:
+    """classify.countries: [es] reads Spanish DNIs by python-stdnum's validator, named in the
+    module's own words; without Spain in the list the same column says nothing. A format check
+    with no check digit (Germany's Steuernummer) is never trusted from values alone."""
+    from stdnum.es import dni
+
+    rng = random.Random(6)
+    numbers = [f"{n:08d}" for n in (rng.randrange(10**7, 10**8) for _ in range(30))]
+    spanish = {"doc": [n + dni.calc_check_digit(n) for n in numbers]}
+    verdict = classify_columns("t", ["doc"], spanish, (), {}, ClassifyOptions(countries=("es",)), lineage_checked=False)[0]
+    assert verdict.kind == "national_id" and verdict.valid == 30
+    assert "validate as DNI (Documento Nacional de Identidad" in verdict.reasons[0]
+    assert kinds(spanish) == {"doc": None}
+    sequential = {"ref": [str(10**10 + i) for i in range(30)]}
+    assert kinds(sequential, ClassifyOptions(countries=("de",))) == {"ref": None}

@@ -271,10 +271,9 @@ def _by_values(texts: list[str | None], validators: _Validators, options: Classi
             return kind, valid, None
     if not any(t is not None and len(t) >= 8 for t in texts):
         return None
-    for module, (title, check) in validators.countries.items():
-        if module.split(".")[0] in ("in", "us") or module in ("gb.upn", "gb.nhs", "gb.utr"):
-            if not (hint and hint.kind == "national_id"):
-                continue  # ids of the explicit kinds, or short checksums too weak to trust without a name
+    for module, (title, check, weak) in validators.countries.items():
+        if (weak or module.split(".")[0] in ("in", "us")) and not (hint and hint.kind == "national_id"):
+            continue  # India's and the US's ids have kinds of their own; a format check alone needs the name
         valid = sum(1 for text in texts if text is not None and len(text) >= 8 and check(text))
         if valid >= max(need, 0.9 * sampled) and valid:
             return "national_id", valid, title.rstrip(".")
@@ -291,7 +290,7 @@ def _named(verdict: ColumnVerdict, hint: NameHint, present: Sequence[Any], texts
     elif hint.kind == "user_id":
         valid = sampled if values_of.unique_ids(present) or profile.distinct >= 2 or sampled == 1 else 0
     elif hint.kind == "national_id":
-        valid = max([sum(1 for t in texts if t and check(t)) for _, check in validators.countries.values()] or [0])
+        valid = max([sum(1 for t in texts if t and check(t)) for _, check, _ in validators.countries.values()] or [0])
         if valid < options.value_share * sampled:
             valid = sum(1 for t in texts if t and values_of.licence(t))
     elif hint.kind == "person_name" and hint.weak:
