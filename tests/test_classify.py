@@ -73,11 +73,13 @@ def test_values_outrank_names() -> None:
 
 
 def test_partly_valid_values_under_an_agreeing_name_are_name_only_at_a_lower_confidence() -> None:
-    values = [f"user{i}@example.com" for i in range(10)] + ["not given"] * 20
+    values = [f"user{i}@example.com" for i in range(18)] + ["not given"] * 12
     verdict = classify_columns("t", ["email"], {"email": values}, (), {}, lineage_checked=False)[0]
     full = classify_columns("t", ["email"], {"email": values[:10] * 3}, (), {}, lineage_checked=False)[0]
-    assert verdict.kind == "email" and verdict.evidence == "name only, values disagree" and (verdict.valid, verdict.sampled) == (10, 30)
+    few = classify_columns("t", ["email"], {"email": values[:10] + values[18:] * 2}, (), {}, lineage_checked=False)[0]
+    assert verdict.kind == "email" and verdict.evidence == "name only, values disagree" and (verdict.valid, verdict.sampled) == (18, 30)
     assert verdict.confidence < 0.5 < full.confidence
+    assert few.kind is None and few.name_suggests == "email" and few.reasons[-1].endswith(": not classified")
 
 
 def test_numbers_stored_as_integers_are_validated_as_the_digits_they_stand_for() -> None:
@@ -118,9 +120,12 @@ def test_person_names_and_addresses_by_values_but_not_city_or_product_names() ->
                    "b": ["Port Donna", "Lake Jennifer", "East Michael", "South Grace", "Stewartchester"] * 6,
                    "c": ["Mumbai", "Paris", "Chennai", "London", "Berlin"] * 6,
                    "d": ["iPhone 13", "Galaxy S22", "Echo Dot", "Apple Watch", "Kindle Paperwhite"] * 6,
+                   "name": ["Apple Watch", "Echo Dot", "Kindle"] * 10,  # a product's bare name
+                   "naam": ["राहुल शर्मा", "प्रिया पटेल", "अनिल कुमार"] * 10,  # names the census tables cannot know
                    "e": ["350 Fifth Avenue, New York, NY 10118", "1600 Amphitheatre Pkwy, Mountain View, CA 94043",
                          "10 Downing Street, London SW1A 2AA"] * 10})
-    assert found == {"a": "person_name", "b": None, "c": None, "d": None, "e": "address"}
+    assert found == {"a": "person_name", "b": None, "c": None, "d": None, "name": None, "naam": "person_name",
+                     "e": "address"}
 
 
 def test_a_bare_id_is_a_persons_identifier_only_in_a_table_of_a_persons_data() -> None:

@@ -38,9 +38,8 @@ from piitracer.model.lineage import ColumnRef, EdgeKind, EdgeSubtype
 
 VALUE_SHARE = 0.8  # of the sampled non-null values that must validate for a verdict from values
 NAME_SHARE = 0.6  # of full-name-shaped values the census tables must know, from values alone
-PARTLY = 0.3  # at least this share validating, under a name that agrees: a low-confidence verdict
+PARTLY = 0.5  # at least this share fitting, under a name that agrees: "name only, values disagree" (0.25-0.4)
 NAME_CONFIDENCE = 0.6  # a name with no values to check it against
-DISAGREE_CONFIDENCE = 0.3  # "name only, values disagree"
 LINEAGE_CONFIDENCE = 0.9
 MIN_VALUES = 20  # non-null values per column to judge by values (the workspace's classify.min_values)
 
@@ -298,6 +297,10 @@ def _named(verdict: ColumnVerdict, hint: NameHint, present: Sequence[Any], texts
         # a name too)
         valid = sum(1 for t in texts if t is not None and values_of.person_name(t))
         valid = valid if valid >= PARTLY * sampled else 0
+        if not valid:
+            # names in a script the census tables cannot know (Devanagari, Tamil...): their shape
+            foreign = [t for t in texts if t is not None and values_of.name_words(t) and not t.isascii()]
+            valid = len(foreign) if len(foreign) >= options.value_share * sampled else 0
     elif hint.kind in validators.named:
         check = validators.named[hint.kind]
         valid = sum(1 for t in texts if t is not None and check(t))
@@ -317,14 +320,11 @@ def _named(verdict: ColumnVerdict, hint: NameHint, present: Sequence[Any], texts
     elif share >= PARTLY:
         verdict.add(hint.kind, 0.5 * share, f"{hint.why}; only {valid} of {sampled} sampled values fit: "
                     "name only, values disagree", "name only, values disagree")
-    elif valid:
-        verdict.add(hint.kind, DISAGREE_CONFIDENCE, f"{hint.why}; {valid} of {sampled} sampled values fit: "
-                    "name only, values disagree", "name only, values disagree")
     else:
         verdict.part = None
         verdict.name_suggests = hint.kind
-        verdict.reasons.append(f"{hint.why}, but none of the {sampled} sampled values is a {KIND_WORDS[hint.kind]}: "
-                               "not classified")
+        verdict.reasons.append(f"{hint.why}, but {valid or 'none'} of the {sampled} sampled values fit "
+                               f"{KIND_WORDS[hint.kind]}: not classified")
 
 
 def _name_only(verdict: ColumnVerdict, hint: NameHint, reason: str) -> None:

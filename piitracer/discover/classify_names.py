@@ -101,7 +101,8 @@ _PERSON = set("user users customer customers cust client member subscriber perso
               "recipient payer payee patient employee emp staff student buyer account acct holder party "
               "citizen applicant beneficiary contact lead guest passenger traveller traveler rider owner "
               "profile consumer shopper driver learner voter taxpayer insured policyholder borrower "
-              "candidate tenant resident login visitor".split())
+              "candidate tenant resident login visitor father mother spouse husband wife guardian nominee "
+              "parent child son daughter relative emergency".split())
 _ID = set("id ids key ref reference no num number uuid guid code".split())
 # Tokens that make the column about the kind, not of it.
 _MODIFIERS = set("flag flags is has sent send verified verify valid validated validity enabled opt optin optout "

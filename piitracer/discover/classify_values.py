@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import ipaddress
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Sequence
@@ -320,9 +321,16 @@ def name_words(text: str) -> list[str] | None:
     """The words of a text shaped like a person's name (1-5 words of letters of any script, with ' -
     and initials), or None."""
     words = text.replace(",", " ").split()
-    if not 1 <= len(words) <= 5 or any(not _WORD.match(w) for w in words):
+    if not 1 <= len(words) <= 5 or any(not _name_word(w) for w in words):
         return None
     return words
+
+
+def _name_word(word: str) -> bool:
+    """Letters of any script (with their combining vowel signs: Devanagari's matras), ' - and ."""
+    if not word[0].isalpha():
+        return False
+    return all(c.isalpha() or c in "'-.’" or unicodedata.category(c) in ("Mn", "Mc") for c in word)
 
 
 def person_name(text: str) -> bool:
