@@ -2,11 +2,13 @@
 
 Every file is listed (hidden and underscore folders included: ``_delta_log``, ``_change_data``,
 ``.crc`` side files, a writer's ``_tmp`` leftovers) and decoded by what it is, not by where it
-sits: Parquet (every column of every row group, nested fields flattened, and the footer
-statistics), Avro (Iceberg manifests and manifest lists, bounds decoded with the table schema the
-manifest carries), JSON and JSON lines (Delta logs with their ``stats`` strings parsed, Iceberg
-metadata), and anything else as raw bytes. A hit names the file, the place and the value set;
-never the value: paths and field names that contain a value are redacted.
+sits: Parquet (every column chunk of every row group that :mod:`~piitracer.verify.parquet_proofs`
+cannot prove free of the values from its dictionary, statistics, page index, Bloom filter or type,
+nested fields flattened; and the footer statistics), Avro (Iceberg manifests and manifest lists,
+bounds decoded with the table schema the manifest carries), JSON and JSON lines (Delta logs with
+their ``stats`` strings parsed, Iceberg metadata), and anything else as raw bytes. A hit names
+the file, the place and the value set; never the value: paths and field names that contain a
+value are redacted.
 
 Not every place can hold a subject value (:class:`~piitracer.verify.values.Place`): counts,
 sizes, ids, offsets and sequence numbers in Iceberg manifests and metadata and in Delta logs
