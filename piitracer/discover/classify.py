@@ -258,25 +258,35 @@ def _by_values(texts: list[str | None], validators: _Validators, options: Classi
     for kind in order:
         if kind == "person_name" and profile.texts < sampled:
             continue
-        check = validators.strong[kind]
-        valid = sum(1 for text in texts if text is not None and check(text))
-        if kind == "person_name" and profile.words >= 1.8:
-            # Full names: the census tables know most English names but fewer of other countries';
-            # a given name or surname they know in most rows of two-word-plus values is enough.
-            enough = valid >= NAME_SHARE * sampled
-        else:
-            enough = valid >= need
-        if enough and valid:
+        # Full names: the census tables know most English names but fewer of other countries'; a
+        # given name or surname they know in most rows of two-word-plus values is enough.
+        threshold = NAME_SHARE * sampled if kind == "person_name" and profile.words >= 1.8 else need
+        valid = _count_valid(texts, validators.strong[kind], threshold)
+        if valid >= threshold and valid:
             return kind, valid, None
     if not any(t is not None and len(t) >= 8 for t in texts):
         return None
     for module, (title, check, weak) in validators.countries.items():
         if (weak or module.split(".")[0] in ("in", "us")) and not (hint and hint.kind == "national_id"):
             continue  # India's and the US's ids have kinds of their own; a format check alone needs the name
-        valid = sum(1 for text in texts if text is not None and len(text) >= 8 and check(text))
-        if valid >= max(need, 0.9 * sampled) and valid:
+        threshold = max(need, 0.9 * sampled)
+        valid = _count_valid(texts, lambda text: len(text) >= 8 and check(text), threshold)
+        if valid >= threshold and valid:
             return "national_id", valid, title.rstrip(".")
     return None
+
+
+def _count_valid(texts: Sequence[str | None], check: Callable[[str], bool], threshold: float) -> int:
+    """How many ``texts`` pass ``check`` — exact when at least ``threshold`` do; counting stops
+    (returning a number under it) as soon as the rest could no longer reach it."""
+    valid, left = 0, len(texts)
+    for text in texts:
+        left -= 1
+        if text is not None and check(text):
+            valid += 1
+        elif valid + left < threshold:
+            return valid
+    return valid
 
 
 def _named(verdict: ColumnVerdict, hint: NameHint, present: Sequence[Any], texts: list[str | None],
