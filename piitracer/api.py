@@ -708,7 +708,30 @@ def audit_log(workspace: Workspace | str | os.PathLike[str], key: str | bytes | 
         raise AuditError(f"{path}: no audit log in this workspace (nothing has been recorded yet)")
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(path.parent, 0o700)  # also when the journal created the folder first, or umask widened it
-    return AuditLog(path, loaded, anchor=anchor)
+    return AuditLog(path, loaded, anchor=anchor, workspace_id=workspace_identity(workspace))
+
+
+def workspace_identity(workspace: Workspace) -> str:
+    """This workspace's id: created once (a random UUID in ``.piitracer/workspace_id``, mode 0600)
+    and never changed. The audit log's first entry and its anchor carry it, so ``audit verify``
+    tells this workspace's log from a copy of another's; a lost or replaced id file is caught the
+    same way."""
+    import uuid
+
+    path = workspace.root / ".piitracer" / "workspace_id"
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        text = path.read_text(encoding="utf-8").strip()
+        try:
+            return str(uuid.UUID(text))
+        except ValueError:
+            raise AuditError(f"{path}: not a workspace id (expected a UUID, written once by piitracer)") from None
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        identity = str(uuid.uuid4())
+        handle.write(identity + "\n")
+    return identity
 
 
 def audit_anchor(workspace: Workspace) -> AnchorFile | None:

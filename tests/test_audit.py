@@ -64,7 +64,8 @@ def step_seq(trail, step_id: str) -> int:
 
 def test_intact_log_verifies_and_cli_exits_zero(recorded) -> None:
     entries = recorded.log.entries()
-    assert [e.kind for e in entries] == [EntryKind.PLAN] + [EntryKind.STEP] * len(recorded.plan.steps) + [EntryKind.VERIFICATION]
+    assert [e.kind for e in entries] == ([EntryKind.WORKSPACE, EntryKind.PLAN] + [EntryKind.STEP] * len(recorded.plan.steps)
+                                         + [EntryKind.VERIFICATION])  # the first binds the log to its workspace
     assert [e.seq for e in entries] == list(range(1, len(entries) + 1))
     assert all(e.prev_hash == p.entry_hash for p, e in zip(entries, entries[1:]))
     result = recorded.log.verify()
@@ -75,7 +76,7 @@ def test_intact_log_verifies_and_cli_exits_zero(recorded) -> None:
 
 
 def test_plan_entry_holds_decisions_and_requests(recorded) -> None:
-    plan_entry = recorded.log.entries()[0]
+    plan_entry = recorded.log.entries()[1]  # after the workspace entry
     body = plan_entry.body
     assert plan_entry.plan_id == body["plan_id"] == recorded.plan.plan_id
     assert body["deadline_at"] == recorded.plan.deadline_at.isoformat()
@@ -116,7 +117,7 @@ def test_every_entry_carries_the_hmac_of_each_subject(recorded) -> None:
     key = load_audit_key(KEY)
     expected = sorted([("dsr-1", key.subject_hmac(RAW_VALUES[0])), ("dsr-1", key.subject_hmac(RAW_VALUES[1])),
                        ("dsr-2", key.subject_hmac(RAW_VALUES[2]))])
-    for entry in recorded.log.entries():
+    for entry in recorded.log.entries()[1:]:  # the workspace entry names no subject
         assert sorted((s.request_id, s.hmac) for s in entry.subjects) == expected
         assert entry.request_ids == ("dsr-1", "dsr-2")
 
@@ -281,7 +282,7 @@ def test_plan_is_recorded_once(recorded) -> None:
     from piitracer.api import record_plan
 
     before = len(recorded.log.entries())
-    assert record_plan(recorded.log, recorded.plan).seq == 1
+    assert record_plan(recorded.log, recorded.plan).seq == 2  # after the workspace entry
     assert len(recorded.log.entries()) == before
 
 

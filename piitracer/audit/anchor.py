@@ -34,6 +34,7 @@ class Anchor:
 
     seq: int
     entry_hash: str
+    workspace_id: str | None = None  # the workspace whose log this is the head of (None: an older anchor)
 
 
 @dataclass(frozen=True)
@@ -43,10 +44,13 @@ class AnchorFile:
     location: Location
     store: Store
 
-    def write(self, key: AuditKey, seq: int, entry_hash: str) -> None:
-        """Replace the anchor with this head (a temporary file, then an atomic replace / one PUT)."""
+    def write(self, key: AuditKey, seq: int, entry_hash: str, workspace_id: str | None = None) -> None:
+        """Replace the anchor with this head of the log of ``workspace_id`` (a temporary file, then
+        an atomic replace / one PUT)."""
         document = {"format": ANCHOR_FORMAT, "key_id": key.key_id, "seq": seq, "entry_hash": entry_hash,
-                    "seal": key.seal(_sealed_text(key.key_id, seq, entry_hash))}
+                    "seal": key.seal(_sealed_text(key.key_id, seq, entry_hash, workspace_id))}
+        if workspace_id is not None:
+            document["workspace_id"] = workspace_id
         temporary = Location.parse(str(self.location) + ".tmp")
         try:
             self.store.write_bytes(temporary, canonical_json(document).encode("utf-8") + b"\n")
@@ -78,14 +82,17 @@ class AnchorFile:
             document = json.loads(data)
             seq, digest, key_id, seal = (int(document["seq"]), str(document["entry_hash"]), str(document["key_id"]),
                                          str(document["seal"]))
-        except (ValueError, TypeError, KeyError):
+            workspace_id = document.get("workspace_id")
+            workspace_id = None if workspace_id is None else str(workspace_id)
+        except (ValueError, TypeError, KeyError, AttributeError):
             return f"the anchor at {self.location} is not an anchor document"
         if key_id != key.key_id:
             return f"the anchor at {self.location} was written with another audit key (key id {key_id})"
-        if not hmac.compare_digest(key.seal(_sealed_text(key_id, seq, digest)), seal):
+        if not hmac.compare_digest(key.seal(_sealed_text(key_id, seq, digest, workspace_id)), seal):
             return f"the anchor at {self.location} was rewritten without the audit key (its seal does not match)"
-        return Anchor(seq, digest)
+        return Anchor(seq, digest, workspace_id)
 
 
-def _sealed_text(key_id: str, seq: int, entry_hash: str) -> str:
-    return f"anchor:{key_id}:{seq}:{entry_hash}"
+def _sealed_text(key_id: str, seq: int, entry_hash: str, workspace_id: str | None = None) -> str:
+    # An anchor without a workspace id (written before logs were bound) keeps its old sealed text.
+    return f"anchor:{key_id}:{seq}:{entry_hash}" + (f":{workspace_id}" if workspace_id is not None else "")

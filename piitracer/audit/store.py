@@ -63,10 +63,14 @@ def utc_now() -> str:
 class AuditLog:
     """An append-only, hash-chained audit log in one SQLite file (created with mode 0600)."""
 
-    def __init__(self, path: str | os.PathLike[str], key: AuditKey, anchor: AnchorFile | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], key: AuditKey, anchor: AnchorFile | None = None,
+                 workspace_id: str | None = None) -> None:
         self.path = Path(path)
         self.key = key
         self.anchor = anchor
+        #: the workspace this log belongs to: bound into its first entry (and the anchor) when the
+        #: first entry is appended; verify fails on a log bound to another one
+        self.workspace_id = workspace_id
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if not self.path.exists():
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
@@ -123,6 +127,10 @@ class AuditLog:
                              "appended to it; run `piitracer audit verify` and restore it from a copy")
         digests = sorted({(rid, self.key.subject_hmac(value)) for rid, value in subjects})
         request_ids = sorted({rid for rid, _ in digests})
+        if self.workspace_id is not None and kind != EntryKind.WORKSPACE and self.head()[0] == 0:
+            # A new log's history starts with the workspace it belongs to: a log copied into
+            # another workspace, or one made elsewhere, is told apart by its first entry.
+            self.append(EntryKind.WORKSPACE, "", (), {"workspace_id": self.workspace_id})
         self._db.execute("BEGIN IMMEDIATE")  # one writer at a time: seq and prev_hash stay a chain
         try:
             last = self._db.execute("SELECT seq, entry_hash FROM entries ORDER BY seq DESC LIMIT 1").fetchone()
@@ -151,8 +159,19 @@ class AuditLog:
             self._db.execute("ROLLBACK")
             raise
         if self.anchor is not None:
-            self.anchor.write(self.key, seq, digest)
+            self.anchor.write(self.key, seq, digest, self.bound_workspace())
         return AuditEntry(**{**fields, "entry_hash": digest})
+
+    def bound_workspace(self) -> str | None:
+        """The workspace id the log's first entry binds it to (None: the log is empty, or was
+        begun before logs were bound to a workspace)."""
+        rows = self._read("SELECT kind, body FROM entries WHERE seq = 1")
+        if not rows or rows[0][0] != EntryKind.WORKSPACE.value:
+            return None
+        try:
+            return str(json.loads(rows[0][1]).get("workspace_id"))
+        except (ValueError, AttributeError):
+            return None
 
     def _request_hashes(self, request_id: str) -> list[str]:
         rows = self._read(

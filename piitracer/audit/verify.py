@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from piitracer.audit.anchor import Anchor
 from piitracer.audit.hashing import entry_hash, merkle_root
 from piitracer.audit.store import AuditError, AuditLog, entry_from_row
-from piitracer.model.audit import GENESIS_HASH
+from piitracer.model.audit import GENESIS_HASH, EntryKind
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,10 @@ def verify_log(log: AuditLog, expect_head: str | None = None) -> VerifyResult:
                             f"stored hash is {entry.entry_hash[:16]}…")
         if not hmac.compare_digest(log.key.seal(entry.entry_hash), str(row["seal"])):
             return bad(seq, "seal does not match: the entry hash was rewritten without the audit key")
+        if entry.kind is EntryKind.WORKSPACE and seq > 1:
+            return bad(seq, "a workspace entry after the first: the log was spliced from two histories")
+        if seq == 1 and entry.kind is not EntryKind.WORKSPACE and log.workspace_id is not None:
+            return bad(seq, "the log's first entry binds it to no workspace: it was not begun in this workspace")
         for request_id in entry.request_ids:
             by_request.setdefault(request_id, []).append(entry.entry_hash)
         previous_seq, previous_hash = seq, entry.entry_hash
@@ -111,6 +115,12 @@ def verify_log(log: AuditLog, expect_head: str | None = None) -> VerifyResult:
 
     hashes = [row["entry_hash"] for row in rows]
     checks: list[str] = []
+    bound = log.bound_workspace()
+    if log.workspace_id is not None and rows:
+        if bound != log.workspace_id:
+            return bad(1, f"the log belongs to workspace {bound}, not to this workspace ({log.workspace_id}): a log "
+                          "copied from another workspace")
+        checks.append("bound to this workspace")
     anchored_seq = None
     if log.anchor is not None:
         anchor = log.anchor.read(log.key)
@@ -122,7 +132,7 @@ def verify_log(log: AuditLog, expect_head: str | None = None) -> VerifyResult:
                                  "it was deleted, or the log was written without it")
             checks.append("anchor: none yet, log empty")
         else:
-            problem = _anchor_problem(anchor, hashes)
+            problem = _anchor_problem(anchor, hashes, bound)
             if problem:
                 return bad(None, problem)
             anchored_seq = anchor.seq
@@ -140,11 +150,21 @@ def verify_log(log: AuditLog, expect_head: str | None = None) -> VerifyResult:
     return VerifyResult(True, len(rows), previous_hash, anchored_seq=anchored_seq, checks=tuple(checks))
 
 
-def _anchor_problem(anchor: Anchor, hashes: list[str]) -> str | None:
+def _anchor_problem(anchor: Anchor, hashes: list[str], bound: str | None) -> str | None:
+    """What is wrong between the anchored head and the log: the log's head must BE the anchored
+    head — a log cut back, replaced, or longer (entries appended by something that did not move
+    the anchor: a copy of the log extended elsewhere) is reported, never accepted."""
     if anchor.seq > len(hashes):
         return (f"the anchor names entry {anchor.seq} ({anchor.entry_hash[:16]}…) but the log ends at entry "
                 f"{len(hashes)}: entries were removed")
     if anchor.seq >= 1 and hashes[anchor.seq - 1] != anchor.entry_hash:
         return (f"entry {anchor.seq} is not the anchored entry (anchored {anchor.entry_hash[:16]}…, log holds "
                 f"{hashes[anchor.seq - 1][:16]}…): the log was replaced")
+    if anchor.workspace_id is not None and anchor.workspace_id != bound:
+        return (f"the anchor is the head of workspace {anchor.workspace_id}'s log, and this log belongs to "
+                f"{bound or 'no workspace'}: the log was replaced")
+    if anchor.seq < len(hashes):
+        return (f"the log has {len(hashes) - anchor.seq} entr{'y' if len(hashes) - anchor.seq == 1 else 'ies'} past the "
+                f"anchored head (entry {anchor.seq}): appended without moving the anchor (a copy of the log extended "
+                "elsewhere, or an append whose anchor write failed)")
     return None

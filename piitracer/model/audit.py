@@ -26,6 +26,7 @@ class EntryKind(str, Enum):
     ATTESTATION = "attestation"  # a person confirmed a manual/manual_review/recompute step (who, when, evidence hash)
     REQUEST = "request"  # a request changed state (queued, planned ... closed: the data key's fingerprint, never the key)
     ESTIMATE = "estimate"  # what a batch plan was estimated to rewrite and cost, from table metadata
+    WORKSPACE = "workspace"  # the log's first entry: the id of the one workspace whose history it is
 
 
 class SubjectDigest(Frozen):
