@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
 
 import yaml
 from pydantic import ValidationError
@@ -85,7 +85,7 @@ def stored_graph_for(store: LineageStore, catalog: Mapping[str, CatalogDataset],
     catalog entries (all of them when a reached copy's source was not reached)."""
     copies: dict[str, list[str]] = {}
     copied_from: dict[str, str] = {}
-    for dataset_id, entry in sorted(catalog.items()):
+    for dataset_id, entry in catalog.items():  # unsorted: only sets are made of it (100k entries)
         for ref in (entry.replica_of, entry.clone_of, entry.archive_of):
             if ref is not None:
                 copies.setdefault(ref.dataset, []).append(dataset_id)
@@ -183,7 +183,9 @@ def source_key_types(workspace: Workspace, sources: Sequence[ColumnRef]) -> dict
     from piitracer.formats import FormatError, key_type_name, table_schema
 
     found: dict[str, str] = {}
-    locations, store = dataset_locations(workspace), workspace_store(workspace)
+    # Only the sources' locations: parsing all of a 100k-dataset catalog's cost a cold plan ~0.6 s.
+    locations = dataset_locations(workspace, {ref.dataset for ref in sources})
+    store = workspace_store(workspace)
     for ref in sources:
         entry = workspace.config.catalog.get(ref.dataset)
         if entry is None:
@@ -231,12 +233,14 @@ def workspace_store(workspace: Workspace) -> Store:
     return Store(workspace.config.storage)
 
 
-def dataset_locations(workspace: Workspace) -> dict[str, Location]:
-    """Every catalogued dataset's location as a :class:`Location` (relative paths under the
-    workspace; ``s3://...`` and other URIs as they are). A location that is not a usable place is
-    a workspace error naming the dataset."""
+def dataset_locations(workspace: Workspace, datasets: Collection[str] | None = None) -> dict[str, Location]:
+    """Every catalogued dataset's location (or only those of ``datasets``) as a :class:`Location`
+    (relative paths under the workspace; ``s3://...`` and other URIs as they are). A location that
+    is not a usable place is a workspace error naming the dataset."""
     found = {}
-    for dataset, entry in workspace.config.catalog.items():
+    catalog = workspace.config.catalog
+    entries = catalog.items() if datasets is None else ((d, catalog[d]) for d in sorted(datasets) if d in catalog)
+    for dataset, entry in entries:
         if entry.location is None:
             continue
         try:

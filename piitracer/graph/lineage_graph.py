@@ -34,6 +34,7 @@ from piitracer.model.lineage import (
     OriginKind,
     ProblemSeverity,
 )
+from piitracer.model.gc_pause import cyclic_gc_paused
 from piitracer.model.workspace import CatalogDataset, CloneMode
 
 CATALOG_ORIGIN_FILE = "piitracer.yaml"
@@ -105,6 +106,14 @@ class LineageGraph:
     @classmethod
     def build(cls, batch: LineageBatch, catalog: Mapping[str, CatalogDataset] | None = None) -> "LineageGraph":
         """A graph of everything in ``batch`` plus the catalog's datasets, clones and archives."""
+        # The collector paused: a cold plan builds this next to a 100k-entry catalog, which a full
+        # collection triggered by the graph's allocations walks again (measured at 100k datasets,
+        # the reached graph's first build in a process: 0.61-0.70 s -> 0.32 s CPU).
+        with cyclic_gc_paused():
+            return cls._build(batch, catalog)
+
+    @classmethod
+    def _build(cls, batch: LineageBatch, catalog: Mapping[str, CatalogDataset] | None) -> "LineageGraph":
         graph = cls()
         graph.problems = list(batch.problems)
         graph.units_read = batch.units_read

@@ -31,7 +31,7 @@ from piitracer.model.lineage import ColumnEdge, DatasetEdge, DatasetFacts, Inges
 STORE_FILE = Path(".piitracer") / "lineage" / "store.sqlite"
 SCHEMA_VERSION = "2"
 # "adjacency" was version 1's copy of the edges' (source, target) pairs: now read from the edges.
-_TABLES = ("units", "column_edges", "dataset_edges", "facts", "problems", "adjacency", "meta")
+_TABLES = ("units", "column_edges", "dataset_edges", "facts", "problems", "adjacency", "workspace_cache", "meta")
 _UNIT_TABLES = ("column_edges", "dataset_edges", "facts", "problems")
 _CHUNK = 500  # SQLite's host-parameter limit is 32,766: stay far below it
 
@@ -95,6 +95,7 @@ class LineageStore:
             CREATE INDEX IF NOT EXISTS problems_unit ON problems (unit);
             CREATE INDEX IF NOT EXISTS column_edges_source ON column_edges (source_dataset);
             CREATE INDEX IF NOT EXISTS dataset_edges_source ON dataset_edges (source);
+            CREATE TABLE IF NOT EXISTS workspace_cache (key TEXT PRIMARY KEY, payload BLOB);
         """)
         db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
         return db
@@ -149,8 +150,22 @@ class LineageStore:
     def clear(self) -> None:
         """Forget everything (``piitracer lineage rebuild``)."""
         with self._transaction():
-            for table in ("units", *_UNIT_TABLES):
+            for table in ("units", *_UNIT_TABLES, "workspace_cache"):
                 self._db.execute(f"DELETE FROM {table}")
+
+    # ---- the validated workspace (see ``workspace_cache``) ------------------------------------
+
+    def cached_workspace(self, key: str) -> bytes | None:
+        """The validated workspace stored under ``key`` (the hash of its files), or None."""
+        row = self._db.execute("SELECT payload FROM workspace_cache WHERE key = ?", (key,)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def keep_workspace(self, key: str, payload: bytes) -> None:
+        """Store the validated workspace of ``key``, in place of any other: only the files' latest
+        state is worth keeping, and an old one must never be served."""
+        with self._transaction():
+            self._db.execute("DELETE FROM workspace_cache")
+            self._db.execute("INSERT INTO workspace_cache VALUES (?, ?)", (key, payload))
 
     def _delete(self, name: str) -> None:
         self._db.execute("DELETE FROM units WHERE name = ?", (name,))
@@ -188,15 +203,17 @@ class LineageStore:
             self._db.execute("DELETE FROM wanted")
             self._db.executemany("INSERT OR IGNORE INTO wanted VALUES (?)", ((d,) for d in datasets))
         queries = {
-            "c": ("column_edges", "target_dataset", ColumnEdge),
-            "d": ("dataset_edges", "target", DatasetEdge),
-            "f": ("facts", "dataset", DatasetFacts),
-            "p": ("problems", None, IngestProblem),
+            "c": ("column_edges", "target_dataset", ColumnEdge.model_validate_json),
+            "d": ("dataset_edges", "target", DatasetEdge.model_validate_json),
+            "f": ("facts", "dataset", DatasetFacts.model_validate_json),
+            "p": ("problems", None, IngestProblem.model_validate_json),
         }
-        for key, (table, column, model) in queries.items():
-            join = f"JOIN wanted w ON w.dataset = x.{column}" if datasets is not None and column else ""
-            for unit, data in self._db.execute(f"SELECT x.unit, x.data FROM {table} x {join} ORDER BY x.unit, x.seq"):
-                parts[unit][key].append(model.model_validate_json(data))
+        for key, (table, column, build) in queries.items():
+            # CROSS JOIN: the few wanted datasets drive the index on the target; a plain JOIN let
+            # SQLite scan every stored edge (2M at 100k datasets) for the ~1,000 reached.
+            source = f"wanted w CROSS JOIN {table} x ON x.{column} = w.dataset" if datasets is not None and column else f"{table} x"
+            for unit, data in self._db.execute(f"SELECT x.unit, x.data FROM {source} ORDER BY x.unit, x.seq"):
+                parts[unit][key].append(build(data))
         read = dict(self._db.execute("SELECT name, units_read FROM units"))
         return {name: LineageBatch(column_edges=tuple(p["c"]), dataset_edges=tuple(p["d"]), datasets=tuple(p["f"]),
                                    problems=tuple(p["p"]), units_read=read[name] or 0)

@@ -13,6 +13,7 @@ import yaml
 from pydantic import ValidationError
 
 from piitracer.ingest.catalog_layers import DISCOVERED_FILE, CatalogLayers, merge_discovered, validate_discovered
+from piitracer.ingest.workspace_cache import WorkspaceCache
 from piitracer.model.gc_pause import cyclic_gc_paused
 from piitracer.model.naming import DEFAULT_SPARK_CATALOGS, DatasetNamer, normalise_location, split_table_name
 from piitracer.model.workspace import REPLICA_SEPARATOR, CatalogDataset, WorkspaceConfig
@@ -116,8 +117,19 @@ def load_workspace(folder: str | os.PathLike[str] = ".") -> Workspace:
     """Load and validate ``<folder>/piitracer.yaml``.
 
     Raises :class:`WorkspaceError` naming the file, the line, the field path and what was expected.
+    A new process that finds the workspace files unchanged takes the validated result kept in the
+    lineage store (see ``workspace_cache``); the location warnings are computed live every time.
     """
     root = Path(folder).absolute()
+    cache = WorkspaceCache.open(root)
+    kept = cache.workspace() if cache is not None else None
+    if kept is not None:
+        return replace(kept, warnings=kept.warnings + workspace_warnings(kept, root / WORKSPACE_FILE, _Lines(cache.text)))
+    return _load_and_validate(root, cache)
+
+
+def _load_and_validate(root: Path, cache: WorkspaceCache | None) -> Workspace:
+    """The workspace read and validated from its files (kept in ``cache`` when there is one)."""
     path = root / WORKSPACE_FILE
     if not path.is_file():
         raise WorkspaceError(f"{path}: no workspace file here (expected {WORKSPACE_FILE} in {root})")
@@ -144,7 +156,10 @@ def load_workspace(folder: str | os.PathLike[str] = ".") -> Workspace:
     workspace = Workspace(root=root, config=config, namer=build_namer(config, root), layers=layers, set_aside=set_aside)
     places = _PlacesSaid(workspace, path, document)
     _check_one_place_each(workspace, places)
-    return replace(workspace, warnings=layers.warnings + undescribed + workspace_warnings(workspace, path, document, places))
+    workspace = replace(workspace, warnings=layers.warnings + undescribed)
+    if cache is not None:
+        cache.keep(workspace)  # without the location warnings: every load computes those live
+    return replace(workspace, warnings=workspace.warnings + workspace_warnings(workspace, path, document, places))
 
 
 def _set_aside_undescribed(data: dict[str, Any], path: Path,
