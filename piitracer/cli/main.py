@@ -455,18 +455,22 @@ def _retention_text(retention: dict) -> str:
 
 @catalog_group.command("classify")
 @click.option("--sample", type=click.IntRange(min=0), default=50, show_default=True,
-              help="Rows read per table for the value validators (0: names and lineage only).")
+              help="Rows read per table for the value validators, spread over its files and row groups when "
+              "the table has more (0: names and lineage only; classify.min_values: non-null values a column needs).")
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--write", "write", is_flag=True,
               help="Also write catalog.discovered.yaml with the identifier columns found, marked "
               "classified_by: auto until a person confirms them in piitracer.yaml.")
 @click.pass_context
 def catalog_classify(ctx: click.Context, sample: int, output: str, write: bool) -> None:
-    """A verdict per column of every discovered table — identifier kind, confidence and reasons —
-    from its name, from sampled values validated by python-stdnum, phonenumbers and
-    email-validator (counts and kinds only: a sampled value is never shown), and from lineage out
-    of the catalog's identifiers. Lists the columns that look like PII but that no catalogued
-    identifier reaches ("PII without lineage"). A proposal for a person to confirm."""
+    """A verdict per column of every discovered table — the kind of personal data in words
+    (person name, postal address, date of birth, e-mail, phone, national ids...), confidence,
+    valid/sampled counts and one line of reasons — from its name as people write names, from
+    sampled values validated by python-stdnum, phonenumbers, email-validator and probablepeople's
+    census name tables (values outrank the name; a sampled value is never shown), and from lineage
+    out of the catalog's identifiers. Once a person has confirmed identifiers, lists the columns
+    with personal data that no catalogued identifier reaches ("PII without lineage"). A proposal
+    for a person to confirm."""
     workspace = _workspace(ctx)
     result = classify_catalog(workspace, sample)
     if write:
