@@ -39,7 +39,8 @@ def kinds(columns: dict[str, list], options: ClassifyOptions | None = None, data
     ("Téléphone", "phone"), ("IBANNumber", "iban"), ("homephone", "phone"), ("first-name", "person_name"),
     ("Nachname", "person_name"), ("address_line1", "address"), ("passport no", "passport"), ("voter id", "voter_id"),
     ("driverLicenseNumber", "driving_licence"), ("national insurance number", "nino"), ("GSTIN", "gstin"),
-    ("aadhar_number", "aadhaar"), ("fechaNacimiento", "date_of_birth"),
+    ("aadhar_number", "aadhaar"), ("fechaNacimiento", "date_of_birth"), ("Driver's License", "driving_licence"),
+    ("PAN Card No", "pan"), ("Aadhaar Card Number", "aadhaar"), ("Ph No", "phone"), ("Cardholder Name", "person_name"),
 ])
 def test_names_as_people_write_them(column: str, kind: str) -> None:
     hint = name_hint(column)

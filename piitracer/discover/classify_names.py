@@ -64,7 +64,7 @@ for _kind, _tokens in {
 # Two tokens in a row that name a kind together.
 _PAIRS: dict[tuple[str, str], str] = {
     ("e", "mail"): "email", ("mail", "address"): "email", ("contact", "number"): "phone", ("contact", "no"): "phone",
-    ("cell", "no"): "phone", ("date", "birth"): "date_of_birth", ("birth", "date"): "date_of_birth",
+    ("cell", "no"): "phone", ("ph", "no"): "phone", ("ph", "number"): "phone", ("date", "birth"): "date_of_birth", ("birth", "date"): "date_of_birth",
     ("card", "number"): "card", ("card", "no"): "card", ("card", "num"): "card", ("cc", "number"): "card",
     ("cc", "no"): "card", ("cc", "num"): "card", ("credit", "card"): "card", ("debit", "card"): "card",
     ("social", "security"): "ssn", ("national", "insurance"): "nino", ("ni", "number"): "nino",
@@ -135,7 +135,7 @@ def tokens(column: str) -> list[str]:
     spaced = re.sub(r"([A-Za-z])([0-9])|([0-9])([A-Za-z])", lambda m: " ".join(g for g in m.groups() if g), spaced)
     found = []
     for token in re.split(r"[^0-9a-z]+", spaced.lower()):
-        if token and token not in ("of", "the", "de", "du", "da"):
+        if token and token not in ("of", "the", "de", "du", "da", "s"):  # s: a possessive (Driver's License)
             found += _segment(token)
     return found
 
@@ -178,9 +178,13 @@ def name_hint(column: str) -> NameHint | None:
         return None
     joined = "".join(parts)
     pairs = list(zip(parts, parts[1:]))
+    # An id's own word outranks "card number": an Aadhaar card's or a PAN card's number is no payment card's.
+    id_word = next((_WORDS[part] for part in parts if _WORDS.get(part) not in (None, "card")), None)
     for pair in pairs:
         if pair in _PAIRS:
             kind = _PAIRS[pair]
+            if kind == "card" and id_word:
+                return NameHint(id_word, f"'{column}' reads as {KIND_WORDS[id_word]}")
             if not kind:
                 return None
             if kind == "user_id" and len(parts) == 2:
