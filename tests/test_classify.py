@@ -109,10 +109,12 @@ def test_indian_national_ids_by_value_and_person_kinds_by_name_and_shape() -> No
     born = [dt.date(1950 + i, 1 + i % 12, 1 + i % 28) for i in range(30)]
     found = kinds({"f1": [pan(rng) for _ in range(30)], "f2": [gstin(rng) for _ in range(30)],
                    "dob": born, "order_date": born,  # dates: a date of birth only by name
+                   "BirthDate": [int(d.strftime("%Y%m%d")) for d in born],  # a date stored as a number
                    "given_name": ["Aarav", "Vihaan", "Ananya", "Diya", "Ishaan", "Saanvi"] * 5,
                    "home address": ["12, MG Road, Bengaluru 560001", "Flat 4B, Sector 21, Noida 201301",
                                     "221B Baker Street, London NW1 6XE"] * 10})
-    assert found == {"f1": "pan", "f2": "gstin", "dob": "date_of_birth", "order_date": None, "given_name": "person_name",
+    assert found == {"f1": "pan", "f2": "gstin", "dob": "date_of_birth", "order_date": None,
+                     "BirthDate": "date_of_birth", "given_name": "person_name",
                      "home address": "address"}
 
 

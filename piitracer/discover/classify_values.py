@@ -265,8 +265,13 @@ def date_of_birth(value: Any, today: dt.date | None = None) -> bool:
         value = value.date()
     if isinstance(value, dt.date):
         return dt.date(1900, 1, 1) <= value <= today
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)  # 19900102: a date as a number
     if isinstance(value, str):
-        parsed = _date_text(value.strip())
+        text = value.strip()
+        if re.fullmatch(r"(19|20)\d{6}", text):
+            text = f"{text[:4]}-{text[4:6]}-{text[6:]}"
+        parsed = _date_text(text)
         return parsed is not None and dt.date(1900, 1, 1) <= parsed <= today
     return False
 
