@@ -181,8 +181,9 @@ class ValueIndex:
         self._byte_lengths = sorted({len(data) for data in self._byte_tokens}, reverse=True)
         # Where any token starts (a zero-width look-ahead, so overlapping tokens are all seen);
         # is_whole then decides on each one.
-        alternatives = "|".join(re.escape(t) for t in sorted(self._tokens, key=lambda t: (-len(t), t)))
-        self._scanner = re.compile(f"(?=(?:{alternatives}))") if alternatives else None
+        # The tokens as a trie (``ab(?:c|d)``), not a flat alternation: Python's re tries a flat
+        # alternation's branches one by one at every position of the text.
+        self._scanner = re.compile(f"(?={_trie_pattern(self._tokens)})") if self._tokens else None
         self._byte_scanner = re.compile(self._scanner.pattern.encode("utf-8")) if self._scanner else None
         # Redaction hides a string value's characters wherever they occur (looser than the rule).
         self._redact_pattern = _redact_pattern(self.strs, self.ints)
@@ -328,6 +329,34 @@ class ValueIndex:
         for candidate in _plain_decodings(raw):
             names |= self.match(candidate)
         return names, False
+
+
+def _trie_pattern(words: Iterable[str]) -> str:
+    """One regular expression matching exactly ``words`` (non-empty strings), shaped as their trie."""
+    trie: dict[str, Any] = {}
+    for word in words:
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = True  # a word ends here
+
+    def pattern(node: dict[str, Any]) -> str:
+        branches = []
+        for char, child in sorted(node.items()):
+            if not char:
+                continue
+            text = re.escape(char)
+            while len(child) == 1 and "" not in child:  # one way on: a literal run, no recursion
+                ((char, child),) = child.items()
+                text += re.escape(char)
+            branches.append(text + pattern(child))
+        if not branches:
+            return ""
+        if "" in node:  # a word ends here, longer ones go on
+            return "(?:" + "|".join(branches) + ")?"
+        return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+
+    return pattern(trie)
 
 
 def _redact_pattern(strings: set[str], ints: set[int]) -> re.Pattern[str] | None:
