@@ -145,6 +145,8 @@ SAVED_DELETE_MODE = "piitracer.saved.write.delete.mode"  # the mode to put back 
 BLOOM_ENABLED = "write.parquet.bloom-filter-enabled.column."
 BLOOM_FPP_PREFIX = "write.parquet.bloom-filter-fpp.column."
 BLOOM_MAX_BYTES = "write.parquet.bloom-filter-max-bytes"
+TARGET_FILE_SIZE = "write.target-file-size-bytes"
+DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024  # Iceberg's default target file size
 
 
 def _retain_clause(milliseconds: int) -> str:
@@ -309,7 +311,7 @@ class IcebergEraser:
         if not prepare:
             row = self._call(procedure)
         else:
-            with self._bloom_filters_for_the_rewrite(prepare, attempt or Attempt()) as prepared:
+            with self._bloom_filters_for_the_rewrite(prepare, options, attempt or Attempt()) as prepared:
                 row = self._call(procedure)
         row["applied_equality_delete_files_removed"] = self._drop_applied_equality_deletes()
         outcome = self._physical(row, files_rewritten=row.get("rewritten_data_files_count", 0))
@@ -317,12 +319,12 @@ class IcebergEraser:
             outcome.details.update(prepared)
         return outcome
 
-    def _bloom_filters_for_the_rewrite(self, prepare: tuple[str, ...], attempt: Attempt):
+    def _bloom_filters_for_the_rewrite(self, prepare: tuple[str, ...], options: dict[str, str], attempt: Attempt):
         """Set the table's Bloom filter properties on the columns of ``prepare`` it has, for one
         rewrite, then put every property back as it was (a table's write settings are its owner's:
-        the pipelines' own writes keep theirs). The filter size is fitted to the rows of the files
-        the rewrite takes (``bloom_filter_bytes``): Iceberg would otherwise write 1 MiB per column
-        and file. The properties before are journaled first (``Attempt``), so a run killed with
+        the pipelines' own writes keep theirs). The filter size is fitted to the rows of one file
+        the rewrite writes (:meth:`_rows_per_rewritten_file`, ``bloom_filter_bytes``): Iceberg
+        would otherwise write 1 MiB per column and file. The properties before are journaled first (``Attempt``), so a run killed with
         them set restores the original on resume, not the override. Yields the outcome details:
         which columns, and which properties were set and restored (names only)."""
         from contextlib import contextmanager
@@ -333,7 +335,7 @@ class IcebergEraser:
             wanted = {f"{BLOOM_ENABLED}{name}": "true" for name in columns}
             wanted.update({f"{BLOOM_FPP_PREFIX}{name}": str(BLOOM_FPP) for name in columns})
             if columns:
-                wanted[BLOOM_MAX_BYTES] = str(bloom_filter_bytes(self._rows_in_files_with_deletes()))
+                wanted[BLOOM_MAX_BYTES] = str(bloom_filter_bytes(self._rows_per_rewritten_file(options)))
             current = self.java_table().properties()
             first = attempt.start({"table_properties_before": {
                 name: (None if current.get(name) is None else str(current.get(name))) for name in sorted(wanted)}})
@@ -361,11 +363,16 @@ class IcebergEraser:
                 found.append(str(column.name()))
         return found
 
-    def _rows_in_files_with_deletes(self) -> int:
-        """The most rows the current data files with delete files hold in one partition: what
-        the rewrite takes, and an output file never mixes partitions, so no file it writes holds
-        more distinct values per column."""
-        rows: dict[tuple[int, str], int] = {}
+    def _rows_per_rewritten_file(self, options: dict[str, str]) -> int:
+        """How many rows one file the rewrite writes will hold, at most about: the data files with
+        delete files are what it takes; it writes each partition's rows (an output file never
+        mixes partitions) in files of the target size (the rewrite's ``target-file-size-bytes``,
+        else the table's ``write.target-file-size-bytes``, else Iceberg's 512 MiB), so the rows
+        of one partition, or as many as fit the target size at those files' bytes per row,
+        whichever is fewer."""
+        properties = self.java_table().properties()
+        target = int(options.get("target-file-size-bytes") or properties.get(TARGET_FILE_SIZE) or DEFAULT_TARGET_FILE_SIZE)
+        found: dict[tuple[int, str], list[int]] = {}
         tasks = self.java_table().newScan().planFiles()
         try:
             iterator = tasks.iterator()
@@ -373,11 +380,12 @@ class IcebergEraser:
                 task = iterator.next()
                 if not task.deletes().isEmpty():
                     file = task.file()
-                    key = (int(file.specId()), str(file.partition()))
-                    rows[key] = rows.get(key, 0) + int(file.recordCount())
+                    totals = found.setdefault((int(file.specId()), str(file.partition())), [0, 0])
+                    totals[0] += int(file.recordCount())
+                    totals[1] += int(file.fileSizeInBytes())
         finally:
             tasks.close()
-        return max(rows.values(), default=0)
+        return max((min(rows, -(-target * rows // max(size, 1))) for rows, size in found.values()), default=0)
 
     def _set_properties(self, properties: dict[str, str | None]) -> None:
         """One commit of table properties through the table API (names never pasted into SQL);
