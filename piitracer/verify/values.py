@@ -179,10 +179,9 @@ class ValueIndex:
         self._byte_tokens = {text.encode("utf-8"): entries for text, entries in self._tokens.items()}
         self._lengths = sorted({len(text) for text in self._tokens}, reverse=True)
         self._byte_lengths = sorted({len(data) for data in self._byte_tokens}, reverse=True)
-        # Where any token starts (a zero-width look-ahead, so overlapping tokens are all seen);
-        # is_whole then decides on each one.
-        # The tokens as a trie (``ab(?:c|d)``), not a flat alternation: Python's re tries a flat
-        # alternation's branches one by one at every position of the text.
+        # Where any token starts (a zero-width look-ahead, so overlapping tokens are all seen; is_whole
+        # then decides on each one), the tokens shaped as a trie (``ab(?:c|d)``): Python's re tries a
+        # flat alternation's branches one by one at every position of the text.
         self._scanner = re.compile(f"(?={_trie_pattern(self._tokens)})") if self._tokens else None
         self._byte_scanner = re.compile(self._scanner.pattern.encode("utf-8")) if self._scanner else None
         # Redaction hides a string value's characters wherever they occur (looser than the rule).
@@ -362,15 +361,15 @@ def _trie_pattern(words: Iterable[str]) -> str:
 def _redact_pattern(strings: set[str], ints: set[int]) -> re.Pattern[str] | None:
     """Strings wherever their characters occur, integers as whole numeric tokens: what a shown
     name (a path, a field name) must not carry."""
-    parts = [re.escape(s) for s in sorted(strings, key=len, reverse=True) if len(s) >= MIN_TEXT_LENGTH]
-    numbers = [str(i) for i in sorted(ints) if len(str(i)) >= MIN_TEXT_LENGTH]
+    parts = [s for s in strings if len(s) >= MIN_TEXT_LENGTH]
+    numbers = [str(i) for i in ints if len(str(i)) >= MIN_TEXT_LENGTH]
     alternatives = []
     if parts:
-        alternatives.append("|".join(parts))
+        alternatives.append(_trie_pattern(parts))  # greedy: the longest value at a place
     if numbers:
         # A whole numeric token (see _NUMBER_BEFORE): 17000000001, 7000000001.5, -7000000001 and
         # the digits inside the hex digest c47000000001a are other data.
-        alternatives.append(_NUMBER_BEFORE + "(?:" + "|".join(numbers) + ")" + _NUMBER_AFTER)
+        alternatives.append(_NUMBER_BEFORE + "(?:" + _trie_pattern(numbers) + ")" + _NUMBER_AFTER)
     if not alternatives:
         return None
     return re.compile("|".join(f"(?:{a})" for a in alternatives))
