@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import spark_lakehouse as sl
 import yaml
 from deltalake import DeltaTable
-from spark_lakehouse import SUBJECT_PANS, SUBJECTS, checksum, new_namespace, table_rows
+from spark_lakehouse import SUBJECT_PANS, SUBJECTS, checksum, new_namespace, table_rows, record_made_plan
 
 import piitracer
 from piitracer.audit import load_audit_key
@@ -132,6 +132,7 @@ def make_lake(tmp_path: Path, warehouse: Path, spark, prefix: str) -> Lake:
     plan = seal_plan(plan, load_audit_key(ENV["PIITRACER_AUDIT_KEY"]))  # the CLI runs sealed plans only
     plan_file = tmp_path / "plan.json"
     write_private(plan_file, plan.to_json())
+    record_made_plan(ws, plan, ENV["PIITRACER_AUDIT_KEY"])
     lake = Lake(ns, ws, plan, plan_file, locations, {}, {}, {})
     for dataset in locations:
         rows = rows_of(spark, lake, dataset)

@@ -136,3 +136,14 @@ def single_source_plan(tmp_path: Path, warehouse: Path, table: str, subjects: It
     ws = piitracer.load_workspace(write_workspace(tmp_path / "ws", warehouse, catalog, "SELECT 1;"))
     people = [Subject(value=str(u), request_id=f"r{u}", received_at="2026-11-20T09:00:00Z") for u in subjects]
     return ws, plan_deletion(ws, piitracer.build_lineage_graph(ws), [f"{dataset}.user_id"], people)
+
+
+def record_made_plan(workspace, plan, key: str) -> None:
+    """What `piitracer plan -o` does when it writes a plan: record its id and its subjects' keyed
+    digests in the workspace's audit log (execute runs only plans recorded there). For tests that
+    make their plan through the API."""
+    from piitracer.api import audit_log, record_plan
+    from piitracer.audit import load_audit_key
+
+    with audit_log(workspace, key=load_audit_key(key)) as log:
+        record_plan(log, plan)

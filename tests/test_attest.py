@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from spark_lakehouse import write_workspace
+from spark_lakehouse import write_workspace, record_made_plan
 
 import piitracer
 from piitracer.api import plan_deletion, seal_plan, write_private
@@ -53,6 +53,7 @@ def planned(tmp_path: Path, warehouse: Path):
                          [Subject(value=str(SUBJECT), request_id="r1", received_at="2026-11-20T09:00:00Z")])
     plan = seal_plan(plan, load_audit_key(KEY))
     write_private(tmp_path / "plan.json", plan.to_json())
+    record_made_plan(ws, plan, KEY)
     person = {s.dataset: s.id for s in plan.steps if s.action.value in ("manual", "manual_review", "recompute")}
     assert {s.dataset: s.action.value for s in plan.steps if s.id in person.values()} == {
         "ml.tokens": "manual_review", "an.daily": "recompute", "stream.cdc": "manual"}

@@ -40,7 +40,8 @@ def test_a_table_whose_metadata_is_broken_is_one_line_naming_the_file(tmp_path: 
     write_private(tmp_path / "plan.json", plan.to_json())
     manifest_list = sorted((warehouse / ns / "cow" / "metadata").glob("snap-*.avro"))[-1]
     manifest_list.unlink()
-    result = CliRunner().invoke(cli, ["--workspace", str(ws.root), "execute", str(tmp_path / "plan.json"), "--dry-run"])
+    result = CliRunner(env={"PIITRACER_AUDIT_KEY": "errors-test-audit-key-0123456789"}).invoke(
+        cli, ["--workspace", str(ws.root), "execute", str(tmp_path / "plan.json"), "--dry-run", "--unsealed"])
     assert result.exit_code == 2
     assert result.output.startswith(f"error: dataset {ns}.cow: ") and manifest_list.name in result.output
     assert len(result.output.strip().splitlines()) == 1

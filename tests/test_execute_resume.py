@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from byte_scan import find_values
-from spark_lakehouse import SUBJECT_PANS, SUBJECTS, build, checksum, new_namespace, spark_for, table_rows, workspace
+from spark_lakehouse import SUBJECT_PANS, SUBJECTS, build, checksum, new_namespace, spark_for, table_rows, workspace, record_made_plan
 
 import piitracer
 from piitracer.audit import load_audit_key
@@ -62,6 +62,7 @@ def test_killed_and_resumed_equals_uninterrupted(tmp_path: Path, warehouse: Path
     plan = seal_plan(plan, load_audit_key(ENV["PIITRACER_AUDIT_KEY"]))  # the CLI runs sealed plans only
     plan_file = tmp_path / "plan.json"
     write_private(plan_file, plan.to_json())
+    record_made_plan(ws, plan, ENV["PIITRACER_AUDIT_KEY"])
 
     run_killed_after(ws.root, plan_file, k)
     journal = ws.root / ".piitracer" / "journal.sqlite"

@@ -27,6 +27,8 @@ from s3_server import s3_server
 from spark_lakehouse import SUBJECT_PANS, SUBJECTS, checksum, rows
 
 import piitracer
+from spark_lakehouse import record_made_plan
+
 from piitracer.api import plan_deletion, seal_plan, write_private
 from piitracer.audit import load_audit_key
 from piitracer.model.plan import Subject
@@ -116,7 +118,9 @@ def test_plan_execute_verify_audit_on_s3(s3, tmp_path: Path) -> None:
     subjects = [Subject(value=str(u), request_id=f"r{u}", received_at="2026-11-20T09:00:00Z") for u in SUBJECTS]
     plan = plan_deletion(workspace_, piitracer.build_lineage_graph(workspace_), ["crm.people.user_id"], subjects)
     assert plan.resolve[0].key_types == {"user_id": "bigint"}  # read from the Delta log on S3
-    write_private(tmp_path / "plan.json", seal_plan(plan, load_audit_key(KEY)).to_json())
+    sealed = seal_plan(plan, load_audit_key(KEY))
+    write_private(tmp_path / "plan.json", sealed.to_json())
+    record_made_plan(workspace_, sealed, KEY)
 
     ran = cli(ws, "execute", str(tmp_path / "plan.json"), "--no-concurrent-writers")
     assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-3000:]
@@ -173,7 +177,8 @@ def test_bad_locations_are_one_clear_error(s3, tmp_path: Path, location: str, me
     uris = build(s3) if not s3.keys() else {name: s3.uri(name.replace(".", "/")) for name in
                                               ("crm.people", "crm.people_copy", "crm.cards", "archive.people_weekly")}
     uris = {**uris, "crm.cards": location}
-    ws = workspace(tmp_path / "ws", uris, {"warehouse_roots": []})
+    bucket = next(uri for uri in uris.values() if uri.startswith("s3://") and "no-such-bucket" not in uri).split("/")[2]
+    ws = workspace(tmp_path / "ws", uris, {"warehouse_roots": [f"s3://{bucket}/", "s3://no-such-bucket/"]})
     planned = cli(ws, "plan", "--source", "crm.people.user_id", "--subject", str(SUBJECTS[0]), "-o", str(tmp_path / "p.json"))
     if planned.returncode == 0:
         done = cli(ws, "execute", str(tmp_path / "p.json"), "--no-concurrent-writers")

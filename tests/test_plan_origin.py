@@ -108,8 +108,11 @@ def step_of(plan, dataset: str):
 
 
 def repoint_dataset(plan):
-    """The copy's delete re-pointed to another dataset (same key column name)."""
-    steps = [s.model_copy(update={"dataset": "shop.by_mail"}) if s is step_of(plan, "shop.copy") else s for s in plan.steps]
+    """The copy's delete re-pointed to another dataset, with that dataset's own key column and value
+    set (so every structural check passes: only what planning gives tells it apart)."""
+    mail = step_of(plan, "shop.by_mail")
+    steps = [s.model_copy(update={"dataset": "shop.by_mail", "key_column": mail.key_column, "values_from": mail.values_from})
+             if s is step_of(plan, "shop.copy") else s for s in plan.steps]
     return plan.model_copy(update={"steps": tuple(steps)})
 
 

@@ -27,6 +27,7 @@ import yaml
 import piitracer
 from piitracer.api import plan_deletion, prepare_execution
 from piitracer.executor.preflight import PlanRefused
+from piitracer.ingest.workspace_loader import WorkspaceError
 from piitracer.model.plan import Subject
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -144,11 +145,13 @@ def test_cli_execute_refuses_with_one_line_and_changes_nothing(tmp_path: Path) -
 
 
 def test_piitracers_own_files_are_never_a_datasets_territory(tmp_path: Path) -> None:
-    for number, location in enumerate((".", ".piitracer/tables/copy")):
-        ws = workspace(tmp_path / f"own{number}", location)
-        write_table(ws / location)
-        with pytest.raises(PlanRefused, match="piitracer's own"):
-            preflight_of(ws)
+    ws = workspace(tmp_path / "own", ".piitracer/tables/copy")
+    write_table(ws / ".piitracer" / "tables" / "copy")
+    with pytest.raises(PlanRefused, match="piitracer's own"):
+        preflight_of(ws)
+    # The workspace folder itself as a table's location: it holds the other table, refused at load.
+    with pytest.raises(WorkspaceError, match="lies inside the location of shop.copy"):
+        preflight_of(workspace(tmp_path / "whole", "."))
 
 
 def test_inside_the_default_roots_the_guard_lets_the_plan_run(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from spark_lakehouse import build, checksum, new_namespace, spark_for, table_rows, workspace
 
 import piitracer
-from piitracer.api import plan_deletion, seal_plan, write_private
+from piitracer.api import audit_log, plan_deletion, record_plan, seal_plan, write_private
 from piitracer.audit import load_audit_key
 from piitracer.cli.main import cli
 from piitracer.model.plan import DeletionPlan, Subject
@@ -155,7 +155,7 @@ def test_every_altered_plan_is_refused_even_as_a_dry_run(lake, tmp_path: Path, c
     data = json.loads(plan.to_json())
     edit(data)
     path = written(tmp_path, rehash(data))
-    for args in (["--dry-run"], ["--unsealed", "--no-concurrent-writers"]):
+    for args in (["--dry-run", "--unsealed"], ["--unsealed", "--no-concurrent-writers"]):
         code, out = execute(ws, path, *args)
         assert code == 2, (name, out)
         assert expected in out, (name, out)
@@ -170,6 +170,11 @@ def test_unsealed_plans_need_unsealed_and_the_audit_log_says_so(lake, tmp_path: 
     assert code == 2 and "is not sealed" in out and "--unsealed" in out
     nothing_recorded(ws)
 
+    code, out = execute(ws, path, "--no-concurrent-writers", "--unsealed")
+    assert code == 2 and "is not recorded in this workspace's audit log" in out  # made through the API, unrecorded
+    nothing_recorded(ws)
+    with audit_log(ws, key=load_audit_key(KEY)) as log:  # its maker records it, as `plan -o` does
+        record_plan(log, plan)
     code, out = execute(ws, path, "--no-concurrent-writers", "--unsealed")
     assert code == 0, out
     db = sqlite3.connect(ws.root / ".piitracer" / "audit.sqlite")

@@ -17,7 +17,7 @@ import piitracer
 from piitracer.api import (Evidence, add_requests, attest_step, batch_plan, close_request, move_plan_requests, plan_file_text, plan_requests,
                            rebuild_lineage_store, register_plan_requests, request_store, request_store_path, reverify_requests, settle_after_verify)
 from piitracer.model.requests import RequestState
-from piitracer.api import (audit_log, audit_report, check_certificate, check_plan_origin, check_plan_seal, erasure_certificate, execute_plan,
+from piitracer.api import (audit_log, audit_log_path, audit_report, check_certificate, check_plan_origin, check_plan_seal, erasure_certificate, execute_plan,
                            journal_steps, load_plan, plan_deletion,
                            prepare_execution, record_plan, run_execution, record_run, record_verification, recorded_attestations, seal_plan,
                            verify_audit, verify_plan, write_private)
@@ -25,6 +25,7 @@ from piitracer.api import (DemoResult, write_discovered_catalog, catalog_drift, 
                            run_demo)
 from piitracer.audit import load_audit_key, record_estimate_entry
 from piitracer.crypto.envelope import has_master_key, load_master_key
+from piitracer.executor.preflight import PlanRefused
 from piitracer.executor.runner import ExecuteOptions, ExecutionError, RunSummary, StepResult
 from piitracer.ingest.requests import read_labelled_requests
 from piitracer.model.errors import PiitracerError
@@ -282,9 +283,14 @@ def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bo
     with request_store(workspace, master) as store:
         plan = load_plan(plan_file, store.cipher)
         check_plan_seal(plan, key, unsealed_ok=unsealed)
-        with audit_log(workspace, key=key, create=False) as log:  # no log yet: no plan of this workspace
-            check_plan_origin(workspace, log, plan, replan=not (resume or rerun))
+        # The plan against the workspace and the lakehouse first (what it would touch), then its
+        # origin: recorded here when piitracer wrote it, and what planning it again gives now.
         executor = prepare_execution(workspace, plan, options, attested=recorded_attestations(workspace, key, plan))
+        if not audit_log_path(workspace).exists():  # opening would create it: a refusal leaves no trace
+            raise PlanRefused(f"plan {plan.plan_id[:16]} is not recorded in this workspace's audit log (there is none "
+                              "yet): plan again with `piitracer plan -o`")
+        with audit_log(workspace, key=key, create=False) as log:
+            check_plan_origin(workspace, log, plan, replan=not (resume or rerun))
         if dry_run:
             for result in executor.run().results:
                 click.echo(f"{result.step.id} {result.step.dataset} {result.step.action.value}: {result.message}")
