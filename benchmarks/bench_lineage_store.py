@@ -215,7 +215,7 @@ def main() -> None:
     holds = new["process_wall_s"] < 5 and new["peak_rss_mb"] < 1024
     print(f"\nthe same plan every way: {same}; target < 5 s and < 1 GB (files unchanged): {'holds' if holds else 'FAILS'}")
     write_results("lineage_store", {"size": args.size, **runs, "setup": built, "same_plan": same, "target_holds": holds,
-                                    "baseline": args.baseline})
+                                    "baseline_revision": args.baseline})
 
 
 def _served_from_store(folder: Path) -> bool:

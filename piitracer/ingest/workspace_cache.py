@@ -138,6 +138,8 @@ class WorkspaceCache:
         paths = _location_paths(workspace)
         if paths is None or _any_symlink(paths):
             return
+        for dataset_id in workspace.config.catalog:  # kept with it: every load checks them all
+            workspace._local_location(dataset_id)
         try:
             if files_key(self.root)[0] != self.key:
                 return  # edited while we validated: the result is of neither version for sure

@@ -20,6 +20,7 @@ from piitracer.model.errors import PiitracerError
 from piitracer.storage.locations import Location, LocationError
 
 WORKSPACE_FILE = "piitracer.yaml"
+_UNSET: Any = object()
 
 
 class WorkspaceError(PiitracerError):
@@ -39,6 +40,9 @@ class Workspace:
     layers: CatalogLayers = CatalogLayers()
     # Catalog entries set aside as written (no format yet: discovery has still to describe them).
     set_aside: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # dataset id -> its local location as an absolute path, filled as asked: every load checks all
+    # of them, and the validated workspace kept in the lineage store keeps them (workspace_cache).
+    _local_locations: dict[str, str | None] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def resolve(self, path: str) -> Path:
         """A path of the workspace file, relative to the workspace folder unless absolute."""
@@ -51,6 +55,12 @@ class Workspace:
         return None if text is None else Path(text)
 
     def _local_location(self, dataset_id: str) -> str | None:
+        found = self._local_locations.get(dataset_id, _UNSET)
+        if found is _UNSET:
+            found = self._local_locations[dataset_id] = self._absolute_local_location(dataset_id)
+        return found
+
+    def _absolute_local_location(self, dataset_id: str) -> str | None:
         # As a string: checking 100k catalog locations, pathlib objects cost more than the stat.
         entry = self.config.catalog.get(dataset_id)
         if entry is None or entry.location is None or "://" in entry.location and not entry.location.startswith("file:"):
