@@ -337,3 +337,20 @@ def test_a_short_whole_value_in_a_dictionary_beside_long_values_is_found(tmp_pat
     assert found == {("short.parquet", "column code", "s.code")}
     found, scan = _scan_one(tmp_path, "clean.parquet", index)
     assert found == set() and scan.chunks.by_method == {"dictionary": 1}
+
+
+def test_page_headers_longer_than_one_read_are_read_whole(tmp_path: Path) -> None:
+    """Data page headers carrying 4 KB min/max statistics (texts of 4,096 characters) exceed one
+    read-ahead of page headers: they are read whole, and the chunk is proven by its dictionary, or
+    decoded when the subject sits in one of the texts."""
+    index = ValueIndex.build(VALUE_SETS)
+    texts = [(chr(ord("a") + n % 26) * 4096) for n in range(40)]
+    _write(tmp_path / "long.parquet", pa.table({"text": texts * 3}), data_page_size=1000)
+    found, scan = _scan_one(tmp_path, "long.parquet", index)
+    assert found == set() and scan.chunks.by_method == {"dictionary": 1}
+    planted = texts[:5] + ["b" * 2000 + f" {SUBJECT_EMAIL} " + "b" * 2000] + texts[5:]
+    _write(tmp_path / "long_subject.parquet", pa.table({"text": planted * 3}), data_page_size=1000)
+    found, scan = _scan_one(tmp_path, "long_subject.parquet", index)
+    assert found == {("long_subject.parquet", "column text (inside text)", "s.email")}
+    assert found == brute_force(tmp_path, ["long_subject.parquet"], index)
+    assert "its dictionary holds a searched value" in scan.chunks.decoded_chunks[0].why

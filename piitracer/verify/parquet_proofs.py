@@ -49,7 +49,8 @@ PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY = 0, 2, 8
 CODECS = {"UNCOMPRESSED": 0, "SNAPPY": 1, "GZIP": 2, "LZO": 3, "BROTLI": 4, "LZ4": 5, "ZSTD": 6, "LZ4_RAW": 7}
 PHYSICAL = {"BOOLEAN": 0, "INT32": 1, "INT64": 2, "INT96": 3, "FLOAT": 4, "DOUBLE": 5, "BYTE_ARRAY": 6,
             "FIXED_LEN_BYTE_ARRAY": 7}
-HEADER_WINDOW = 256  # bytes read for one page header; grown when the header (its statistics) is longer
+HEADER_WINDOW = 256  # bytes read for a Bloom filter header of unknown length
+READ_AHEAD = 8192  # bytes read for page headers at once; grown when one header (its statistics) is longer
 MAX_HEADER = 1 << 20
 
 
@@ -326,22 +327,29 @@ def chunk_start(chunk) -> int:
 
 
 def read_page_headers(handle: CountingFile, chunk) -> list[PageHeader] | None:
-    """Every page header of a column chunk, reading only the headers (each page's body is skipped);
-    None when the pages do not exactly fill ``total_compressed_size``."""
+    """Every page header of a column chunk, reading only the headers (a page's body is skipped
+    unless it lies in the same read as a header: small pages cost one read for many headers, which
+    matters on object storage); None when the pages do not exactly fill ``total_compressed_size``."""
     position = chunk_start(chunk)
     end = position + chunk.total_compressed_size
     pages = []
+    buffer_start, buffer = position, b""
     while position < end:
-        window = min(HEADER_WINDOW, end - position)
+        window = READ_AHEAD
         while True:
-            data = handle.read_at(window, position)
-            try:
-                fields, size = read_struct(data)
-                break
-            except ThriftError:
-                if window >= min(MAX_HEADER, end - position):
-                    return None
-                window = min(window * 4, MAX_HEADER, end - position)
+            offset = position - buffer_start
+            if 0 <= offset < len(buffer):
+                try:
+                    fields, after = read_struct(buffer, offset)
+                    break
+                except ThriftError:
+                    if buffer_start + len(buffer) >= end or window > MAX_HEADER:
+                        return None  # the header runs past the chunk, or is absurdly long
+            buffer_start, buffer = position, handle.read_at(min(window, end - position), position)
+            if not buffer:
+                return None
+            window *= 4
+        size = after - offset
         kind, uncompressed, compressed = fields.get(1), fields.get(2), fields.get(3)
         if kind is None or compressed is None or uncompressed is None or compressed < 0:
             return None
