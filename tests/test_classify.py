@@ -243,3 +243,27 @@ def test_national_ids_of_the_workspace_countries_by_their_stdnum_validators() ->
     assert kinds(spanish) == {"doc": None}
     sequential = {"ref": [str(10**10 + i) for i in range(30)]}
     assert kinds(sequential, ClassifyOptions(countries=("de",))) == {"ref": None}
+
+
+def test_a_sparse_column_is_read_wider_before_it_is_called_too_sparse(tmp_path: Path) -> None:
+    """`Contact` holds an e-mail address in about one row of 15 across 12 files: the first spread
+    (about 50 rows) sees three or four, the wider one enough to judge; `Notes` holds one value in the
+    whole table: too sparse to judge, and said so."""
+    folder = tmp_path / "parquet" / "crm" / "sparse"
+    folder.mkdir(parents=True)
+    rng = random.Random(7)
+    for number in range(12):
+        emails = [f"p{number}_{i}@example.net" if rng.random() < 0.07 else None for i in range(500)]
+        notes = [None] * 500
+        if number == 5:
+            notes[7] = "see file"
+        pq.write_table(pa.table({"Contact": pa.array(emails, pa.string()), "Notes": pa.array(notes, pa.string())}),
+                       folder / f"part-{number:03d}.parquet", row_group_size=100)
+    _workspace(tmp_path)
+    shown = CliRunner().invoke(cli, ["--workspace", str(tmp_path), "catalog", "classify", "--output", "json"])
+    assert shown.exit_code == 0, shown.output
+    columns = {c["column"]: c for c in json.loads(shown.stdout)["columns"]}
+    assert columns["contact"]["kind"] == "email" and columns["contact"]["sampled"] >= 20 and not columns["contact"]["sparse"]
+    assert columns["notes"]["sparse"] and columns["notes"]["kind"] is None
+    text = CliRunner().invoke(cli, ["--workspace", str(tmp_path), "catalog", "classify"])
+    assert "1 column(s) too sparse to judge by values: crm.sparse.Notes" in text.output

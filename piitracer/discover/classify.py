@@ -196,9 +196,16 @@ def _column(dataset: str, column: str, values: Sequence[Any] | None, options: Cl
         hint = None
     present = [v for v in values or () if v is not None and not (isinstance(v, str) and not v.strip())]
     if not present:
+        rows = rows_sampled if rows_sampled is not None else len(values or ())
+        if values is not None and rows:
+            verdict.sparse, verdict.sampled = True, 0
+            why = f"too sparse to judge by values: no non-null value in {rows} sampled rows"
+        else:
+            why = "no values sampled"
         if hint:
-            why = "no values sampled" if values is None else "no non-null value sampled"
             _name_only(verdict, hint, f"{hint.why}; {why}")
+        elif verdict.sparse:
+            verdict.reasons.append(why)
         return verdict
     profile = values_of.profile(present)
     verdict.sampled = profile.sampled

@@ -2,12 +2,12 @@
 
 The format's own reader gives the first rows (current rows only: deletes applied). A table is seldom
 uniform — the first file is one day, one region, one source — so when the table has more rows than
-that, the sample is instead read across
-the table's current data files (up to ``MAX_FILES`` spread over the list) and across each file's
-row groups (evenly spaced rows of up to ``GROUPS_PER_FILE`` spread row groups). Those are read from
-the Parquet files as written (an Iceberg or Delta row deleted but not yet rewritten may be among
-them: it is classified like any other; nothing is kept). A column that still has fewer than
-``min_values`` non-null values is reported too sparse to judge.
+that, the sample is instead read across the table's current data files (up to ``MAX_FILES`` spread
+over the list) and across each file's row groups (evenly spaced rows of up to ``GROUPS_PER_FILE``
+spread row groups). Those are read from the Parquet files as written (an Iceberg or Delta row
+deleted but not yet rewritten may be among them: it is classified like any other; nothing is
+kept). A column with fewer than ``min_values`` non-null values gets a second, ten times wider
+spread (at most ``SPARSE_ROWS`` rows); one that still falls short is reported too sparse to judge.
 """
 
 from __future__ import annotations
@@ -17,6 +17,11 @@ from typing import Any
 
 MAX_FILES = 8
 GROUPS_PER_FILE = 2
+SPARSE_ROWS = 5000  # rows read at most for a table with a sparse column
+
+
+def _non_null(column: list) -> int:
+    return sum(1 for value in column if value is not None)
 
 
 @dataclass
@@ -55,6 +60,12 @@ def sample_table(table, store, rows: int, min_values: int) -> Sample | None:
     spread = _spread_rows(table, store, max(rows, min_values), set(values))
     if spread is None or spread.rows == 0:
         return Sample(values, first.num_rows, names=names)
+    if any(_non_null(column) < min_values for column in spread.values.values()):
+        # A sparse column: once more with ten times the rows (bounded), to reach min_values if the
+        # table has them; what still falls short is reported too sparse to judge.
+        wider = _spread_rows(table, store, min(10 * max(rows, min_values), SPARSE_ROWS), set(values))
+        if wider is not None and wider.rows > spread.rows:
+            spread = wider
     spread.names = names
     # The spread replaces the first rows (no row counted twice); a column no file had (renamed in
     # the table's schema since) keeps the reader's values.
