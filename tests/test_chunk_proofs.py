@@ -354,3 +354,23 @@ def test_page_headers_longer_than_one_read_are_read_whole(tmp_path: Path) -> Non
     assert found == {("long_subject.parquet", "column text (inside text)", "s.email")}
     assert found == brute_force(tmp_path, ["long_subject.parquet"], index)
     assert "its dictionary holds a searched value" in scan.chunks.decoded_chunks[0].why
+
+
+def test_a_default_encoded_file_is_proven_reading_a_part_of_its_bytes(tmp_path: Path) -> None:
+    """A 1 MB file as pyarrow writes it by default (dictionary pages, snappy), no subject in it:
+    every chunk proven (ids by min/max, texts by their dictionaries, amounts by type), reading the
+    footer, the page headers and the dictionaries only: the name column's data pages are not read."""
+    rng = random.Random(7)
+    rows = 25_000
+    names = [f"name{n}" for n in range(500)]
+    table = pa.table({"user_id": pa.array(range(8_000_000_000, 8_000_000_000 + rows), pa.int64()),
+                      "email": [f"user{n}@example.com" for n in range(rows)],
+                      "name": [rng.choice(names) for _ in range(rows)],
+                      "amount": [rng.random() for _ in range(rows)]})
+    _write(tmp_path / "big.parquet", table)
+    found, scan = _scan_one(tmp_path, "big.parquet", ValueIndex.build(VALUE_SETS))
+    assert found == set()
+    assert scan.chunks.by_method == {"statistics": 1, "dictionary": 2, "type": 1}
+    name_data = pq.ParquetFile(tmp_path / "big.parquet").metadata.row_group(0).column(2).total_compressed_size
+    assert scan.chunks.bytes_read < scan.chunks.bytes_total * 0.6
+    assert scan.chunks.bytes_total == (tmp_path / "big.parquet").stat().st_size and name_data > 10_000

@@ -55,20 +55,50 @@ MAX_HEADER = 1 << 20
 
 
 class CountingFile:
-    """A random-access file that counts the bytes read through it (the report's "bytes read")."""
+    """A random-access file that counts the bytes read through it (the report's "bytes read"), and
+    serves a read again from its last few reads: pyarrow decoding a small chunk whose page headers
+    were just read with it reads nothing twice."""
+
+    RECENT = 4
 
     def __init__(self, handle) -> None:
         self.handle = handle
         self.bytes_read = 0
+        self._recent: list[tuple[int, bytes]] = []  # (offset, data) of the last reads, newest last
+
+    def _cached(self, offset: int, nbytes: int) -> bytes | None:
+        pieces, position, end = [], offset, offset + nbytes
+        while position < end:
+            found = next(((start, data) for start, data in reversed(self._recent)
+                          if start <= position < start + len(data)), None)
+            if found is None:
+                return None
+            start, data = found
+            pieces.append(data[position - start:min(end, start + len(data)) - start])
+            position = start + len(data) if end > start + len(data) else end
+        return b"".join(pieces)
+
+    def _remember(self, offset: int, data: bytes) -> None:
+        self.bytes_read += len(data)
+        self._recent = [*self._recent[-(self.RECENT - 1):], (offset, data)]
 
     def read(self, nbytes: int = -1) -> bytes:
+        position = self.handle.tell()
+        if nbytes is not None and nbytes >= 0:
+            cached = self._cached(position, nbytes)
+            if cached is not None:
+                self.handle.seek(position + nbytes)
+                return cached
         data = self.handle.read(nbytes) if nbytes is not None and nbytes >= 0 else self.handle.read()
-        self.bytes_read += len(data)
+        self._remember(position, data)
         return data
 
     def read_at(self, nbytes: int, offset: int) -> bytes:
+        cached = self._cached(offset, nbytes)
+        if cached is not None:
+            return cached
         data = self.handle.read_at(nbytes, offset)
-        self.bytes_read += len(data)
+        self._remember(offset, data)
         return data
 
     def seek(self, offset: int, whence: int = 0) -> int:
@@ -195,7 +225,7 @@ class ParquetProver:
     def _dictionary_verdict(self, chunk, column: "_Column") -> str | None:
         """None when every data page is dictionary-encoded and the dictionary holds no searched
         value; else why the chunk must be decoded."""
-        pages = read_page_headers(self.handle, chunk)
+        pages = read_page_headers(self.handle, chunk, until_plain=True)
         if pages is None:
             return "page headers do not add up to the chunk"
         dictionary = [p for p in pages if p.type == DICTIONARY_PAGE]
@@ -204,6 +234,7 @@ class ParquetProver:
             return "no single leading dictionary page"
         if any(p.type not in (DATA_PAGE, DATA_PAGE_V2) or p.encoding not in (PLAIN_DICTIONARY, RLE_DICTIONARY) for p in data):
             return "plain-encoded data pages (dictionary fallback)"
+        # Only now is the list whole (read_page_headers stops early at a plain page alone).
         if sum(p.num_values for p in data) != chunk.num_values:
             return "page headers do not add up to the chunk"
         page = dictionary[0]
@@ -326,10 +357,12 @@ def chunk_start(chunk) -> int:
     return start
 
 
-def read_page_headers(handle: CountingFile, chunk) -> list[PageHeader] | None:
+def read_page_headers(handle: CountingFile, chunk, until_plain: bool = False) -> list[PageHeader] | None:
     """Every page header of a column chunk, reading only the headers (a page's body is skipped
     unless it lies in the same read as a header: small pages cost one read for many headers, which
-    matters on object storage); None when the pages do not exactly fill ``total_compressed_size``."""
+    matters on object storage); None when the pages do not exactly fill ``total_compressed_size``.
+    ``until_plain``: stop after the first data page that is not dictionary-encoded (the chunk will
+    be decoded: the rest need not be read)."""
     position = chunk_start(chunk)
     end = position + chunk.total_compressed_size
     pages = []
@@ -358,6 +391,8 @@ def read_page_headers(handle: CountingFile, chunk) -> list[PageHeader] | None:
         encoding = sub.get(4 if kind == DATA_PAGE_V2 else 2, -1)
         pages.append(PageHeader(kind, position, size, compressed, uncompressed, sub.get(1, 0), encoding))
         position += size + compressed
+        if until_plain and kind != DICTIONARY_PAGE and encoding not in (PLAIN_DICTIONARY, RLE_DICTIONARY):
+            return pages
     return pages if position == end else None
 
 
