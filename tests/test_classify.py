@@ -193,6 +193,12 @@ def test_sampling_reads_across_files_and_row_groups_and_never_prints_a_value(tmp
     written = (tmp_path / "catalog.discovered.yaml").read_text()
     for place in (shown.output, text.output, written):
         assert not [s for s in secrets if s in place]
+    # Nothing piitracer wrote anywhere in the workspace (outside the table itself) holds a value.
+    written_files = [p for p in tmp_path.rglob("*") if p.is_file() and folder not in p.parents]
+    assert (tmp_path / "catalog.discovered.yaml") in written_files
+    for path in written_files:
+        content = path.read_bytes()
+        assert not [s for s in secrets if s.encode() in content], path
 
 
 def test_a_foreign_key_to_the_catalogued_subject_key_is_a_persons_identifier(tmp_path: Path) -> None:
