@@ -1,0 +1,345 @@
+"""Proof at scale (issue 29, point 5): the verifier's Parquet scan (``verify.engine: driver``, the
+current code) against the bare ``pyarrow.parquet.read_table`` of the same files, side by side in
+one run, on three lakehouses of the same rows:
+
+- ``default``: the 2,000-file / ~2 GB lakehouse of RESULTS 8, exactly as
+  ``bench_verify_engines.generate`` writes it (pyarrow's defaults: dictionary encoding, snappy);
+- ``prepared``: a copy of it after one piitracer rewrite with ``verify.prepare`` on
+  (``formats.parquet.rewrite_files`` with ``prepare=("pan", "phone", "user_id")``: Bloom filters on
+  those columns, dictionary kept, statistics and the page index written). The rewrite erases one
+  other person per file (each file's first row), so every file is rewritten and the searched
+  subjects' rows stay;
+- ``worst``: the same rows with unique high-cardinality strings (the merchant made unique too),
+  written plain (``use_dictionary=False``), no Bloom filter, no page index; a searched PAN is also
+  planted inside a merchant text in a few files.
+
+And how the cost grows with files: the first 1,000 files of ``default``, all 2,000, and a
+``many`` lakehouse of 8,000 smaller files (``--many-rows`` rows each, 6,250 by default: the same
+total bytes as 2,000 x 25,000, so the per-file cost shows).
+
+Each figure is the median of ``--repeats`` runs of (bare read, verifier scan) taken in turn, in
+this process, with its wall time and its CPU seconds (``time.process_time``: every thread of this
+process), since the machine is shared. The ratio is against the bare read measured in the same
+repeat loop. Bytes read / total are the verifier's own counts (``ChunkCounts``), and the decoded
+chunks are grouped by column and reason (what ``verify --explain`` lists).
+
+Exactness: on a sample of every lakehouse's files (all files holding a planted subject, and
+``--sample`` more), the verifier's data findings must equal a brute-force full decode of every
+column (``pq.read_table`` + ``column_hits``); the script fails otherwise.
+
+    .venv/bin/python benchmarks/bench_proof_scale.py [--files 2000] [--rows 25000] [--many 8000]
+        [--many-rows 6250] [--repeats 3] [--sample 30] [--keep /tmp/proof-scale]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import print_table, write_results  # noqa: E402
+from bench_verify_engines import PLANTED_FILES, generate  # noqa: E402
+
+PREPARE = ("pan", "phone", "user_id")
+BLOOM_ONLY = "prepared, Bloom filters only (not today's verify)"
+WEEKLY_TB = 200
+CLUSTER_CORES = 100
+
+
+# ---- the lakehouses ----------------------------------------------------------------------------
+
+def _files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*.parquet"))
+
+
+def make_default(root: Path, files: int, rows: int) -> dict:
+    return generate(root, files, rows)
+
+
+def make_prepared(source: Path, root: Path) -> dict:
+    """A copy of ``source`` after one ``rewrite_files`` with ``verify.prepare``: each file's first
+    row's user id is erased (another person: every file is rewritten, the subjects' rows stay)."""
+    from piitracer.formats.parquet import rewrite_files
+    from piitracer.storage.locations import Location
+    from piitracer.storage.store import Store
+
+    shutil.copytree(source, root)
+    erased = sorted({pq.ParquetFile(root / name).read_row_group(0, columns=["user_id"]).column(0)[0].as_py()
+                     for name in _files(root)})
+    start = time.perf_counter()
+    cpu = time.process_time()
+    outcome = rewrite_files(Location.parse(root), Store(), "user_id", erased, prepare=PREPARE)
+    return {"files_rewritten": outcome.files_rewritten, "rows_deleted": outcome.rows_deleted,
+            "rewrite_wall_s": time.perf_counter() - start, "rewrite_cpu_s": time.process_time() - cpu}
+
+
+def make_worst(source: Path, root: Path, value_sets: dict) -> dict:
+    """The same rows, every string unique, plain-encoded, no Bloom filter, no page index; a
+    searched PAN inside a merchant text in ``PLANTED_FILES`` files."""
+    pans = value_sets["t.pan"]
+    names = _files(source)
+    planted = 0
+    for name in names:
+        number = int(name.rsplit("-", 1)[1].split(".")[0])  # the generator's file number
+        table = pq.ParquetFile(source / name).read()
+        rows = table.num_rows
+        suffix = pa.array(np.arange(number * rows, (number + 1) * rows).astype(str))
+        merchant = pc.binary_join_element_wise(table.column("merchant").combine_chunks(), suffix, " #")
+        if number % max(1, len(names) // PLANTED_FILES) == 1:  # not the files holding a subject's row
+            texts = merchant.to_pylist()
+            texts[0] = f"paid {pans[number % len(pans)]} at the counter"
+            merchant = pa.array(texts)
+            planted += 1
+        table = table.set_column(table.schema.get_field_index("merchant"), "merchant", merchant)
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, root / name, use_dictionary=False, write_page_index=False)
+    return {"inside_text_planted": planted}
+
+
+def lakes(base: Path, args) -> tuple[dict, dict]:
+    """Generate (or reuse, under ``--keep``) every lakehouse (or only ``--only``'s: independent
+    ones can be made in parallel processes); the value sets and the facts of making them. A
+    lakehouse is whole once its ``<name>.json`` facts file exists."""
+    makers = {
+        "default": lambda: make_default(base / "default", args.files, args.rows),
+        "prepared": lambda: make_prepared(base / "default", base / "prepared"),
+        "worst": lambda: make_worst(base / "default", base / "worst", value_sets),
+        "many": lambda: make_default(base / "many", args.many, args.many_rows),
+    }
+    facts: dict = {}
+    value_sets: dict = {}
+    for lake, make in makers.items():
+        done = base / f"{lake}.json"
+        if not done.exists() and args.only in (None, lake):
+            shutil.rmtree(base / lake, ignore_errors=True)  # a half-made one
+            wall, cpu, made = clocked(make)
+            done.write_text(json.dumps({"made": made, "wall_s": wall, "cpu_s": cpu}))
+            print(f"{lake}: made in {wall:.0f} s ({cpu:.0f} s CPU)", flush=True)
+        if done.exists():
+            facts[lake] = json.loads(done.read_text())
+            if lake in ("default", "many"):
+                assert not value_sets or facts[lake]["made"] == value_sets, "the lakehouses' subjects differ"
+                value_sets = facts[lake]["made"]
+        elif lake == "default" and args.only is None:
+            raise SystemExit(f"{base / lake}: not generated yet")
+    return value_sets, facts
+
+
+# ---- the measured work ---------------------------------------------------------------------------
+
+def bare(root: Path, names: list[str]) -> int:
+    rows = 0
+    for name in names:
+        rows += pq.read_table(root / name).num_rows
+    return rows
+
+
+def verify(root: Path, names: list[str], value_sets: dict):
+    """The driver engine's scan of these files (what ``verify`` runs with ``verify.engine: driver``)."""
+    from piitracer.storage.locations import Location
+    from piitracer.storage.store import FileEntry, Store
+    from piitracer.verify.engines import FileScanner, ScanPlan, ScanRequest
+
+    store = Store()
+    request = ScanRequest(Location.parse(root), tuple(sorted(value_sets)))
+    plan = ScanPlan((request,), (tuple(FileEntry(name, (root / name).stat().st_size) for name in names),))
+    return FileScanner().scan(plan, value_sets, store)[0]
+
+
+def bloom_only(root: Path, names: list[str], value_sets: dict) -> dict:
+    """What a prepared file would cost if its identifier columns were searched for whole values
+    only (no value inside their text): the footer and the Bloom filters of ``PREPARE`` read, each
+    chunk checked with the verifier's own reader (``parquet_proofs``); the chunks a filter admits
+    would be decoded (counted, not decoded here). Not what ``verify`` does today: see the README."""
+    from piitracer.storage.locations import Location
+    from piitracer.storage.store import Store
+    from piitracer.verify.parquet_proofs import CountingFile, ParquetProver, _bloom_may_hold, read_metadata
+    from piitracer.verify.values import ValueIndex
+
+    index, store = ValueIndex.build(value_sets), Store()
+    admitted = checked = read = total = 0
+    for name in names:
+        with CountingFile(store.open_input(Location.parse(root / name))) as handle:
+            metadata, footer = read_metadata(handle)
+            prover = ParquetProver(handle, metadata, metadata.schema.to_arrow_schema(), index, footer)
+            for group in range(metadata.num_row_groups):
+                for column_name in PREPARE:
+                    column = prover.column(column_name)
+                    chunk = metadata.row_group(group).column(column.leaf)
+                    checked += 1
+                    if chunk.bloom_filter_offset is None or column.hashes is None or \
+                            _bloom_may_hold(handle, chunk, column.hashes):
+                        admitted += 1
+            read += handle.bytes_read
+            total += handle.size()
+    return {"chunks": checked, "admitted": admitted, "bytes_read": read, "bytes_total": total}
+
+
+def clocked(fn):
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = fn()
+    return time.perf_counter() - wall, time.process_time() - cpu, result
+
+
+def brute_force(root: Path, names: list[str], value_sets: dict) -> set[tuple[str, str, str]]:
+    """Every column of every row group decoded and searched: the places a full decode finds."""
+    from piitracer.verify.columns import column_hits
+    from piitracer.verify.values import ValueIndex
+
+    index = ValueIndex.build(value_sets)
+    found = set()
+    for name in names:
+        table = pq.ParquetFile(root / name).read()
+        for column in table.column_names:
+            for where, sets in column_hits(column, table.column(column), index):
+                found |= {(name, where, s) for s in sets}
+    return found
+
+
+def explain(result) -> list[list[object]]:
+    """Decoded chunks by column and reason (``verify --explain``'s notes, grouped)."""
+    groups = Counter((c.column, c.why) for c in result.chunks.decoded_chunks)
+    return [[column, why, count] for (column, why), count in sorted(groups.items())]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=2000)
+    parser.add_argument("--rows", type=int, default=25000, help="rows per file (25,000: about 1 MB)")
+    parser.add_argument("--many", type=int, default=8000, help="files of the growth lakehouse")
+    parser.add_argument("--many-rows", type=int, default=6250)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sample", type=int, default=30, help="files checked against a full decode, besides the planted")
+    parser.add_argument("--keep", type=Path, help="generate into (or reuse) this folder")
+    parser.add_argument("--generate-only", action="store_true")
+    parser.add_argument("--only", choices=["default", "prepared", "worst", "many"], help="generate this lakehouse only")
+    args = parser.parse_args()
+    load_at_start = os.getloadavg()
+    print(f"load average at start: {load_at_start[0]:.2f} {load_at_start[1]:.2f} {load_at_start[2]:.2f}", flush=True)
+    base = args.keep or Path(tempfile.mkdtemp(prefix="bench-proof-scale-"))
+    base.mkdir(parents=True, exist_ok=True)
+    try:
+        value_sets, facts = lakes(base, args)
+        if args.generate_only:
+            return
+        listing = {lake: _files(base / lake) for lake in ("default", "prepared", "worst", "many")}
+        configs = {  # name -> (lake, files)
+            "default, 1k files": ("default", listing["default"][:len(listing["default"]) // 2]),
+            "default, 2k files": ("default", listing["default"]),
+            "many, 8k small files": ("many", listing["many"]),
+            "prepared, 2k files": ("prepared", listing["prepared"]),
+            "worst, 2k files": ("worst", listing["worst"]),
+        }
+        # Exactness first: on a sample (every file a subject was planted in, by the generators'
+        # rule, and random others), the verifier's data findings equal a brute-force decode of
+        # every column; after the timed runs, no full scan finds data outside its sample.
+        rng = random.Random(29)
+        exact, samples = {}, {}
+        for lake in ("default", "prepared", "worst", "many"):
+            root, names = base / lake, listing[lake]
+            step = max(1, len(names) // PLANTED_FILES)
+            planted = [n for n in names if int(n.rsplit("-", 1)[1].split(".")[0]) % step in (0, 1)]
+            sample = sorted(set(planted) | set(rng.sample(names, min(args.sample, len(names)))))
+            found = {(h.file, h.where, h.value_set) for h in verify(root, sample, value_sets).hits if h.kind == "data"}
+            truth = brute_force(root, sample, value_sets)
+            assert found == truth, f"{lake}: the verifier's findings differ from a full decode: {found ^ truth}"
+            assert truth, f"{lake}: nothing planted was found"
+            samples[lake] = set(sample)
+            exact[lake] = {"sample_files": len(sample), "places": len(truth), "holders": len({f for f, _, _ in truth}),
+                           "where": sorted(Counter(w for _, w, _ in truth).items())}
+            print(f"exact on {lake}: {len(sample)} files, {len(truth)} places in {exact[lake]['holders']} files, "
+                  "the same as a full decode", flush=True)
+        runs: dict[str, dict[str, list]] = {name: {"bare_wall": [], "bare_cpu": [], "verify_wall": [], "verify_cpu": []}
+                                            for name in [*configs, BLOOM_ONLY]}
+        outcome = {}
+        for repeat in range(args.repeats):
+            for name, (lake, names) in configs.items():
+                root = base / lake
+                wall, cpu, _ = clocked(lambda: bare(root, names))
+                runs[name]["bare_wall"].append(wall)
+                runs[name]["bare_cpu"].append(cpu)
+                wall, cpu, result = clocked(lambda: verify(root, names, value_sets))
+                runs[name]["verify_wall"].append(wall)
+                runs[name]["verify_cpu"].append(cpu)
+                outcome[name] = result
+                print(f"repeat {repeat + 1} {name}: bare {runs[name]['bare_cpu'][-1]:.2f} s CPU, "
+                      f"verify {cpu:.2f} s CPU ({wall:.1f} s wall), load {os.getloadavg()[0]:.1f}", flush=True)
+                if lake == "prepared":  # beside it, the Bloom-only lower bound (same bare read)
+                    wall, cpu, bloom = clocked(lambda: bloom_only(root, names, value_sets))
+                    for key, value in (("bare_wall", runs[name]["bare_wall"][-1]), ("bare_cpu", runs[name]["bare_cpu"][-1]),
+                                       ("verify_wall", wall), ("verify_cpu", cpu)):
+                        runs[BLOOM_ONLY][key].append(value)
+                    outcome[BLOOM_ONLY] = bloom
+        for name, (lake, names) in configs.items():
+            outside = {h.file for h in outcome[name].hits if h.kind == "data"} - samples[lake]
+            assert not outside, f"{name}: data found outside the files checked against a full decode: {sorted(outside)}"
+        table, figures = [], {}
+        for name, (lake, names) in configs.items():
+            medians = {key: statistics.median(values) for key, values in runs[name].items()}
+            chunks = outcome[name].chunks
+            size = sum((base / lake / n).stat().st_size for n in names)
+            figures[name] = {"files": len(names), "bytes": size, **medians, "runs": runs[name],
+                             "cpu_ratio": medians["verify_cpu"] / medians["bare_cpu"],
+                             "wall_ratio": medians["verify_wall"] / medians["bare_wall"],
+                             "bytes_read": chunks.bytes_read, "bytes_total": chunks.bytes_total,
+                             "by_method": dict(sorted(chunks.by_method.items())),
+                             "decoded_by_reason": explain(outcome[name])}
+            table.append([name, len(names), size / 1e9, medians["bare_cpu"], medians["verify_cpu"],
+                          figures[name]["cpu_ratio"], medians["bare_wall"], medians["verify_wall"],
+                          figures[name]["wall_ratio"], f"{chunks.bytes_read / chunks.bytes_total:.0%}",
+                          f"{chunks.proven:,}/{chunks.proven + chunks.decoded:,}"])
+        medians = {key: statistics.median(values) for key, values in runs[BLOOM_ONLY].items()}
+        bloom = outcome[BLOOM_ONLY]
+        holders = exact["prepared"]["holders"]
+        assert bloom["admitted"] >= len(PREPARE) * holders, "a Bloom filter missed a chunk holding a subject"
+        figures[BLOOM_ONLY] = {**medians, "runs": runs[BLOOM_ONLY], **bloom,
+                               "cpu_ratio": medians["verify_cpu"] / medians["bare_cpu"],
+                               "wall_ratio": medians["verify_wall"] / medians["bare_wall"]}
+        table.append([BLOOM_ONLY, len(listing["prepared"]), bloom["bytes_total"] / 1e9, medians["bare_cpu"],
+                      medians["verify_cpu"], figures[BLOOM_ONLY]["cpu_ratio"], medians["bare_wall"], medians["verify_wall"],
+                      figures[BLOOM_ONLY]["wall_ratio"], f"{bloom['bytes_read'] / bloom['bytes_total']:.1%}",
+                      f"{bloom['chunks'] - bloom['admitted']:,}/{bloom['chunks']:,} (Bloom)"])
+        print_table(f"verifier (driver) vs bare pyarrow read, medians of {args.repeats}; load at start "
+                    f"{load_at_start[0]:.1f}", ["files", "n", "GB", "bare CPU s", "verify CPU s", "x (CPU)",
+                                                "bare wall s", "verify wall s", "x (wall)", "bytes read",
+                                                "chunks proven"], table)
+        for name in configs:
+            print(f"\n{name}: chunks by method {figures[name]['by_method']}")
+            for column, why, count in figures[name]["decoded_by_reason"]:
+                print(f"  decoded {count:>6,} x {column}: {why}")
+        # The projection: per-core rate = bytes / verifier CPU seconds, measured above.
+        projection = []
+        for name in ("default, 2k files", "prepared, 2k files", "worst, 2k files", BLOOM_ONLY):
+            size = figures[name].get("bytes", figures[name].get("bytes_total"))
+            rate = size / figures[name]["verify_cpu"]
+            bare_rate = size / figures[name]["bare_cpu"]
+            core_hours = WEEKLY_TB * 1e12 / rate / 3600
+            projection.append([name, rate / 1e6, bare_rate / 1e6, figures[name]["bytes_read"] / figures[name]["bytes_total"],
+                               core_hours, core_hours / CLUSTER_CORES])
+            figures[name]["projection_core_hours"] = core_hours
+        print_table(f"projection: {WEEKLY_TB} TB proven weekly on {CLUSTER_CORES} cores at the measured per-core rates",
+                    ["lakehouse", "verify MB/s/core", "bare read MB/s/core", "bytes read/TB (fraction)",
+                     "core-hours", f"hours on {CLUSTER_CORES} cores"], projection)
+        write_results("proof_scale", {"load_avg_at_start": load_at_start, "repeats": args.repeats, "facts": facts,
+                                      "exact": exact, "configs": figures})
+    finally:
+        if not args.keep:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
