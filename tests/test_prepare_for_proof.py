@@ -7,6 +7,7 @@ is still there and the subjects' rows are gone. Without the option the files are
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import pyarrow as pa
@@ -281,6 +282,10 @@ def test_iceberg_rewrite_data_files_writes_bloom_filters_then_restores_the_table
                    for c in range(rows.num_columns))
         # Sized for the most rows of one partition's rewritten files, not Iceberg's 1 MiB.
         assert 0 < size <= bloom_filter_bytes(1001) + 64
+        # parquet-java's filters, read by the verifier's probe: every value the file holds is admitted.
+        held = pq.read_table(path, columns=["user_id", "pan"])
+        assert all(_admitted(path, "user_id", [struct.pack("<q", v) for v in held.column("user_id").to_pylist()]))
+        assert all(_admitted(path, "pan", [v.encode() for v in held.column("pan").to_pylist()]))
     for path in files_before & _data_files(spark, table):
         assert not any_bloom(path), "files the rewrite did not take are as they were"
     remaining = table_rows(spark, table)
@@ -295,3 +300,42 @@ def test_iceberg_rewrite_data_files_writes_bloom_filters_then_restores_the_table
                                              BLOOM_MAX_BYTES: None}}
     eraser.rewrite_data_files({"delete-file-threshold": "1"}, Attempt(earlier=journaled), prepare=("pan", "user_id"))
     assert _properties(spark, table) == properties_before
+
+
+# ---- the filters written are the ones the verifier reads ----------------------------------------
+
+def _admitted(path: str, column: str, encoded: list[bytes]) -> list[bool]:
+    """Per value (its plain encoding), whether the verifier's Bloom probe of every row group's
+    chunk of ``column`` may hold it."""
+    from piitracer.verify.parquet_proofs import CountingFile, _bloom_may_hold, xxh64
+
+    with pa.OSFile(path, "rb") as raw:
+        handle = CountingFile(raw)
+        metadata = pq.ParquetFile(path).metadata
+        leaf = next(i for i in range(metadata.num_columns) if metadata.schema.column(i).path == column)
+        chunks = [metadata.row_group(g).column(leaf) for g in range(metadata.num_row_groups)]
+        return [any(_bloom_may_hold(handle, chunk, [xxh64(value)]) for chunk in chunks) for value in encoded]
+
+
+def test_the_bloom_filters_written_hold_every_kept_value_for_the_verifiers_probe(tmp_path: Path) -> None:
+    """pyarrow's (Parquet rewrite) and delta-rs's (Delta delete) filters, read by the verifier's
+    own split-block probe: every value a kept row holds is admitted (no false negative, or the
+    verifier would prove a present value absent), and values never written are refused but for
+    about the false-positive rate (1 %)."""
+    folder, table_path = tmp_path / "folder", tmp_path / "delta"
+    folder.mkdir()
+    table = _people(6_000).drop_columns(["active"])
+    pq.write_table(table, folder / "part-0.parquet")
+    write_deltalake(str(table_path), table)
+    subjects = [1, 2, 3]
+    parquet_eraser.rewrite_files(Location.parse(folder), STORE, "user_id", subjects, prepare=("email", "user_id"))
+    delta_eraser.delete_rows(Location.parse(table_path), STORE, "user_id", subjects, prepare=("email", "user_id"))
+    kept_ids = [v for v in table.column("user_id").to_pylist() if v not in subjects]
+    kept_emails = [f"user{v}@example.org" for v in kept_ids]
+    absent_ids = list(range(10_000_001, 10_002_001))
+
+    for path in [str(folder / "part-0.parquet"), *DeltaTable(str(table_path)).file_uris()]:
+        assert all(_admitted(path, "user_id", [struct.pack("<q", v) for v in kept_ids])), path
+        assert all(_admitted(path, "Email", [v.encode() for v in kept_emails])), path
+        refused = _admitted(path, "user_id", [struct.pack("<q", v) for v in absent_ids]).count(False)
+        assert refused >= 0.95 * len(absent_ids), f"{path}: only {refused} of {len(absent_ids)} absent values refused"

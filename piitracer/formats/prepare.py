@@ -55,14 +55,16 @@ def file_columns(schema: pa.Schema, wanted: tuple[str, ...]) -> list[str]:
     return [field.name for field in schema if field.name.lower() in chosen and bloomable(field)]
 
 
+PYARROW_ROW_GROUP_ROWS = 1024 * 1024  # pyarrow's default rows per row group (one filter each)
+
+
 def pyarrow_write_options(table: pa.Table, original: Any, columns: tuple[str, ...]) -> dict[str, Any]:
     """``pyarrow.parquet.write_table`` options for a prepared rewrite of ``table`` (the rows
     kept of a file whose footer is ``original``, a ``FileMetaData``): the original's codec per
     column and its dictionary use (and dictionary encoding on every Bloom-filtered column),
     statistics and the page index written, and a Bloom filter on each of ``columns`` that the
-    file has, sized for its distinct values."""
-    import pyarrow.compute as pc
-
+    file has, sized for a row group's rows (each row a distinct value: identifiers mostly are,
+    and counting the distinct values cost more than the filters' write, bench_prepare_write)."""
     bloomed = file_columns(table.schema, columns)
     dictionary: set[str] = set(bloomed)
     compression: dict[str, str] = {}
@@ -79,8 +81,8 @@ def pyarrow_write_options(table: pa.Table, original: Any, columns: tuple[str, ..
         "write_page_index": True,
         # No row group in the original (an empty file): pyarrow's default, dictionary on.
         "use_dictionary": sorted(dictionary) if original.num_row_groups else True,
-        "bloom_filter_options": {name: {"ndv": max(int(pc.count_distinct(table.column(name)).as_py()), 1),
-                                        "fpp": BLOOM_FPP} for name in bloomed},
+        "bloom_filter_options": {name: {"ndv": max(min(table.num_rows, PYARROW_ROW_GROUP_ROWS), 1), "fpp": BLOOM_FPP}
+                                 for name in bloomed},
     }
     if compression and len(set(compression.values())) == 1:
         options["compression"] = next(iter(compression.values()))
