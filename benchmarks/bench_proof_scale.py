@@ -216,6 +216,47 @@ def explain(result) -> list[list[object]]:
     return [[column, why, count] for (column, why), count in sorted(groups.items())]
 
 
+def configurations(base: Path) -> tuple[dict[str, list[str]], dict[str, tuple[str, list[str]]]]:
+    """Every lakehouse's files, and the measured configurations: name -> (lakehouse, files)."""
+    listing = {lake: _files(base / lake) for lake in ("default", "prepared", "worst", "many")}
+    return listing, {
+        "default, 1k files": ("default", listing["default"][:len(listing["default"]) // 2]),
+        "default, 2k files": ("default", listing["default"]),
+        "many, 8k small files": ("many", listing["many"]),
+        "prepared, 2k files": ("prepared", listing["prepared"]),
+        "worst, 2k files": ("worst", listing["worst"]),
+    }
+
+
+def one_repeat(base: Path, value_sets: dict, label: str) -> dict:
+    """One repeat: every configuration's bare read then verifier scan, in turn, in this process;
+    then the Bloom-only pass beside the prepared one. Figures only (JSON)."""
+    listing, configs = configurations(base)
+    for lake, names in listing.items():  # imports and first-use set-up out of the clock
+        bare(base / lake, names[:2])
+        verify(base / lake, names[:2], value_sets)
+        if lake == "prepared":
+            bloom_only(base / lake, names[:2], value_sets)
+    figures: dict[str, dict] = {}
+    for name, (lake, names) in configs.items():
+        root = base / lake
+        bare_wall, bare_cpu, _ = clocked(lambda: bare(root, names))
+        wall, cpu, result = clocked(lambda: verify(root, names, value_sets))
+        chunks = result.chunks
+        figures[name] = {"bare_wall": bare_wall, "bare_cpu": bare_cpu, "verify_wall": wall, "verify_cpu": cpu,
+                         "data_files": sorted({h.file for h in result.hits if h.kind == "data"}),
+                         "places": len(result.hits), "proven": chunks.proven, "decoded": chunks.decoded,
+                         "bytes_read": chunks.bytes_read, "bytes_total": chunks.bytes_total,
+                         "by_method": dict(sorted(chunks.by_method.items())), "decoded_by_reason": explain(result)}
+        print(f"{label} {name}: bare {bare_cpu:.2f} s CPU ({bare_wall:.1f} s wall), verify {cpu:.2f} s CPU "
+              f"({wall:.1f} s wall), load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
+        if lake == "prepared":  # beside it, the Bloom-only lower bound (same bare read)
+            wall, cpu, bloom = clocked(lambda: bloom_only(root, names, value_sets))
+            figures[BLOOM_ONLY] = {"bare_wall": bare_wall, "bare_cpu": bare_cpu, "verify_wall": wall,
+                                   "verify_cpu": cpu, **bloom}
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=2000)
@@ -226,6 +267,9 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=30, help="files checked against a full decode, besides the planted")
     parser.add_argument("--keep", type=Path, help="generate into (or reuse) this folder")
     parser.add_argument("--generate-only", action="store_true")
+    parser.add_argument("--concurrent", action="store_true",
+                        help="run the repeats as concurrent processes (a shared, loaded machine)")
+    parser.add_argument("--repeat-child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--only", choices=["default", "prepared", "worst", "many"], help="generate this lakehouse only")
     args = parser.parse_args()
     load_at_start = os.getloadavg()
@@ -236,14 +280,21 @@ def main() -> None:
         value_sets, facts = lakes(base, args)
         if args.generate_only:
             return
-        listing = {lake: _files(base / lake) for lake in ("default", "prepared", "worst", "many")}
-        configs = {  # name -> (lake, files)
-            "default, 1k files": ("default", listing["default"][:len(listing["default"]) // 2]),
-            "default, 2k files": ("default", listing["default"]),
-            "many, 8k small files": ("many", listing["many"]),
-            "prepared, 2k files": ("prepared", listing["prepared"]),
-            "worst, 2k files": ("worst", listing["worst"]),
-        }
+        listing, configs = configurations(base)
+        if args.repeat_child:
+            print(json.dumps(one_repeat(base, value_sets, f"repeat {args.repeat_child}")))
+            return
+        # The repeats: in turn in this process, or (--concurrent) as that many processes at once,
+        # each doing every configuration in turn (CPU seconds are per process; on a shared,
+        # loaded machine this bounds the wall time of the whole run).
+        children = []
+        if args.concurrent:
+            import subprocess
+
+            children = [subprocess.Popen([sys.executable, __file__, "--keep", str(base), "--files", str(args.files),
+                                          "--rows", str(args.rows), "--many", str(args.many), "--many-rows",
+                                          str(args.many_rows), "--repeat-child", str(n + 1)], stdout=subprocess.PIPE,
+                                         text=True) for n in range(args.repeats)]
         # Exactness first: on a sample (every file a subject was planted in, by the generators'
         # rule, and random others), the verifier's data findings equal a brute-force decode of
         # every column; after the timed runs, no full scan finds data outside its sample.
@@ -263,47 +314,39 @@ def main() -> None:
                            "where": sorted(Counter(w for _, w, _ in truth).items())}
             print(f"exact on {lake}: {len(sample)} files, {len(truth)} places in {exact[lake]['holders']} files, "
                   "the same as a full decode", flush=True)
-        runs: dict[str, dict[str, list]] = {name: {"bare_wall": [], "bare_cpu": [], "verify_wall": [], "verify_cpu": []}
-                                            for name in [*configs, BLOOM_ONLY]}
-        outcome = {}
-        for repeat in range(args.repeats):
-            for name, (lake, names) in configs.items():
-                root = base / lake
-                wall, cpu, _ = clocked(lambda: bare(root, names))
-                runs[name]["bare_wall"].append(wall)
-                runs[name]["bare_cpu"].append(cpu)
-                wall, cpu, result = clocked(lambda: verify(root, names, value_sets))
-                runs[name]["verify_wall"].append(wall)
-                runs[name]["verify_cpu"].append(cpu)
-                outcome[name] = result
-                print(f"repeat {repeat + 1} {name}: bare {runs[name]['bare_cpu'][-1]:.2f} s CPU, "
-                      f"verify {cpu:.2f} s CPU ({wall:.1f} s wall), load {os.getloadavg()[0]:.1f}", flush=True)
-                if lake == "prepared":  # beside it, the Bloom-only lower bound (same bare read)
-                    wall, cpu, bloom = clocked(lambda: bloom_only(root, names, value_sets))
-                    for key, value in (("bare_wall", runs[name]["bare_wall"][-1]), ("bare_cpu", runs[name]["bare_cpu"][-1]),
-                                       ("verify_wall", wall), ("verify_cpu", cpu)):
-                        runs[BLOOM_ONLY][key].append(value)
-                    outcome[BLOOM_ONLY] = bloom
+        if children:
+            repeats = []
+            for child in children:
+                out, _ = child.communicate()
+                if child.returncode:
+                    raise SystemExit(f"a repeat process failed (exit {child.returncode})")
+                repeats.append(json.loads(out.strip().splitlines()[-1]))
+        else:
+            repeats = [one_repeat(base, value_sets, f"repeat {n + 1}") for n in range(args.repeats)]
+        keys = ("bare_wall", "bare_cpu", "verify_wall", "verify_cpu")
+        runs = {name: {key: [r[name][key] for r in repeats] for key in keys} for name in [*configs, BLOOM_ONLY]}
+        outcome = repeats[0]  # the counts are the same in every repeat (checked)
         for name, (lake, names) in configs.items():
-            outside = {h.file for h in outcome[name].hits if h.kind == "data"} - samples[lake]
+            assert all(r[name]["by_method"] == outcome[name]["by_method"] and r[name]["data_files"] ==
+                       outcome[name]["data_files"] for r in repeats), f"{name}: the repeats disagree"
+            outside = set(outcome[name]["data_files"]) - samples[lake]
             assert not outside, f"{name}: data found outside the files checked against a full decode: {sorted(outside)}"
         table, figures = [], {}
         for name, (lake, names) in configs.items():
             medians = {key: statistics.median(values) for key, values in runs[name].items()}
-            chunks = outcome[name].chunks
+            got = outcome[name]
             size = sum((base / lake / n).stat().st_size for n in names)
             figures[name] = {"files": len(names), "bytes": size, **medians, "runs": runs[name],
                              "cpu_ratio": medians["verify_cpu"] / medians["bare_cpu"],
                              "wall_ratio": medians["verify_wall"] / medians["bare_wall"],
-                             "bytes_read": chunks.bytes_read, "bytes_total": chunks.bytes_total,
-                             "by_method": dict(sorted(chunks.by_method.items())),
-                             "decoded_by_reason": explain(outcome[name])}
+                             **{k: got[k] for k in ("bytes_read", "bytes_total", "by_method", "decoded_by_reason",
+                                                    "proven", "decoded", "places")}}
             table.append([name, len(names), size / 1e9, medians["bare_cpu"], medians["verify_cpu"],
                           figures[name]["cpu_ratio"], medians["bare_wall"], medians["verify_wall"],
-                          figures[name]["wall_ratio"], f"{chunks.bytes_read / chunks.bytes_total:.0%}",
-                          f"{chunks.proven:,}/{chunks.proven + chunks.decoded:,}"])
+                          figures[name]["wall_ratio"], f"{got['bytes_read'] / got['bytes_total']:.0%}",
+                          f"{got['proven']:,}/{got['proven'] + got['decoded']:,}"])
         medians = {key: statistics.median(values) for key, values in runs[BLOOM_ONLY].items()}
-        bloom = outcome[BLOOM_ONLY]
+        bloom = {k: v for k, v in outcome[BLOOM_ONLY].items() if k not in keys}
         holders = exact["prepared"]["holders"]
         assert bloom["admitted"] >= len(PREPARE) * holders, "a Bloom filter missed a chunk holding a subject"
         figures[BLOOM_ONLY] = {**medians, "runs": runs[BLOOM_ONLY], **bloom,
@@ -334,7 +377,8 @@ def main() -> None:
         print_table(f"projection: {WEEKLY_TB} TB proven weekly on {CLUSTER_CORES} cores at the measured per-core rates",
                     ["lakehouse", "verify MB/s/core", "bare read MB/s/core", "bytes read/TB (fraction)",
                      "core-hours", f"hours on {CLUSTER_CORES} cores"], projection)
-        write_results("proof_scale", {"load_avg_at_start": load_at_start, "repeats": args.repeats, "facts": facts,
+        write_results("proof_scale", {"load_avg_at_start": load_at_start, "repeats": args.repeats,
+                                      "concurrent": args.concurrent, "facts": facts,
                                       "exact": exact, "configs": figures})
     finally:
         if not args.keep:
