@@ -6,9 +6,10 @@ A chunk (one flat column of one row group) is proven, in this order, by:
 
 - ``type``: no searched value has the column's type (a double when only integers and strings are
   searched), and no value can sit inside it as text;
-- ``statistics``: an integer or date chunk whose footer min/max exclude every searched value.
-  String bounds prove nothing: pyarrow 26 does not say whether they are exact, and a value may sit
-  inside a longer text anywhere between them;
+- ``statistics``: an integer or date chunk whose footer min/max exclude every searched value; a
+  string or binary chunk likewise when its bounds are flagged exact in the footer (read from the
+  Thrift: pyarrow 26 does not expose the flags) and no value is searched inside its text (a value
+  may sit inside a longer text anywhere between the bounds);
 - ``page_index``: an integer or date chunk whose every page's column-index min/max exclude every
   searched value (or is all nulls);
 - ``bloom``: a chunk whose split-block Bloom filter misses every searched value, hashed (xxHash64,
@@ -184,6 +185,13 @@ class ParquetProver:
             return ChunkProof("type")
         chunk = self.metadata.row_group(group).column(column.leaf)
         why = []
+        if column.byte_values is not None and not column.inside_text:
+            try:
+                if self._excluded_by_exact_bounds(group, column):
+                    return ChunkProof("statistics")
+                why.append("min/max admit a searched value, or are not exact")
+            except (ThriftError, ValueError, KeyError, IndexError, TypeError, AttributeError):
+                why.append("statistics unreadable")
         if column.ordered:
             if _excluded_by_statistics(chunk, column.values):
                 return ChunkProof("statistics")
@@ -252,6 +260,20 @@ class ParquetProver:
             return "its dictionary holds a searched value"
         return None
 
+    # ---- exact string bounds --------------------------------------------------------------------
+
+    def _excluded_by_exact_bounds(self, group: int, column: "_Column") -> bool:
+        """A string or binary chunk whose footer min_value/max_value are flagged exact (pyarrow
+        does not expose the flags: read from the footer's Statistics, fields 5-8) and exclude every
+        searched value in Parquet's unsigned byte order."""
+        if self._footer is None:
+            self._footer = parse_footer(self.footer_bytes)
+        stats = self._footer[4][group][1][column.leaf][3].get(12)
+        if not stats or stats.get(7) is not True or stats.get(8) is not True or 5 not in stats or 6 not in stats:
+            return False
+        low, high = stats[6], stats[5]
+        return all(value < low or value > high for value in column.byte_values)
+
     # ---- page index -----------------------------------------------------------------------------
 
     def _excluded_by_page_index(self, group: int, column: "_Column") -> bool:
@@ -292,11 +314,12 @@ class _Column:
     hashes: list[int] | None  # xxHash64 of each candidate's plain encoding (None: no Bloom check)
     dictionary_type: pa.DataType | None  # the Arrow type its dictionary decodes to (None: not handled)
     prefilter: str | None  # a string column: RE2 literals found in any text holding a searched value
+    byte_values: list[bytes] | None  # a string or binary column: the candidates' bytes (exact bounds)
 
     def shared(self) -> tuple:
         """Every field but the column's name and leaf (the same for every column of its type)."""
         return (self.physical, self.candidates, self.inside_text, self.values, self.ordered, self.bound_format,
-                self.hashes, self.dictionary_type, self.prefilter)
+                self.hashes, self.dictionary_type, self.prefilter, self.byte_values)
 
     @classmethod
     def of(cls, prover: ParquetProver, name: str, leaf: int, kind: pa.DataType, descr) -> "_Column":
@@ -318,9 +341,15 @@ class _Column:
         if physical == "BYTE_ARRAY" and (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
             prefilter = literal_prefilter(candidates.to_pylist() if candidates is not None else [],
                                           prover.index.re2_pattern())
+        byte_values = None
+        if physical == "BYTE_ARRAY" and candidates is not None:
+            if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+                byte_values = [v.encode("utf-8") for v in candidates.to_pylist()]
+            elif pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+                byte_values = list(candidates.to_pylist())
         return cls(name, leaf, physical, candidates, inside, values, ordered, bound_format,
                    _hashes(candidates, values, physical, kind, bound_format, descr.length),
-                   _dictionary_type(kind, physical), prefilter)
+                   _dictionary_type(kind, physical), prefilter, byte_values)
 
 
 def _excluded_by_statistics(chunk, values: list[Any]) -> bool:
