@@ -376,3 +376,20 @@ def test_a_default_encoded_file_is_proven_reading_a_part_of_its_bytes(tmp_path: 
     name_data = pq.ParquetFile(tmp_path / "big.parquet").metadata.row_group(0).column(2).total_compressed_size
     assert scan.chunks.bytes_read < scan.chunks.bytes_total * 0.6
     assert scan.chunks.bytes_total == (tmp_path / "big.parquet").stat().st_size and name_data > 10_000
+
+
+def test_decoded_chunks_are_all_counted_and_the_first_ten_thousand_listed() -> None:
+    """A scan of many files keeps a bounded list of decoded chunks (what --explain prints) and
+    counts every one."""
+    from piitracer.verify.decoders import DECODED_LISTED, ChunkCounts, DecodedChunk
+
+    total = ChunkCounts()
+    for number in range(3):
+        part = ChunkCounts()
+        for group in range(DECODED_LISTED // 2 + 1):
+            part.count("decoded", DecodedChunk(f"f{number}.parquet", group, "note", "plain-encoded: no dictionary page"))
+        part.count("dictionary")
+        total.add(part)
+    assert total.decoded == total.by_method["decoded"] == 3 * (DECODED_LISTED // 2 + 1)
+    assert total.proven == total.by_method["dictionary"] == 3
+    assert len(total.decoded_chunks) == DECODED_LISTED and total.decoded_chunks[0].file == "f0.parquet"

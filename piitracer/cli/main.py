@@ -938,7 +938,8 @@ def verify_command(ctx, plan_file: Path, output: str, sweep: str | None, audit_k
             console.print(chunk_summary(report), highlight=False)
         if explain:
             item = report.result(explain)
-            console.print(f"{explain}: {len(item.decoded_chunks):,} Parquet column chunk(s) decoded", highlight=False)
+            listed = "" if len(item.decoded_chunks) == item.chunk_proofs.decoded else f" (the first {len(item.decoded_chunks):,} listed)"
+            console.print(f"{explain}: {item.chunk_proofs.decoded:,} Parquet column chunk(s) decoded{listed}", highlight=False)
             for chunk in item.decoded_chunks:
                 console.print(f"  {chunk.file} row group {chunk.row_group} column {chunk.column}: {chunk.why}",
                               highlight=False, markup=False)

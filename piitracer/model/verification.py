@@ -87,7 +87,8 @@ class DatasetVerification(Frozen):
     column_chunks_decoded: int = Field(0, description="Parquet column chunks decoded and searched.")
     chunk_proofs: ChunkProofs = Field(default_factory=ChunkProofs, description="How each Parquet column chunk was "
                                       "proven or decoded, and the bytes read.")
-    decoded_chunks: tuple[DecodedChunkNote, ...] = Field((), description="verify --explain: each chunk decoded and why.")
+    decoded_chunks: tuple[DecodedChunkNote, ...] = Field((), description="verify --explain: each chunk decoded and why "
+                                                         "(the first 10,000; chunk_proofs.decoded counts them all).")
 
 
 class VerificationReport(Frozen):

@@ -62,6 +62,9 @@ class ScanResult:
         self.chunks.add(scan.chunks)
 
 
+DECODED_LISTED = 10_000  # decoded chunks listed with why (verify --explain); all are counted
+
+
 @dataclass
 class ChunkCounts:
     """Parquet column chunks (one column of one row group): how each was proven to hold no
@@ -77,11 +80,12 @@ class ChunkCounts:
     decoded_chunks: list["DecodedChunk"] = field(default_factory=list)
 
     def count(self, method: str, chunk: "DecodedChunk | None" = None) -> None:
-        """One chunk settled by ``method``; a decoded one with its place and reason."""
+        """One chunk settled by ``method``; a decoded one with its place and reason (the first
+        :data:`DECODED_LISTED` only: a scan of millions of chunks keeps counts, not a list)."""
         self.by_method[method] = self.by_method.get(method, 0) + 1
         if method == "decoded":
             self.decoded += 1
-            if chunk is not None:
+            if chunk is not None and len(self.decoded_chunks) < DECODED_LISTED:
                 self.decoded_chunks.append(chunk)
         else:
             self.proven += 1
@@ -93,7 +97,7 @@ class ChunkCounts:
             self.by_method[method] = self.by_method.get(method, 0) + number
         self.bytes_read += other.bytes_read
         self.bytes_total += other.bytes_total
-        self.decoded_chunks.extend(other.decoded_chunks)
+        self.decoded_chunks.extend(other.decoded_chunks[:max(0, DECODED_LISTED - len(self.decoded_chunks))])
 
 
 def chunk_facts(chunks: ChunkCounts, explain: bool = False) -> dict[str, Any]:
