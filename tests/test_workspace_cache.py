@@ -120,12 +120,27 @@ def test_a_symlink_along_a_location_sends_the_load_down_the_full_path(workspace:
     piitracer.load_workspace(workspace)
     assert WorkspaceCache.open(workspace).workspace() is not None
     folder = workspace / "warehouse" / "analytics"  # a parent of several locations, absent in the copy
-    (tmp_path / "elsewhere").mkdir()
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
     folder.parent.mkdir(parents=True, exist_ok=True)
-    os.symlink(tmp_path / "elsewhere", folder)
+    os.symlink(tmp_path / "one", folder)  # appeared
     assert WorkspaceCache.open(workspace).workspace() is None
-    piitracer.load_workspace(workspace)  # validated again; a symlinked workspace is not kept
+    piitracer.load_workspace(workspace)  # validated again (the symlink resolved), and kept with it
+    assert WorkspaceCache.open(workspace).workspace() is not None
+    folder.unlink()
+    os.symlink(tmp_path / "two", folder)  # points elsewhere
     assert WorkspaceCache.open(workspace).workspace() is None
+    piitracer.load_workspace(workspace)
+    folder.unlink()  # went
+    assert WorkspaceCache.open(workspace).workspace() is None
+
+
+def test_a_workspace_reached_through_a_symlink_is_served(workspace: Path, tmp_path: Path) -> None:
+    link = tmp_path / "link"
+    os.symlink(workspace, link)
+    validated = piitracer.load_workspace(link)
+    assert WorkspaceCache.open(link).workspace() is not None
+    assert piitracer.load_workspace(link) == validated
 
 
 class _Planted:

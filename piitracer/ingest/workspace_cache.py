@@ -14,10 +14,10 @@ cache holds none either.
 What the files do not decide is checked again on every load:
 
 * the location warnings (a catalogued folder that does not exist) are computed live by the loader;
-* every path component of every local location must still be no symlink: the one-place-each check
-  resolves symlinks, and one created since the result was kept could make two datasets share a
-  folder, so a symlink anywhere along them sends the load down the full path. A workspace whose
-  locations pass through a symlink is therefore never cached.
+* every path component of every local location must be a symlink exactly where it was, each one
+  resolving to the same folder: the one-place-each check resolves symlinks, and one created,
+  removed or re-pointed since the result was kept could make two datasets share a folder, so any
+  such change sends the load down the full path (``lstat`` of each component, ~0.2 s at 100k).
 
 The payload is a pickle, read back by an unpickler that builds only piitracer's own model classes
 (pydantic models, enums, dataclasses of ``piitracer.model`` and ``piitracer.ingest``) and a few
@@ -51,7 +51,7 @@ from piitracer.storage.locations import Location, LocationError
 
 log = logging.getLogger(__name__)
 
-CACHE_VERSION = "1"
+CACHE_VERSION = "2"  # 2: the symlinks along the locations kept with their targets
 WORKSPACE_FILE = "piitracer.yaml"
 _PACKAGE = Path(__file__).resolve().parents[1]
 _LAYERS = ("model", "ingest", "storage")  # everything load_workspace runs lives in these
@@ -107,7 +107,7 @@ class WorkspaceCache:
     def workspace(self) -> Any | None:
         """The validated workspace kept for these exact files (its warnings those the files
         decide; the caller adds the live location warnings), or None: not kept, unreadable, or a
-        location's path now passes through a symlink."""
+        symlink along a location's path appeared, went or points elsewhere since."""
         try:
             store = open_store(self.root)
         except (OSError, sqlite3.Error):
@@ -122,29 +122,30 @@ class WorkspaceCache:
             return None
         try:
             with cyclic_gc_paused():  # 100k catalog entries: see gc_pause
-                workspace, paths = _ModelUnpickler(io.BytesIO(payload)).load()
+                workspace, paths, links = _ModelUnpickler(io.BytesIO(payload)).load()
         except Exception as error:  # noqa: BLE001 - any unreadable payload is a miss, not a failure
             log.info("workspace cache: kept result unreadable (%s): validating the files again", type(error).__name__)
             return None
-        if _any_symlink(paths):
-            log.info("workspace cache: a location's path now passes through a symlink: validating the files again")
+        if _symlinks(paths) != links:
+            log.info("workspace cache: a symlink along a location's path appeared, went or moved: validating the files again")
             return None
         return workspace
 
     def keep(self, workspace: Any) -> None:
         """Keep ``workspace`` (validated from the files this cache was opened on, with only the
-        warnings the files decide) unless its locations pass through a symlink or the files
-        changed while it was being validated."""
+        warnings the files decide) with the symlinks along its locations, unless the files changed
+        while it was being validated."""
         paths = _location_paths(workspace)
-        if paths is None or _any_symlink(paths):
+        if paths is None:
             return
+        links = _symlinks(paths)
         for dataset_id in workspace.config.catalog:  # kept with it: every load checks them all
             workspace._local_location(dataset_id)
         try:
             if files_key(self.root)[0] != self.key:
                 return  # edited while we validated: the result is of neither version for sure
             _share_equal_parts(workspace)
-            payload = pickle.dumps((workspace, sorted(paths)), protocol=pickle.HIGHEST_PROTOCOL)
+            payload = pickle.dumps((workspace, sorted(paths), links), protocol=pickle.HIGHEST_PROTOCOL)
             store = open_store(self.root)
         except (OSError, UnicodeDecodeError, sqlite3.Error):
             return
@@ -198,16 +199,20 @@ def _location_paths(workspace: Any) -> set[str] | None:
     return paths
 
 
-def _any_symlink(paths: Any) -> bool:
-    """Whether any of ``paths`` is now a symlink (a path that does not exist is none)."""
+def _symlinks(paths: Any) -> dict[str, str]:
+    """Which of ``paths`` are symlinks, each with the folder it resolves to (a path that does not
+    exist is none). The one-place-each check resolves each location component by component: when
+    every component is as much a symlink as it was, and each symlinked one resolves where it did,
+    every location resolves where it did (``lstat`` follows the components before the last)."""
     lstat, is_link = os.lstat, stat.S_ISLNK
+    found = {}
     for path in paths:
         try:
             if is_link(lstat(path).st_mode):
-                return True
+                found[path] = os.path.realpath(path)
         except OSError:
             continue
-    return False
+    return found
 
 
 _STANDARD = {
