@@ -324,9 +324,10 @@ class IcebergEraser:
         rewrite, then put every property back as it was (a table's write settings are its owner's:
         the pipelines' own writes keep theirs). The filter size is fitted to the rows of one file
         the rewrite writes (:meth:`_rows_per_rewritten_file`, ``bloom_filter_bytes``): Iceberg
-        would otherwise write 1 MiB per column and file. The properties before are journaled first (``Attempt``), so a run killed with
-        them set restores the original on resume, not the override. Yields the outcome details:
-        which columns, and which properties were set and restored (names only)."""
+        would otherwise write 1 MiB per column and file. The properties before are journaled
+        first (``Attempt``), so a run killed with them set restores the original on resume, not
+        the override. Yields the outcome details: which columns, and which properties were set
+        and restored (names only)."""
         from contextlib import contextmanager
 
         @contextmanager
@@ -345,7 +346,6 @@ class IcebergEraser:
                       if name == BLOOM_MAX_BYTES or before.get(name) is None}
             self._set_properties(wanted)
             try:
-                failpoint("iceberg.rewrite_data_files.prepared")  # test-only: properties set, nothing rewritten yet
                 yield {"prepared_for_proof": ", ".join(columns) or "none of the columns has a Bloom filter type",
                        "table_properties_set_and_restored": ", ".join(sorted(wanted))}
             finally:
@@ -371,7 +371,8 @@ class IcebergEraser:
         of one partition, or as many as fit the target size at those files' bytes per row,
         whichever is fewer."""
         properties = self.java_table().properties()
-        target = int(options.get("target-file-size-bytes") or properties.get(TARGET_FILE_SIZE) or DEFAULT_TARGET_FILE_SIZE)
+        target = int(options.get("target-file-size-bytes") or properties.get(TARGET_FILE_SIZE)
+                     or DEFAULT_TARGET_FILE_SIZE)
         found: dict[tuple[int, str], list[int]] = {}
         tasks = self.java_table().newScan().planFiles()
         try:
