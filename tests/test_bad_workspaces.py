@@ -116,7 +116,8 @@ def test_executor_refuses_missing_locations_and_locations_outside_the_roots(tmp_
     (tmp_path / "lake" / "b").mkdir(parents=True)
     at = lambda *parts: Location.parse(tmp_path.joinpath(*parts))  # noqa: E731
     check_location(step, at("lake", "b"), (at("lake"),))  # inside, exists: fine
-    check_location(step, at("lake", "b"), ())  # no roots configured: fine
+    with pytest.raises(SafetyError, match="no warehouse roots"):  # roots always: none given, nothing touched
+        check_location(step, at("lake", "b"), ())
     with pytest.raises(SafetyError, match="outside the warehouse roots"):
         check_location(step, at("elsewhere"), (at("lake"),))
     with pytest.raises(SafetyError, match="outside the warehouse roots"):
