@@ -37,6 +37,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterable, Protocol
 
+from piitracer.storage.locations import Location
+from piitracer.storage.store import Store
 from piitracer.ingest.openlineage import validate_event
 from piitracer.model.errors import PiitracerError
 
@@ -458,7 +460,8 @@ def _write_file(path: Path, data: bytes) -> None:
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
-    os.replace(partial, path)
+    # The storage layer puts it in place (atomic for readers, the folder fsynced).
+    Store().replace(Location.parse(partial), Location.parse(path))
 
 
 __all__ = ["EVENTS_FILE", "REJECTED_FOLDER", "BodyCipher", "BodyTooLarge", "EventRejected", "Forgotten", "Limits",

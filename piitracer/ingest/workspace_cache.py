@@ -44,6 +44,7 @@ from typing import Any
 
 import pydantic
 
+from piitracer.storage.store import Store
 from piitracer.ingest.catalog_layers import DISCOVERED_FILE
 from piitracer.ingest.lineage_store import open_store
 from piitracer.model.gc_pause import cyclic_gc_paused
@@ -65,9 +66,12 @@ def code_fingerprint() -> str:
     global _code_print
     if _code_print is None:
         digest = hashlib.sha256()
-        for path in sorted(p for layer in _LAYERS for p in (_PACKAGE / layer).rglob("*.py")):
-            digest.update(str(path.relative_to(_PACKAGE)).encode() + b"\x00")
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
+        store = Store()  # the storage layer lists files (the package's own source here)
+        sources = sorted(f"{layer}/{entry.relative}" for layer in _LAYERS
+                         for entry in store.list_files(Location.parse(_PACKAGE / layer)) if entry.relative.endswith(".py"))
+        for relative in sources:
+            digest.update(relative.encode() + b"\x00")
+            digest.update(hashlib.sha256((_PACKAGE / relative).read_bytes()).digest())
         _code_print = digest.hexdigest()
     return _code_print
 
