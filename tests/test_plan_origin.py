@@ -13,16 +13,15 @@ Every refusal comes before the first step: nothing is journaled and no table fil
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from cli_process import file_digests, run_cli
 
 from piitracer.api import audit_log, load_plan, plan_file_text, record_plan, request_store, seal_plan
 from piitracer.audit import load_audit_key
@@ -30,8 +29,6 @@ from piitracer.crypto.envelope import load_master_key
 from piitracer.ingest.workspace_loader import load_workspace
 from piitracer.model.plan import Subject
 
-ROOT = Path(__file__).resolve().parents[1]
-CLI = [sys.executable, "-m", "piitracer.cli.main"]
 AUDIT_KEY = "plan-origin-test-audit-key-0123456789"
 SUBJECT, OTHER = 7001, 7002
 
@@ -65,15 +62,12 @@ def build(folder: Path) -> Path:
 
 
 def run(folder: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PIITRACER_AUDIT_KEY": AUDIT_KEY, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([*CLI, "--workspace", str(folder), *args], capture_output=True, text=True, env=env,
-                          cwd=folder, timeout=300)
+    return run_cli(folder, AUDIT_KEY, *args)
 
 
 def digests(folder: Path) -> dict[str, str]:
     """Every file's hash (the lineage store is a cache of the lineage files: re-planning refreshes it)."""
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file() and p.relative_to(folder).parts[0] != "lineage"}
+    return file_digests(folder, skip=("lineage",))
 
 
 @pytest.fixture()

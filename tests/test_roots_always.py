@@ -12,17 +12,16 @@ never inside a dataset's territory. Nothing is journaled and no byte outside cha
 
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime, timezone
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from cli_process import file_digests, run_cli
 
 import piitracer
 from piitracer.api import plan_deletion, prepare_execution
@@ -30,8 +29,6 @@ from piitracer.executor.preflight import PlanRefused
 from piitracer.ingest.workspace_loader import WorkspaceError
 from piitracer.model.plan import Subject
 
-ROOT = Path(__file__).resolve().parents[1]
-CLI = [sys.executable, "-m", "piitracer.cli.main"]
 AUDIT_KEY = "roots-always-test-audit-key-0123456789"
 SUBJECT = 7001
 
@@ -47,8 +44,7 @@ def write_table(folder: Path) -> None:
 
 
 def digests(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return file_digests(folder)
 
 
 def workspace(folder: Path, copy_location: str, roots: list[str] | None = None) -> Path:
@@ -74,9 +70,7 @@ def workspace(folder: Path, copy_location: str, roots: list[str] | None = None) 
 
 
 def run(folder: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PIITRACER_AUDIT_KEY": AUDIT_KEY, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([*CLI, "--workspace", str(folder), *args], capture_output=True, text=True, env=env,
-                          cwd=folder, timeout=300)
+    return run_cli(folder, AUDIT_KEY, *args)
 
 
 def preflight_of(folder: Path):
