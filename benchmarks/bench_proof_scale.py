@@ -27,8 +27,12 @@ Exactness: on a sample of every lakehouse's files (all files holding a planted s
 ``--sample`` more), the verifier's data findings must equal a brute-force full decode of every
 column (``pq.read_table`` + ``column_hits``); the script fails otherwise.
 
+``--concurrent`` runs the repeats as that many processes at once (on a shared, loaded machine:
+CPU seconds are per process). ``--keep`` generates into (or reuses) a folder; ``--generate-only
+--only LAKE`` makes one lakehouse (independent ones in parallel processes).
+
     .venv/bin/python benchmarks/bench_proof_scale.py [--files 2000] [--rows 25000] [--many 8000]
-        [--many-rows 6250] [--repeats 3] [--sample 30] [--keep /tmp/proof-scale]
+        [--many-rows 6250] [--repeats 3] [--sample 30] [--keep /tmp/proof-scale] [--concurrent]
 """
 
 from __future__ import annotations
