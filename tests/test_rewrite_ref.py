@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 from byte_scan import find_values
-from spark_lakehouse import SUBJECT_PANS, SUBJECTS, checksum, mor_properties, new_namespace, rows, single_source_plan, spark_for
+from spark_lakehouse import (SUBJECT_PANS, SUBJECTS, checksum, mor_properties, new_namespace, record_made_plan, rows,
+                             single_source_plan, spark_for)
 
 from piitracer.api import execute_plan, verify_plan, write_private
 from piitracer.executor.runner import ExecuteOptions
@@ -94,12 +95,13 @@ def test_killed_with_the_switch_on_and_before_the_tag_moves_then_resumed(tmp_pat
     """SIGKILL while the table's deletes are switched to copy-on-write, then (on resume) after a
     ref's new snapshot is written but before it is moved: the last resume ends as an
     uninterrupted run, the table's own delete mode back, no working branch left."""
-    from fault_lakehouse import Lake, execute
+    from fault_lakehouse import ENV, Lake, execute
 
     spark = spark_for(warehouse)
     table, ws, plan, keep, _ = setup(spark, warehouse, tmp_path)
     plan_file = tmp_path / "plan.json"
     write_private(plan_file, plan.to_json())
+    record_made_plan(ws, plan, ENV["PIITRACER_AUDIT_KEY"])  # as `plan -o` records it
     lake = Lake(table.split(".")[1], ws, plan, plan_file, {}, {}, {}, {})
     for number, point in enumerate(["iceberg.rewrite_ref.copy_on_write", "iceberg.rewrite_ref.before_move"]):
         run = execute(lake, resume=number > 0, failpoint=point, flags=FLAGS)
@@ -122,6 +124,7 @@ def test_another_writer_appends_and_deletes_on_main_while_a_ref_is_rewritten(tmp
     table, ws, plan, keep, _ = setup(spark, warehouse, tmp_path)
     plan_file = tmp_path / "plan.json"
     write_private(plan_file, plan.to_json())
+    record_made_plan(ws, plan, ENV["PIITRACER_AUDIT_KEY"])  # as `plan -o` records it
     lake = Lake(table.split(".")[1], ws, plan, plan_file, {}, {}, {}, {})
     original = [r for r in read(spark, table) if r[0] not in SUBJECTS]
     gone = original[0][0]  # another user's row the other job deletes
