@@ -29,8 +29,10 @@ def new_namespace(prefix: str = "t") -> str:
     return f"{prefix}{next(_namespaces)}"
 
 
-def write_workspace(folder: Path, warehouse: Path, catalog: dict[str, dict], sql: str) -> Path:
-    """A workspace folder whose Spark settings point at the shared warehouse."""
+def write_workspace(folder: Path, warehouse: Path, catalog: dict[str, dict], sql: str,
+                    roots: list[str] | None = None) -> Path:
+    """A workspace folder whose Spark settings point at the shared warehouse; ``roots`` are its
+    warehouse roots (default: the warehouse and every absolute catalog location)."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "sql").mkdir(exist_ok=True)
     (folder / "sql" / "pipelines.sql").write_text(sql)
@@ -40,7 +42,7 @@ def write_workspace(folder: Path, warehouse: Path, catalog: dict[str, dict], sql
                   "conf": {"spark.ui.showConsoleProgress": "false"}},
         "catalog": catalog,
         # Every place a run may change lies inside a root: the shared warehouse and the tables' own folders.
-        "warehouse_roots": table_roots(warehouse, catalog),
+        "warehouse_roots": roots if roots is not None else table_roots(warehouse, catalog),
     }
     (folder / "piitracer.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     return folder

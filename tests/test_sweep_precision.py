@@ -16,7 +16,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import yaml
 from click.testing import CliRunner
 from deltalake import write_deltalake
 from spark_lakehouse import write_workspace
@@ -53,10 +52,7 @@ def lake(tmp_path: Path, warehouse: Path):
     catalog = {"crm.people": {"format": "parquet", "location": str(root / "crm/people"),
                               "columns": ["user_id", "phone", "email"], "identifiers": ["user_id", "phone", "email"],
                               "subject_key": "user_id"}}
-    folder = write_workspace(tmp_path / "ws", warehouse, catalog, "")
-    config = yaml.safe_load((folder / "piitracer.yaml").read_text())
-    config["warehouse_roots"] = [str(root)]
-    (folder / "piitracer.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    folder = write_workspace(tmp_path / "ws", warehouse, catalog, "", roots=[str(root)])
     ws = piitracer.load_workspace(folder)
     plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), ["crm.people.user_id"],
                          [Subject(value=str(SUBJECT), request_id="r1", received_at="2026-11-20T09:00:00Z")])

@@ -20,7 +20,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import yaml
 from click.testing import CliRunner
 from spark_lakehouse import write_workspace
 
@@ -64,10 +63,7 @@ def lake(tmp_path: Path, warehouse: Path):
         "ops.clean": {"format": "parquet", "location": str(root / "ops/clean"), "columns": ["contact", "n"]},
     }
     sql = "INSERT INTO mk.contacts SELECT user_id, LOWER(TRIM(email)) AS email_norm FROM crm.users;\n"
-    folder = write_workspace(tmp_path / "ws", warehouse, catalog, sql)
-    config = yaml.safe_load((folder / "piitracer.yaml").read_text())
-    config["warehouse_roots"] = [str(root)]
-    (folder / "piitracer.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    folder = write_workspace(tmp_path / "ws", warehouse, catalog, sql, roots=[str(root)])
     ws = piitracer.load_workspace(folder)
     plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), ["crm.users.user_id"],
                          [Subject(value=str(SUBJECT), request_id="r1", received_at="2026-11-20T09:00:00Z")])
