@@ -14,7 +14,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
+
 from piitracer.model.errors import PiitracerError
+from piitracer.model.key_files import open_mode_problem
 
 ENV_KEY = "PIITRACER_AUDIT_KEY"
 ENV_KEY_FILE = "PIITRACER_AUDIT_KEY_FILE"
@@ -99,12 +101,3 @@ def _checked(secret: bytes, source: str) -> AuditKey:
         raise AuditKeyError(f"audit key from {source} is {len(secret)} bytes; at least {MIN_KEY_BYTES} are needed")
     return AuditKey(secret, source)
 
-
-def open_mode_problem(path: Path, mode: int) -> str | None:
-    """Why a key file of this ``mode`` is refused, or None: like ssh with a private key, a key that
-    group or others may read (or write) is no longer a secret of its owner. (crypto/envelope.py has
-    the same rule for the master key: the audit layer does not import crypto.)"""
-    if mode & 0o077 == 0:
-        return None
-    return (f"{path} is open to group or others (mode {mode & 0o777:04o}); a key file must be readable by its owner "
-            f"only: run `chmod 600 {path}`")

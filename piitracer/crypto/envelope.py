@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Mapping, Protocol
 
 from piitracer.model.errors import PiitracerError
+from piitracer.model.key_files import open_mode_problem
 
 ENV_KEY = "PIITRACER_MASTER_KEY"
 ENV_KEY_FILE = "PIITRACER_MASTER_KEY_FILE"
@@ -142,15 +143,6 @@ def _from_file(path: Path, source: str, option: str) -> MasterKey:
         raise MasterKeyError(f"{source}: {problem}")
     return _checked(secret.rstrip(b"\r\n"), source, option)
 
-
-def open_mode_problem(path: Path, mode: int) -> str | None:
-    """Why a key file of this ``mode`` is refused, or None: like ssh with a private key, a key that
-    group or others may read (or write) is no longer a secret of its owner. Keys given in the
-    environment are not files: nothing to check."""
-    if mode & 0o077 == 0:
-        return None
-    return (f"{path} is open to group or others (mode {mode & 0o777:04o}); a key file must be readable by its owner "
-            f"only: run `chmod 600 {path}`")
 
 
 def missing_folder(path: Path) -> str:

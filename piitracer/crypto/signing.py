@@ -21,7 +21,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from piitracer.crypto.envelope import open_mode_problem
+from piitracer.model.key_files import open_mode_problem
 from piitracer.model.errors import PiitracerError
 
 ENV_SIGNING_KEY_FILE = "PIITRACER_SIGNING_KEY_FILE"
