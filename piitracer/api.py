@@ -264,11 +264,6 @@ def warehouse_roots(workspace: Workspace) -> tuple[Location, ...]:
     return tuple(dict.fromkeys((Location.parse(workspace.root), Location.parse(workspace.resolve(workspace.config.spark.warehouse)))))
 
 
-def discovery_roots(workspace: Workspace) -> tuple[Location, ...]:
-    """Where ``catalog discover`` looks for tables: the warehouse roots (see :func:`warehouse_roots`)."""
-    return warehouse_roots(workspace)
-
-
 def protected_places(workspace: Workspace) -> tuple[Location, ...]:
     """piitracer's own files in a workspace (its state folder and workspace files): no dataset's
     location may hold them, or an orphan removal or a rewrite there would destroy the audit log,
@@ -285,7 +280,7 @@ def discover_catalog(workspace: Workspace, progress: Callable[[str], None] | Non
     views, and their tables the walk did not find (described when inside a root, else listed
     with the reason)."""
     warehouse = Location.parse(workspace.resolve(workspace.config.spark.warehouse))
-    found = discover_tables(discovery_roots(workspace), workspace_store(workspace), warehouse, workspace.config.spark.catalog,
+    found = discover_tables(warehouse_roots(workspace), workspace_store(workspace), warehouse, workspace.config.spark.catalog,
                             progress)
     if spark_views:
         from piitracer.discover.lakehouse import describe_catalog_tables
@@ -299,7 +294,7 @@ def discover_catalog(workspace: Workspace, progress: Callable[[str], None] | Non
         listed = list_catalogs(spark_session(settings, workspace.resolve(settings.warehouse)), catalogs)
         found.views, found.unreadable_catalogs = listed.views, listed.problems
         found.tables = sorted([*found.tables, *describe_catalog_tables(listed.tables, found, workspace_store(workspace),
-                                                                       discovery_roots(workspace))],
+                                                                       warehouse_roots(workspace))],
                               key=lambda table: table.location.uri)
     return found
 

@@ -21,7 +21,7 @@ from piitracer.api import (audit_log, audit_log_path, audit_report, check_certif
                            journal_steps, load_plan, plan_deletion,
                            prepare_execution, record_plan, run_execution, record_run, record_verification, recorded_attestations, seal_plan,
                            verify_audit, verify_plan, write_private)
-from piitracer.api import (DemoResult, write_discovered_catalog, catalog_drift, classify_catalog, discover_catalog, discovery_roots, lineage_only_datasets,
+from piitracer.api import (DemoResult, write_discovered_catalog, catalog_drift, classify_catalog, discover_catalog, lineage_only_datasets, warehouse_roots,
                            run_demo)
 from piitracer.audit import load_audit_key, record_estimate_entry
 from piitracer.crypto.envelope import has_master_key, load_master_key
@@ -414,7 +414,7 @@ def catalog_discover(ctx: click.Context, output: str, write: bool, spark_views: 
                                "unreadable_catalogs": discovery.unreadable_catalogs,
                                "seen_in_lineage_not_found_in_storage": lineage_only}, indent=2))
         return
-    table = Table(title=f"{len(tables)} tables under {', '.join(str(r) for r in discovery_roots(workspace))}")
+    table = Table(title=f"{len(tables)} tables under {', '.join(str(r) for r in warehouse_roots(workspace))}")
     for column in ("dataset", "format", "location", "columns", "write mode", "retention", "notes"):
         table.add_column(column)
     for found in tables:
