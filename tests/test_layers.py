@@ -1,6 +1,7 @@
 """Imports point one way only (design.md): model <- storage <- formats <- executor, verify;
 model, storage <- ingest (lineage files are listed through the store), audit (its anchor is written
-through it); model, storage, formats <- discover (catalog discovery); model <- crypto; graph <- planner <- executor, verify, audit, render <- cli. The planner is pure:
+through it); model, storage, formats <- discover (catalog discovery); model <- crypto; graph <- planner <- executor, verify, audit, render <- console (the web console, on
+top of serve) <- cli. The planner is pure:
 no Spark, no file I/O. Relative imports and imports by name (``importlib.import_module``,
 ``__import__``) count like any other."""
 
@@ -29,6 +30,12 @@ LOWER["requests"] = {"model", "crypto", "audit"}
 LOWER["demo"] = {"model", "ingest", "graph", "planner", "storage", "formats", "executor"}
 # The OpenLineage endpoint: an ASGI app over the ingest layer's event store.
 LOWER["serve"] = {"model", "ingest"}
+# The web console (privacy office and owners): wiring beside the CLI. It reads the request store,
+# the audit log and the report's facts through the API, draws the report's diagram, and is served
+# on top of the OpenLineage endpoint (it imports serve; serve never imports it). Only the CLI
+# imports the console (test_only_the_cli_imports_the_console).
+LOWER["console"] = {"model", "ingest", "graph", "planner", "storage", "crypto", "audit", "render", "requests", "serve",
+                    "api"}
 WIRING = {"cli", "__init__", "api"}  # may import every layer
 # What "touches files or Spark" means for the pure layers.
 IMPURE_MODULES = {
@@ -111,6 +118,16 @@ def test_imports_point_one_way() -> None:
     assert problems == []
 
 
+def test_only_the_cli_imports_the_console() -> None:
+    # api and __init__ are wiring (they may import any layer), but the console sits on top of the
+    # API: an import of it from below would be a circle.
+    found = [f"{path.relative_to(PACKAGE.parent)}:{line}" for path in package_modules()
+             if layer_of(path) not in ("cli", "console")
+             for line, module in imported_modules(path.read_text(), package_of(path))
+             if module == "piitracer.console" or module.startswith("piitracer.console.")]
+    assert found == []
+
+
 @pytest.mark.parametrize(
     ("layer", "source"),
     [
@@ -128,6 +145,9 @@ def test_imports_point_one_way() -> None:
         ("formats", "import importlib\nimportlib.import_module('piitracer.executor.journal')"),
         ("storage", "__import__('piitracer.formats.delta')"),
         ("model", "from piitracer.storage import guard"),
+        ("serve", "from piitracer.console.app import create_server"),
+        ("console", "from piitracer.cli.main import cli"),
+        ("requests", "from piitracer.console import tokens"),
     ],
 )
 def test_the_check_catches_a_wrong_import(layer: str, source: str) -> None:

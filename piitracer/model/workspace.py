@@ -503,6 +503,10 @@ class ClassifySettings(Frozen):
         return value
 
 
+# A console user's name (owners:, viewers:): what the audit log records as who attested.
+ConsoleName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
+
+
 class WorkspaceConfig(Frozen):
     """The whole ``piitracer.yaml``."""
 
@@ -518,12 +522,25 @@ class WorkspaceConfig(Frozen):
     pricing: Pricing = Pricing()
     classify: ClassifySettings = ClassifySettings()
     openlineage: LineageEmitSettings | None = None
+    owners: tuple[ConsoleName, ...] = Field(
+        (), description="Console users who attest person steps: each attests only the steps of datasets whose "
+        "catalog 'owner:' names it (its first word). Their tokens are not here: `piitracer owners add NAME` keeps "
+        "only a hash, in .piitracer/console-tokens.json (0600).")
+    viewers: tuple[ConsoleName, ...] = Field(
+        (), description="Console users who only read (the privacy office); tokens as for owners.")
     warehouse_roots: tuple[str, ...] = Field(
         (),
         description="Folders (relative to the workspace unless absolute) every catalog location must be "
         "under. When set, a location outside them is a warning at load and the executor refuses to "
         "touch it: a mistyped location must not make piitracer rewrite files elsewhere.",
     )
+
+    @model_validator(mode="after")
+    def _one_role_each(self) -> "WorkspaceConfig":
+        both = sorted(set(self.owners) & set(self.viewers))
+        if both:
+            raise ValueError(f"{', '.join(both)}: listed under both owners and viewers (one role per console user)")
+        return self
 
     @field_validator("version")
     @classmethod
