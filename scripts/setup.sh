@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up everything piitracer needs on a fresh Debian machine, idempotently:
 #   - Debian's graphviz (the `dot` program) when it is missing,
+#   - Debian's chromium and chromium-driver (the console's browser tests) when missing,
 #   - a virtualenv at .venv/ in the repo root with piitracer and its pinned stack (+ test tools).
 # Re-running is cheap: the Python install is skipped while pyproject.toml is unchanged.
 set -euo pipefail
@@ -11,6 +12,14 @@ if ! command -v dot >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq graphviz >/dev/null
+fi
+
+# The console's browser tests drive Debian's Chromium through its matching chromedriver.
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  echo "setup: installing Debian's chromium and chromium-driver (the console's browser tests)" >&2
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
 fi
 
 if ! command -v java >/dev/null 2>&1; then
