@@ -36,6 +36,7 @@ from piitracer.model.lineage import IngestProblem, LineageBatch, Origin, OriginK
 from piitracer.model.naming import DatasetNamer
 
 OPENLINEAGE_UNIT = "openlineage"
+DBT_SEEDS = "dbt:seed files"  # a dbt unit's "learned": the seed files it looked at, not schemas
 
 
 @dataclass(frozen=True)
@@ -115,15 +116,19 @@ def _units(workspace: Workspace, store: LineageStore | None,
     sources = workspace.config.lineage
     namer_print = namer_fingerprint(workspace.namer)
 
-    def unit(place: UnitPlace, print_: str,
-             parse: Callable[[], tuple[LineageBatch, dict]]) -> tuple[LineageBatch | None, dict]:
-        """(batch, schemas it taught): parsed, or (None, stored schemas) when the store has it."""
+    def unit(place: UnitPlace, print_: str, parse: Callable[[], tuple[LineageBatch, dict]],
+             reprint: Callable[[dict], str] | None = None) -> tuple[LineageBatch | None, dict]:
+        """(batch, schemas it taught): parsed, or (None, stored schemas) when the store has it.
+        ``reprint(learned)``: the fingerprint to store once parsed, for a unit whose inputs are
+        only known by parsing it (a dbt project's seed files)."""
         if store is not None:
             stored = store.unit(place.name)
             if stored is not None and stored.fingerprint == print_:
                 update.unchanged.append(place.name)
                 return None, stored.learned
         batch, learned = parse()
+        if reprint is not None:
+            print_ = reprint(learned)
         if store is not None:
             store.put(place.name, 0, print_, batch, learned, place.group)
             update.parsed.append(place.name)
@@ -199,11 +204,28 @@ def _units(workspace: Workspace, store: LineageStore | None,
             continue
         catalog = catalog if catalog is not None and catalog.exists() else None
         place = UnitPlace(f"dbt/{index}")
-        print_ = fingerprint(place.name, namer_print, source.dialect, schemas_print, _file_hash(manifest),
-                             _file_hash(catalog) if catalog else None)
-        yield place, unit(place, print_, lambda manifest=manifest, catalog=catalog, source=source: (
-            ingest_dbt_artifacts(manifest, catalog, namer=workspace.namer, schemas=base_schemas,
-                                 dialect=source.dialect, display_root=workspace.root), {}))[0]
+        artifacts_print = fingerprint(place.name, namer_print, source.dialect, schemas_print, _file_hash(manifest),
+                                      _file_hash(catalog) if catalog else None)
+        # The seed files a project's columns come from are named in its manifest: the ones the
+        # stored result looked at (kept under DBT_SEEDS) are hashed in, so an edited, added or
+        # removed seed file reads the project again (a changed manifest always does).
+        stored = store.unit(place.name) if store is not None else None
+        seeds_print = _seeds_print(stored.learned.get(DBT_SEEDS, []) if stored is not None else [])
+
+        def parse_dbt(manifest=manifest, catalog=catalog, source=source) -> tuple[LineageBatch, dict]:
+            looked_at: list[Path] = []
+            batch = ingest_dbt_artifacts(manifest, catalog, namer=workspace.namer, schemas=base_schemas,
+                                         dialect=source.dialect, display_root=workspace.root, looked_at=looked_at)
+            return batch, {DBT_SEEDS: [path.as_posix() for path in looked_at]}
+
+        yield place, unit(place, fingerprint(artifacts_print, seeds_print), parse_dbt,
+                          lambda learned, artifacts_print=artifacts_print: fingerprint(
+                              artifacts_print, _seeds_print(learned.get(DBT_SEEDS, []))))[0]
+
+
+def _seeds_print(paths: list[str]) -> str:
+    """A hash of each seed file path with its content's hash (or its absence)."""
+    return fingerprint([(path, _file_hash(Path(path)) if Path(path).is_file() else None) for path in paths])
 
 
 def _events_and_schemas(batch: LineageBatch) -> tuple[LineageBatch, dict[str, list[str]]]:

@@ -133,8 +133,20 @@ def load_workspace(folder: str | os.PathLike[str] = ".") -> Workspace:
     cache = WorkspaceCache.open(root)
     kept = cache.workspace() if cache is not None else None
     if kept is not None:
-        return replace(kept, warnings=kept.warnings + workspace_warnings(kept, root / WORKSPACE_FILE, _Lines(cache.text)))
-    return _load_and_validate(root, cache)
+        return _with_dbt_types(replace(kept, warnings=kept.warnings + workspace_warnings(kept, root / WORKSPACE_FILE,
+                                                                                         _Lines(cache.text))))
+    return _with_dbt_types(_load_and_validate(root, cache))
+
+
+def _with_dbt_types(workspace: Workspace) -> Workspace:
+    """The key types dbt states laid under the catalog's ``column_types`` (``dbt_types``): read on
+    every load, outside the kept workspace, since the dbt artifacts are not among its files."""
+    from piitracer.ingest.dbt_types import with_dbt_types  # dbt's lineage ingest is loaded only when used
+
+    config, warnings = with_dbt_types(workspace.config, workspace.root, workspace.namer)
+    if config is workspace.config and not warnings:
+        return workspace
+    return replace(workspace, config=config, warnings=workspace.warnings + tuple(f"{WORKSPACE_FILE}: {w}" for w in warnings))
 
 
 def _load_and_validate(root: Path, cache: WorkspaceCache | None) -> Workspace:

@@ -1,0 +1,3 @@
+-- a SELECT * chain: seed -> stg_customer_tiers -> here
+select * from {{ ref('stg_customer_tiers') }}
+where tier = 'gold'
