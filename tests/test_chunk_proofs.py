@@ -298,18 +298,24 @@ def test_cli_explain_json_and_report_say_how_chunks_were_proven_without_a_value(
 
     text = run("verify", str(plan_file), "--explain", "crm.people")
     assert text.returncode == 1, text.stderr
-    # clean.parquet: ids by statistics, emails and notes by dictionary; leak.parquet (every column
-    # fell back to plain pages): ids by statistics, emails and notes decoded. Three row groups each.
-    assert "Parquet column chunks: 6 decoded, 12 proven without decoding (dictionary 6, statistics 6)" in text.stdout
+    # user_id and email are identifier columns (whole values of their own value sets: exact min/max
+    # prove them in both files); note is free text: by its dictionary in clean.parquet, decoded in
+    # leak.parquet (fell back to plain pages). Three row groups each.
+    assert "Parquet column chunks: 3 decoded, 15 proven without decoding (dictionary 3, statistics 12)" in text.stdout
     explained = [line.strip() for line in text.stdout.splitlines() if line.startswith("  leak.parquet row group")]
-    assert explained == [f"leak.parquet row group {g} column {c}: values may sit inside text; plain-encoded data "
-                         "pages (dictionary fallback)" for g in range(3) for c in ("email", "note")], text.stdout
-    assert "crm.people: 6 Parquet column chunk(s) decoded" in text.stdout
+    assert explained == [f"leak.parquet row group {g} column note: values may sit inside text; plain-encoded data "
+                         "pages (dictionary fallback)" for g in range(3)], text.stdout
+    assert "crm.people: 3 Parquet column chunk(s) decoded" in text.stdout
 
     document = json.loads(run("verify", str(plan_file), "--output", "json", "--no-record").stdout)
     proofs = document["datasets"][0]["chunk_proofs"]
     assert {k: proofs[k] for k in ("dictionary", "type", "decoded", "statistics", "bloom", "page_index")} == \
-        {"dictionary": 6, "type": 0, "decoded": 6, "statistics": 6, "bloom": 0, "page_index": 0}
+        {"dictionary": 3, "type": 0, "decoded": 3, "statistics": 12, "bloom": 0, "page_index": 0}
+    assert document["datasets"][0]["column_search"] == [
+        {"column": "email", "search": "whole values", "value_sets": ["crm.people.email"]},
+        {"column": "user_id", "search": "whole values", "value_sets": ["crm.people.user_id"]},
+        {"column": "note", "search": "inside text", "value_sets": []},
+        {"column": "*", "search": "inside text", "value_sets": []}]
     total = sum(p.stat().st_size for p in location.iterdir())
     assert proofs["bytes_total"] == total and 0 < proofs["bytes_read"] < total
     assert document["datasets"][0]["decoded_chunks"] == []  # only with --explain
@@ -318,9 +324,9 @@ def test_cli_explain_json_and_report_say_how_chunks_were_proven_without_a_value(
     assert report.returncode == 0, report.stderr
     assert "How Parquet column chunks were proven" in report.stdout
     table = report.stdout[report.stdout.index("How Parquet column chunks were proven"):]
-    assert "<td>crm.people</td>" + "".join(f'<td class="num"><!--num-->{n}</td>' for n in (6, 6, 0, 0, 0, 6)) in table
+    assert "<td>crm.people</td>" + "".join(f'<td class="num"><!--num-->{n}</td>' for n in (3, 12, 0, 0, 0, 3)) in table
     markdown = run("audit", "report", "--request", "r1", "--format", "md").stdout
-    assert "| crm.people | 6 | 6 | 0 | 0 | 0 | 6 |" in markdown
+    assert "| crm.people | 3 | 12 | 0 | 0 | 0 | 3 |" in markdown
 
     unknown = run("verify", str(plan_file), "--explain", "crm.nope", "--no-record")
     assert unknown.returncode == 2 and len(unknown.stderr.strip().splitlines()) == 1

@@ -70,6 +70,15 @@ class DecodedChunkNote(Frozen):
     why: str
 
 
+class ColumnSearch(Frozen):
+    """How one column of a dataset was searched (``piitracer.verify.scope``); never a value."""
+
+    column: str = Field(description="Top-level column name (lower-case); '*' for every column not listed.")
+    search: str = Field(description="'whole values': an identifier or key column, searched for the whole values of "
+                        "the value sets it carries only; 'inside text': every value set searched, whole and inside text.")
+    value_sets: tuple[str, ...] = Field((), description="For 'whole values': the value sets it is searched for.")
+
+
 class DatasetVerification(Frozen):
     """The result for one dataset of a plan."""
 
@@ -89,6 +98,8 @@ class DatasetVerification(Frozen):
                                       "proven or decoded, and the bytes read.")
     decoded_chunks: tuple[DecodedChunkNote, ...] = Field((), description="verify --explain: each chunk decoded and why "
                                                          "(the first 10,000; chunk_proofs.decoded counts them all).")
+    column_search: tuple[ColumnSearch, ...] = Field((), description="Which search each column got: identifier and key "
+                                                    "columns whole values of their own value sets, every other inside text.")
 
 
 class VerificationReport(Frozen):

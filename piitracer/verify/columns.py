@@ -31,10 +31,14 @@ def leaves(name: str, column: pa.ChunkedArray | pa.Array) -> Iterator[tuple[str,
         yield name, array
 
 
-def column_hits(name: str, column: pa.ChunkedArray, index: ValueIndex) -> Iterator[tuple[str, set[str]]]:
-    """(where, value-set names) for one top-level column of a Parquet file."""
+def column_hits(name: str, column: pa.ChunkedArray, index: ValueIndex,
+                redact: ValueIndex | None = None) -> Iterator[tuple[str, set[str]]]:
+    """(where, value-set names) for one top-level column of a Parquet file: whole values, and
+    values inside text unless ``index`` is of whole values only (an identifier column's,
+    :mod:`~piitracer.verify.scope`). Column names are redacted with ``redact`` (the dataset's
+    whole index) when given, else ``index``."""
     for leaf_name, array in leaves(name, column):
-        shown = index.redact_text(leaf_name)
+        shown = (redact or index).redact_text(leaf_name)
         exact = exact_hits(array, index)
         if exact:
             yield f"column {shown}", exact

@@ -29,6 +29,7 @@ from urllib.parse import unquote
 
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
+from piitracer.verify.scope import ScopedIndex
 from piitracer.verify.values import Place, ValueIndex
 
 PARQUET_MAGIC = b"PAR1"
@@ -152,12 +153,13 @@ class FileSource:
         return self.data.decode("utf-8", "replace")
 
 
-def scan_location(root: Location, index: ValueIndex, store: Store, files: list[str] | None = None) -> ScanResult:
+def scan_location(root: Location, index: ValueIndex, store: Store, files: list[str] | None = None,
+                  scope: ScopedIndex | None = None) -> ScanResult:
     """Decode every file under ``root`` (or just ``files``, paths relative to ``root``) and collect
-    the places holding a value of ``index``."""
+    the places holding a value of ``index`` (identifier columns: of ``scope``'s whole values)."""
     result = ScanResult()
     for relative in ([entry.relative for entry in store.list_files(root)] if files is None else files):
-        result.add(scan_one_file(root, relative, index, store))
+        result.add(scan_one_file(root, relative, index, store, scope))
     return result
 
 
@@ -172,9 +174,11 @@ class FileScan:
     chunks: ChunkCounts = field(default_factory=ChunkCounts)
 
 
-def scan_one_file(root: Location, relative: str, index: ValueIndex, store: Store) -> FileScan:
+def scan_one_file(root: Location, relative: str, index: ValueIndex, store: Store,
+                  scope: ScopedIndex | None = None) -> FileScan:
     """Decode one file (``relative`` to ``root``): the same work wherever it runs, in the driver or
-    in a Spark task."""
+    in a Spark task. ``scope``: the dataset's identifier columns, searched for whole values of
+    their own value sets only (:mod:`~piitracer.verify.scope`); ``index`` is ``scope.index`` then."""
     shown = redact_path(relative, index)
     if not index:
         return FileScan(shown)
@@ -185,7 +189,7 @@ def scan_one_file(root: Location, relative: str, index: ValueIndex, store: Store
     unreadable = None
     chunks = ChunkCounts()
     try:
-        for where, names, kind in scan_file(source, index, chunks):
+        for where, names, kind in scan_file(source, index, chunks, scope):
             hits |= {(where, n, kind) for n in names}
     except Exception as error:  # a file we cannot decode is still searched as raw bytes
         unreadable = f"{shown}: {type(error).__name__}"
@@ -195,15 +199,15 @@ def scan_one_file(root: Location, relative: str, index: ValueIndex, store: Store
     return FileScan(shown, tuple(Hit(shown, where, name, kind) for where, name, kind in sorted(hits)), unreadable, chunks)
 
 
-def scan_file(source: FileSource, index: ValueIndex, chunks: ChunkCounts | None = None
-              ) -> Iterator[tuple[str, set[str], str]]:
+def scan_file(source: FileSource, index: ValueIndex, chunks: ChunkCounts | None = None,
+              scope: ScopedIndex | None = None) -> Iterator[tuple[str, set[str], str]]:
     """(where, value-set names, kind) for every place in one file; ``chunks`` counts the Parquet
     column chunks proven without decoding and those decoded."""
     head = source.head(4)
     in_log = "_delta_log" in source.relative.split("/")
     name = source.name
     if head == PARQUET_MAGIC:
-        yield from _parquet(source, index, in_log, chunks if chunks is not None else ChunkCounts())
+        yield from _parquet(source, index, in_log, chunks if chunks is not None else ChunkCounts(), scope)
     elif head == AVRO_MAGIC:
         yield from _avro(source, index)
     elif head == PUFFIN_MAGIC:
@@ -243,7 +247,8 @@ def redact_path(relative: str, index: ValueIndex) -> str:
 
 # ---- Parquet --------------------------------------------------------------------------------
 
-def _parquet(source: FileSource, index: ValueIndex, in_log: bool, chunks: ChunkCounts) -> Iterator[tuple[str, set[str], str]]:
+def _parquet(source: FileSource, index: ValueIndex, in_log: bool, chunks: ChunkCounts,
+             scope: ScopedIndex | None = None) -> Iterator[tuple[str, set[str], str]]:
     import pyarrow.parquet as pq
 
     from piitracer.verify.parquet_proofs import CountingFile, read_metadata
@@ -252,14 +257,14 @@ def _parquet(source: FileSource, index: ValueIndex, in_log: bool, chunks: ChunkC
         try:
             metadata, footer = read_metadata(counted)
             yield from _parquet_file(pq.ParquetFile(counted, metadata=metadata), counted, footer, source, index,
-                                     in_log, chunks)
+                                     in_log, chunks, scope)
         finally:
             chunks.bytes_read += counted.bytes_read
             chunks.bytes_total += counted.size()
 
 
 def _parquet_file(handle, counted, footer: bytes, source: FileSource, index: ValueIndex, in_log: bool,
-                  chunks: ChunkCounts) -> Iterator[tuple[str, set[str], str]]:
+                  chunks: ChunkCounts, scope: ScopedIndex | None = None) -> Iterator[tuple[str, set[str], str]]:
     from piitracer.verify.parquet_proofs import ParquetProver
 
     metadata = handle.metadata
@@ -293,7 +298,9 @@ def _parquet_file(handle, counted, footer: bytes, source: FileSource, index: Val
     from piitracer.verify.columns import column_hits
 
     searched = [name for name in schema.names if name not in offsets]  # a position delete's 'pos' is an offset
-    prover = ParquetProver(counted, metadata, schema, index, footer)
+    # Identifier columns: whole values of their own value sets, on every path (verify.scope).
+    per_column = scope.for_schema(schema) if scope is not None else {}
+    prover = ParquetProver(counted, metadata, schema, index, footer, per_column)
     for group in range(metadata.num_row_groups):
         needed = []
         for name in searched:
@@ -307,7 +314,7 @@ def _parquet_file(handle, counted, footer: bytes, source: FileSource, index: Val
             continue
         part = handle.read_row_group(group, columns=needed)
         for name in needed:
-            for where, names in column_hits(name, part.column(name), index):
+            for where, names in column_hits(name, part.column(name), per_column.get(name, index), redact=index):
                 yield where, names, "data"
 
 

@@ -32,7 +32,7 @@ from piitracer.storage.file_tasks import SparkFileTasks
 from piitracer.storage.locations import Location
 from piitracer.storage.store import FileEntry, Store
 from piitracer.verify.decoders import FileScan, ScanResult, scan_one_file
-from piitracer.verify.values import ValueIndex
+from piitracer.verify.scope import ColumnScope, ScopedIndex
 
 if TYPE_CHECKING:  # pyspark is imported only when Spark decodes
     from pyspark import SparkContext
@@ -44,11 +44,13 @@ JOB_GROUP = f"piitracer.{JOB_LABEL}"  # the Spark job group of the decoding jobs
 @dataclass(frozen=True)
 class ScanRequest:
     """Decode the files under ``root`` (all of them, or only ``files``, listed relative to it) for
-    the value sets named ``value_sets``."""
+    the value sets named ``value_sets``; ``scope``: the identifier columns searched for whole
+    values of their own value sets only (:mod:`~piitracer.verify.scope`; names only, no value)."""
 
     root: Location
     value_sets: tuple[str, ...]
     files: tuple[FileEntry, ...] | None = None
+    scope: ColumnScope = ColumnScope()
 
 
 @dataclass(frozen=True)
@@ -81,10 +83,10 @@ class FileScanner:
     def scan(self, plan: ScanPlan, value_sets: Mapping[str, Sequence[Any]], store: Store) -> list[ScanResult]:
         results = []
         for request, listing in zip(plan.requests, plan.listings):
-            index = _index(value_sets, request.value_sets)
+            scoped = ScopedIndex.build(value_sets, request.value_sets, request.scope)
             result = ScanResult()
             for entry in listing:
-                result.add(scan_one_file(request.root, entry.relative, index, store))
+                result.add(scan_one_file(request.root, entry.relative, scoped.index, store, scoped))
             results.append(result)
         return results
 
@@ -101,8 +103,8 @@ class SparkFileScanner(FileScanner):
 
     def scan(self, plan: ScanPlan, value_sets: Mapping[str, Sequence[Any]], store: Store) -> list[ScanResult]:
         owners = [number for number, listing in enumerate(plan.listings) for _ in listing]
-        work = [(plan.requests[number].root, entry.relative, plan.requests[number].value_sets)
-                for number, listing in enumerate(plan.listings) for entry in listing]
+        work = [(plan.requests[number].root, entry.relative, plan.requests[number].value_sets,
+                 plan.requests[number].scope) for number, listing in enumerate(plan.listings) for entry in listing]
         results = [ScanResult() for _ in plan.requests]
         if not work:
             return results
@@ -122,23 +124,21 @@ class SparkFileScanner(FileScanner):
 
 class _TaskDecoder:
     """What a Spark task runs per file: picklable, holding the broadcast handle and the store's
-    settings; builds a value index once per set of value-set names in the task's process."""
+    settings; builds a value index once per set of value-set names and column scope in the task's
+    process."""
 
     def __init__(self, shared, store: Store) -> None:
         self.shared = shared
         self.store = store
-        self.indexes: dict[tuple[str, ...], ValueIndex] = {}
+        self.indexes: dict[tuple[tuple[str, ...], ColumnScope], ScopedIndex] = {}
 
-    def __call__(self, item: tuple[Location, str, tuple[str, ...]]) -> FileScan:
-        root, relative, names = item
-        if names not in self.indexes:
-            self.indexes[names] = _index(self.shared.value, names)
+    def __call__(self, item: tuple[Location, str, tuple[str, ...], ColumnScope]) -> FileScan:
+        root, relative, names, scope = item
+        if (names, scope) not in self.indexes:
+            self.indexes[names, scope] = ScopedIndex.build(self.shared.value, names, scope)
+        scoped = self.indexes[names, scope]
         failpoint("verify.task", relative)  # tests: a task held here while its worker is killed
-        return scan_one_file(root, relative, self.indexes[names], self.store)
-
-
-def _index(value_sets: Mapping[str, Sequence[Any]], names: Sequence[str]) -> ValueIndex:
-    return ValueIndex.build({name: value_sets.get(name, []) for name in names})
+        return scan_one_file(root, relative, scoped.index, self.store, scoped)
 
 
 def choose_scanner(settings: FileWorkSettings, plan: ScanPlan, spark: FileScanner,

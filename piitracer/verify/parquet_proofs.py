@@ -146,12 +146,14 @@ class ParquetProver:
     """The rules above for the chunks of one open Parquet file."""
 
     def __init__(self, handle: CountingFile, metadata: pq.FileMetaData, schema: pa.Schema, index: ValueIndex,
-                 footer: bytes) -> None:
+                 footer: bytes, columns: dict[str, ValueIndex] | None = None) -> None:
         self.handle = handle
         self.footer_bytes = footer
         self.metadata = metadata
         self.schema = schema
         self.index = index
+        # Identifier columns (verify.scope): searched with their own whole-values index.
+        self.indexes = dict(columns or {})
         self.leaves = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
         self._columns: dict[str, _Column | None] = {}
         self._footer: dict[int, Any] | None = None
@@ -169,10 +171,11 @@ class ParquetProver:
         if leaf is None or pa.types.is_nested(kind):
             return None
         descr = self.metadata.schema.column(leaf)
-        cache = self.index.__dict__.setdefault("_chunk_proof_columns", {})
+        index = self.indexes.get(name, self.index)
+        cache = index.__dict__.setdefault("_chunk_proof_columns", {})
         key = (kind, descr.physical_type, descr.length)
         if key not in cache:
-            cache[key] = _Column.of(self, name, leaf, kind, descr)
+            cache[key] = _Column.of(index, name, leaf, kind, descr)
         found = cache[key]
         return _Column(name, leaf, *found.shared())
 
@@ -256,7 +259,7 @@ class ParquetProver:
         values = decode_dictionary(body, chunk, page, self.metadata.schema.column(column.leaf), column.dictionary_type)
         if values is None:
             return "dictionary page not decodable"
-        if any(True for _ in column_hits(column.name, values, self.index)):
+        if any(True for _ in column_hits(column.name, values, self.indexes.get(column.name, self.index))):
             return "its dictionary holds a searched value"
         return None
 
@@ -322,12 +325,13 @@ class _Column:
                 self.hashes, self.dictionary_type, self.prefilter, self.byte_values)
 
     @classmethod
-    def of(cls, prover: ParquetProver, name: str, leaf: int, kind: pa.DataType, descr) -> "_Column":
+    def of(cls, index: ValueIndex, name: str, leaf: int, kind: pa.DataType, descr) -> "_Column":
         if pa.types.is_dictionary(kind):
             kind = kind.value_type
         physical = descr.physical_type
-        candidates = candidates_for(kind, prover.index)
-        inside = (pa.types.is_string(kind) or pa.types.is_large_string(kind)) and prover.index.re2_pattern() is not None
+        candidates = candidates_for(kind, index)
+        # No pattern: nothing is searched inside text (a whole-values index, or no long value).
+        inside = (pa.types.is_string(kind) or pa.types.is_large_string(kind)) and index.re2_pattern() is not None
         unsigned = pa.types.is_unsigned_integer(kind)
         ordered = (pa.types.is_integer(kind) or pa.types.is_date32(kind)) and physical in ("INT32", "INT64")
         values: list[Any] = []
@@ -340,7 +344,7 @@ class _Column:
         prefilter = None
         if physical == "BYTE_ARRAY" and (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
             prefilter = literal_prefilter(candidates.to_pylist() if candidates is not None else [],
-                                          prover.index.re2_pattern())
+                                          index.re2_pattern())
         byte_values = None
         if physical == "BYTE_ARRAY" and candidates is not None:
             if pa.types.is_string(kind) or pa.types.is_large_string(kind):

@@ -145,10 +145,14 @@ class ValueIndex:
     every answer is a set of value-set names."""
 
     by_key: dict[tuple[str, Any], set[str]] = field(default_factory=dict)
+    # False: an index of whole values only (an identifier column's: verify.scope); nothing is
+    # searched inside text, so :meth:`search_text` and :meth:`re2_pattern` find nothing.
+    inside_text: bool = True
 
     @classmethod
-    def build(cls, value_sets: Mapping[str, Iterable[Any]]) -> "ValueIndex":
-        index = cls()
+    def build(cls, value_sets: Mapping[str, Iterable[Any]], inside_text: bool = True) -> "ValueIndex":
+        """The index of ``value_sets`` (name -> values); ``inside_text=False``: whole values only."""
+        index = cls(inside_text=inside_text)
         for name, values in value_sets.items():
             for value in values:
                 key = type_key(value)
@@ -170,10 +174,10 @@ class ValueIndex:
         self._prefixes: dict[int, dict[str, set[str]]] = {}
         # Token text -> (kind, value sets): every value long enough to be searched inside text.
         self._tokens: dict[str, list[tuple[str, set[str]]]] = {}
-        for text in self.strs:
+        for text in self.strs if self.inside_text else ():
             if len(text) >= MIN_TEXT_LENGTH:
                 self._tokens.setdefault(text, []).append((value_kind(text), self.by_key[("str", text)]))
-        for number in self.ints:
+        for number in self.ints if self.inside_text else ():
             if len(str(number)) >= MIN_TEXT_LENGTH:
                 self._tokens.setdefault(str(number), []).append((INT, self.by_key[("int", number)]))
         self._byte_tokens = {text.encode("utf-8"): entries for text, entries in self._tokens.items()}

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Collection, Mapping
 
 from piitracer.model.plan import PERSON_ACTIONS, Action, DatasetDecision, DatasetStatus, DeletionPlan, ValueKind
-from piitracer.model.verification import DatasetVerification, ErasureState, Finding, VerificationReport
+from piitracer.model.verification import ColumnSearch, DatasetVerification, ErasureState, Finding, VerificationReport
 from piitracer.model.workspace import CatalogDataset, DatasetFormat, ReplicaManagement, duration_text
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
@@ -30,6 +30,7 @@ from piitracer.verify.decoders import PUFFIN_NOTE, ScanResult, chunk_facts, scan
 from piitracer.verify.engines import FileScanner, ScanPlan, ScanRequest, list_requests
 from piitracer.formats import FormatSupport, TableFiles, support_for
 from piitracer.verify.columns import exact_hits
+from piitracer.verify.scope import ColumnScope, ScopedIndex, column_scope, search_notes
 from piitracer.verify.values import ValueIndex
 from piitracer.model.errors import PiitracerError
 
@@ -60,6 +61,21 @@ def sets_for(plan: DeletionPlan, decision: DatasetDecision) -> list[str]:
     return sorted(names)
 
 
+def scope_for(plan: DeletionPlan, decision: DatasetDecision, entry: CatalogDataset | None) -> ColumnScope:
+    """The identifier columns of one dataset, each searched for whole values of the value sets it
+    carries only (:mod:`~piitracer.verify.scope`): its catalogued identifiers (confirmed by a
+    person) and the plan's key column, where the plan names what they hold."""
+    from piitracer.model.workspace import ClassifiedBy
+
+    key = decision.key_column
+    key_sets = {v.name for v in decision.values_from}
+    key_sets |= {v.name for step in plan.steps if step.dataset == decision.dataset and step.key_column
+                 and key and step.key_column.lower() == key.lower() for v in step.values_from}
+    return column_scope(decision.dataset, entry.identifiers if entry is not None else (),
+                        entry is not None and entry.classified_by is not ClassifiedBy.AUTO,
+                        sets_for(plan, decision), decision.column_forms, key, key_sets)
+
+
 def verify_datasets(
     plan: DeletionPlan,
     catalog: Mapping[str, CatalogDataset],
@@ -84,7 +100,8 @@ def verify_datasets(
     # Every dataset's files are listed first and decoded in one go (one Spark job on a cluster);
     # the logical checks and verdicts follow, dataset by dataset.
     scanned = [d for d in plan.datasets if _stores_files(catalog.get(d.dataset), locations.get(d.dataset), store)]
-    requests = [ScanRequest(locations[d.dataset], tuple(sets_for(plan, d))) for d in scanned]
+    requests = [ScanRequest(locations[d.dataset], tuple(sets_for(plan, d)), scope=scope_for(plan, d, catalog.get(d.dataset)))
+                for d in scanned]
     listing = list_requests(requests, store)
     scanner = choose_scanner(listing) if choose_scanner else FileScanner()
     log.info("decoding %d files (%d bytes) of %d datasets with the %s engine", listing.file_count,
@@ -133,9 +150,11 @@ def verify_dataset(plan: DeletionPlan, decision: DatasetDecision, entry: Catalog
         return _not_checked(dataset, f"location {location} does not exist")
 
     names = sets_for(plan, decision)
-    index = ValueIndex.build({name: value_sets.get(name, []) for name in names})
+    scope = scope_for(plan, decision, entry)
+    scoped = ScopedIndex.build(value_sets, names, scope)
+    index = scoped.index
     if scan is None:
-        scan = scan_location(location, index, store)
+        scan = scan_location(location, index, store, scope=scoped)
     key = decision.key_column if decision.status is DatasetStatus.ERASE else None
     support = support_for(entry.format)
     view = _table_view(support, location, store, key, index)
@@ -161,6 +180,8 @@ def verify_dataset(plan: DeletionPlan, decision: DatasetDecision, entry: Catalog
         removers = [[Action.AWAIT_REPLICATION] for _ in findings]
     common = dict(dataset=dataset, files_scanned=len(scan.files), snapshots_checked=view.versions_checked,
                   findings=tuple(findings), value_sets=tuple(names), notes=tuple(notes),
+                  column_search=tuple(ColumnSearch(column=c, search=how, value_sets=sets)
+                                      for c, how, sets in search_notes(scope, entry.columns)),
                   **chunk_facts(scan.chunks, explain))
     if person:
         steps_text = ", ".join(f"{s.id} {s.action.value}" for s in person)
