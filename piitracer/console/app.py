@@ -71,6 +71,10 @@ def create_server(config: ConsoleConfig, lineage_app: FastAPI) -> FastAPI:
     async def root() -> Response:
         return RedirectResponse(f"{CONSOLE}/board", status_code=303)
 
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> Response:
+        return Response(status_code=204)  # none: the browser asks anyway
+
     @app.get(CONSOLE, include_in_schema=False)
     @app.get(f"{CONSOLE}/", include_in_schema=False)
     async def console_root() -> Response:

@@ -23,7 +23,7 @@ td.num{text-align:right} code{font-family:Menlo,Consolas,monospace;font-size:12p
 .state-closed,.state-verified,.state-watching,.state-erased,.state-attested,.state-committed{background:#c8f0c8}
 .state-awaiting_attestation,.state-pending,.state-executed,.state-executing,.state-planned{background:#ffe2a8}
 .state-found{background:#f6b3b3}
-.diagram{overflow:auto;border:1px solid #ddd;padding:6px;background:#fff} .diagram svg{max-width:100%;height:auto}
+.diagram{overflow:auto;max-height:900px;border:1px solid #ddd;padding:6px;background:#fff} .diagram svg{max-width:100%;height:auto}
 .muted{color:#666;font-size:12px} .error{background:#fde2e2;border:1px solid #e99;padding:8px;margin:8px 0}
 .notice{background:#e3f4e3;border:1px solid #9c9;padding:8px;margin:8px 0}
 form.attest{margin:4px 0} form.attest textarea{width:26em;height:3em}
@@ -96,6 +96,23 @@ REQUEST = """{% extends "base.html" %}{% block title %}{{ request_id }}: piitrac
 </tbody></table>
 {% if not view.facts %}<p>Not planned yet: the plan, its steps and its evidence appear here once it is.</p>{% else %}
 
+<h2>Person steps</h2>
+{% if view.open_steps %}<table id="open-steps"><thead><tr><th>step</th><th>dataset</th><th>action</th><th>owner</th><th>state</th><th></th></tr></thead><tbody>
+{% for s in view.open_steps %}<tr data-step="{{ s.step_id }}"><td>{{ s.step_id }}</td><td>{{ s.dataset }}</td><td>{{ s.action }}</td>
+<td>{{ s.catalog_owner or 'no owner in the catalog' }}</td><td><span class="state state-{{ s.state }}">{{ s.state }}</span></td><td>
+{% if user.can_attest and s.owner == user.name and r and r.state.value != 'closed' %}
+<form class="attest" method="post" action="/console/requests/{{ request_id }}/attest" enctype="multipart/form-data">
+<input type="hidden" name="csrf" value="{{ csrf }}"><input type="hidden" name="step_id" value="{{ s.step_id }}">
+<textarea name="evidence_text" placeholder="evidence: a ticket, a run log, a statement (only its SHA-256 is kept)"></textarea><br>
+or a file <input type="file" name="evidence_file"> <button type="submit" class="attest-button">Attest as {{ user.name }}</button></form>
+{% elif s.owner %}<span class="muted">to be attested by {{ s.owner }}</span>
+{% else %}<span class="muted">no owner in the catalog: a key holder attests it (<code>piitracer attest PLAN --step {{ s.step_id }} --by NAME</code>)</span>{% endif %}</td></tr>{% endfor %}
+</tbody></table>{% else %}<p id="no-open-steps">No person step is open.</p>{% endif %}
+{% set done = view.steps|selectattr('attested_by')|list %}
+{% if done %}<table id="attested-steps"><thead><tr><th>step</th><th>dataset</th><th>action</th><th>state</th><th>by</th></tr></thead><tbody>
+{% for s in done %}<tr data-step="{{ s.step_id }}"><td>{{ s.step_id }}</td><td>{{ s.dataset }}</td><td>{{ s.action }}</td>
+<td><span class="state state-attested">attested</span></td><td>{{ s.attested_by }}</td></tr>{% endfor %}</tbody></table>{% endif %}
+
 <h2>Certificate</h2>
 {% if view.complete and certificate_available %}
 <p><a id="certificate" href="/console/requests/{{ request_id }}/certificate.json" download>Download the signed erasure certificate</a>
@@ -106,31 +123,11 @@ REQUEST = """{% extends "base.html" %}{% block title %}{{ request_id }}: piitrac
 <code>piitracer audit check-certificate certificate.json --public-key KEY.pub</code>.</p>
 {% else %}<p id="no-certificate">No certificate yet: it is issued once the latest verification is complete.</p>{% endif %}
 
-<h2>Lineage and erasure state</h2>
-<p class="muted">Node colour = erasure state: {% for s, label in legend %}<span class="swatch fill-{{ s }}"></span>{{ label }} {% endfor %}</p>
-{% if diagram %}<div class="diagram" id="diagram">{{ diagram|safe }}</div>{% else %}<p class="muted">No diagram: {{ diagram_problem }}</p>{% endif %}
-
 <h2>Plan</h2>
 <table id="plan"><thead><tr><th>dataset</th><th>format</th><th>decision</th><th>key column</th><th>rule</th><th>reason</th><th>state</th></tr></thead><tbody>
 {% for d in view.facts.datasets %}<tr><td>{{ d.dataset }}</td><td>{{ d.format or '' }}</td><td>{{ d.status }}</td><td>{{ d.key_column or '' }}</td>
 <td>{{ d.rule or '' }}</td><td>{{ d.reason or '' }}</td><td><span class="state state-{{ d.state }}">{{ d.state }}</span></td></tr>{% endfor %}
 </tbody></table>
-
-<h2>Person steps</h2>
-{% if view.open_steps %}<table id="open-steps"><thead><tr><th>step</th><th>dataset</th><th>action</th><th>owner</th><th>state</th><th></th></tr></thead><tbody>
-{% for s in view.open_steps %}<tr data-step="{{ s.step_id }}"><td>{{ s.step_id }}</td><td>{{ s.dataset }}</td><td>{{ s.action }}</td>
-<td>{{ s.catalog_owner or 'no owner in the catalog' }}</td><td><span class="state state-{{ s.state }}">{{ s.state }}</span></td><td>
-{% if user.can_attest and s.owner == user.name and r and r.state.value != 'closed' %}
-<form class="attest" method="post" action="/console/requests/{{ request_id }}/attest" enctype="multipart/form-data">
-<input type="hidden" name="csrf" value="{{ csrf }}"><input type="hidden" name="step_id" value="{{ s.step_id }}">
-<textarea name="evidence_text" placeholder="evidence: a ticket, a run log, a statement (only its SHA-256 is kept)"></textarea><br>
-or a file <input type="file" name="evidence_file"> <button type="submit" class="attest-button">Attest as {{ user.name }}</button></form>
-{% elif s.owner %}<span class="muted">attested by {{ s.owner }}</span>{% endif %}</td></tr>{% endfor %}
-</tbody></table>{% else %}<p id="no-open-steps">No person step is open.</p>{% endif %}
-{% set done = view.steps|selectattr('attested_by')|list %}
-{% if done %}<table id="attested-steps"><thead><tr><th>step</th><th>dataset</th><th>action</th><th>state</th><th>by</th></tr></thead><tbody>
-{% for s in done %}<tr data-step="{{ s.step_id }}"><td>{{ s.step_id }}</td><td>{{ s.dataset }}</td><td>{{ s.action }}</td>
-<td><span class="state state-attested">attested</span></td><td>{{ s.attested_by }}</td></tr>{% endfor %}</tbody></table>{% endif %}
 
 <h2>Steps</h2>
 <table id="steps"><thead><tr><th>step</th><th>dataset</th><th>action</th><th>state</th></tr></thead><tbody>
@@ -142,6 +139,9 @@ or a file <input type="file" name="evidence_file"> <button type="submit" class="
 {% for v in view.verification %}<tr><td>{{ v.dataset }}</td><td><span class="state state-{{ v.state }}">{{ v.state }}</span></td>
 <td class="num">{{ v.files_scanned }}</td><td class="num">{{ v.findings }}</td><td>{{ v.proven }}</td></tr>{% endfor %}
 </tbody></table><p class="muted">checked at {{ view.verification[0].checked_at }}</p>{% else %}<p>Not verified yet.</p>{% endif %}
+<h2>Lineage and erasure state</h2>
+<p class="muted">Node colour = erasure state: {% for s, label in legend %}<span class="swatch fill-{{ s }}"></span>{{ label }} {% endfor %}</p>
+{% if diagram %}<div class="diagram" id="diagram">{{ diagram|safe }}</div>{% else %}<p class="muted">No diagram: {{ diagram_problem }}</p>{% endif %}
 {% endif %}
 
 <h2>Audit trail</h2>

@@ -147,9 +147,9 @@ def _entry_view(entry: AuditEntry) -> EntryView:
     if entry.kind is EntryKind.REQUEST:
         action = f"{body.get('from_state') or 'new'} → {body.get('to_state')}: {body.get('action')}"
     elif entry.kind is EntryKind.STEP:
-        action = f"step {body.get('step_id')} {body.get('action', '')} {body.get('dataset', '')}: {body.get('state')}"
+        action = f"{body.get('step_id')} {body.get('action', '')} {body.get('dataset', '')}: {body.get('state')}"
     elif entry.kind is EntryKind.ATTESTATION:
-        action = f"step {body.get('step_id')} {body.get('action')} {body.get('dataset')} attested by {body.get('attested_by')}"
+        action = f"{body.get('step_id')} {body.get('action')} {body.get('dataset')} attested by {body.get('attested_by')}"
     elif entry.kind is EntryKind.VERIFICATION:
         action = "verified: " + ("complete" if body.get("complete") and body.get("all_erased") else "not complete")
     elif entry.kind is EntryKind.PLAN:

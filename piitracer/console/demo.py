@@ -1,0 +1,37 @@
+"""``piitracer demo --serve``: the console on the demo's workspace, with the demo's own keys and a
+viewer token for the privacy office, so a person can look at the closed request and its
+certificate after the demo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from piitracer.console.app import ConsoleConfig
+from piitracer.console.tokens import add_token
+
+DEMO_VIEWER = "privacy-office"
+
+
+def demo_console(folder: Path) -> tuple[ConsoleConfig, str]:
+    """The console's configuration for the demo folder (its audit, master and signing keys: the
+    demo's own, made by ``piitracer demo``) and a new viewer token for ``privacy-office``. The
+    demo's copy of ``piitracer.yaml`` gets ``viewers: [privacy-office]`` when it lists no viewer."""
+    from piitracer import load_workspace
+    from piitracer.api import demo_audit_key, demo_master_key, demo_signing_key
+    from piitracer.audit import load_audit_key
+    from piitracer.crypto.envelope import load_master_key
+    from piitracer.ingest.workspace_loader import WORKSPACE_FILE
+
+    root = Path(folder)
+    workspace_file = root / WORKSPACE_FILE
+    text = workspace_file.read_text(encoding="utf-8")
+    if not (yaml.safe_load(text) or {}).get("viewers"):
+        # The demo folder is piitracer's own copy of the fixture workspace: say who reads the console.
+        workspace_file.write_text(text.rstrip("\n") + "\n\n# piitracer demo --serve: the privacy office reads the console "
+                                  f"(a viewer token)\nviewers: [{DEMO_VIEWER}]\n", encoding="utf-8")
+    workspace = load_workspace(root)
+    config = ConsoleConfig(workspace, audit_key=load_audit_key(key_file=demo_audit_key(root)),
+                           master=load_master_key(demo_master_key(root)), signing_key_path=demo_signing_key(root)[0])
+    return config, add_token(workspace, DEMO_VIEWER)

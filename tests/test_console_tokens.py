@@ -1,0 +1,77 @@
+"""Console users (issue 33): the workspace names them (``owners:``, ``viewers:``), their tokens are
+kept only as scrypt hashes in a 0600 file, a token stops working when it is replaced or its name
+leaves the workspace, and an owner owns the datasets whose catalog ``owner:`` names them."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+import yaml
+
+import piitracer
+from piitracer.console.tokens import ConsoleUserError, add_token, check_token, tokens_path
+from piitracer.console.views import dataset_owner, owner_name
+from piitracer.ingest.workspace_loader import WorkspaceError
+
+
+def workspace(folder: Path, owners=("streaming-team",), viewers=("privacy-office",)):
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {"catalog": {"stream.cdc": {"format": "external", "owner": "streaming-team (kafka topic cdc)"},
+                          "crm.users": {"format": "parquet", "location": "users", "owner": "crm"}},
+              "owners": list(owners), "viewers": list(viewers)}
+    (folder / "users").mkdir(exist_ok=True)
+    (folder / "piitracer.yaml").write_text(yaml.safe_dump(config))
+    return piitracer.load_workspace(folder)
+
+
+def test_a_token_is_printed_once_and_kept_only_as_a_slow_hash(tmp_path: Path) -> None:
+    ws = workspace(tmp_path / "ws")
+    token = add_token(ws, "streaming-team")
+    path = tokens_path(ws.root)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    text = path.read_text()
+    secret = token.split(".", 2)[2]
+    assert secret not in text and token not in text
+    (entry,) = json.loads(text)
+    assert entry["name"] == "streaming-team" and entry["role"] == "owner" and len(entry["scrypt"]) == 64
+    user = check_token(ws, token)
+    assert user is not None and user.name == "streaming-team" and user.can_attest
+    viewer = check_token(ws, add_token(ws, "privacy-office"))
+    assert viewer is not None and viewer.role == "viewer" and not viewer.can_attest
+
+
+def test_wrong_replaced_and_revoked_tokens_are_refused(tmp_path: Path) -> None:
+    ws = workspace(tmp_path / "ws")
+    first = add_token(ws, "streaming-team")
+    assert check_token(ws, first[:-2] + ("xx" if not first.endswith("xx") else "yy")) is None
+    assert check_token(ws, "ptc.000000000000.nothing") is None and check_token(ws, "not a token") is None
+    second = add_token(ws, "streaming-team")
+    assert check_token(ws, first) is None and check_token(ws, second) is not None
+    # The name leaves the workspace: its token no longer signs in, though the hash is still on file.
+    revoked = workspace(tmp_path / "ws", owners=())
+    assert check_token(revoked, second) is None
+
+
+def test_only_names_the_workspace_lists_get_a_token(tmp_path: Path) -> None:
+    ws = workspace(tmp_path / "ws")
+    with pytest.raises(ConsoleUserError, match=r"piitracer.yaml: 'mallory' is not listed under owners: or viewers:"):
+        add_token(ws, "mallory")
+    assert not tokens_path(ws.root).exists()
+
+
+def test_one_role_per_user_and_names_are_checked(tmp_path: Path) -> None:
+    with pytest.raises(WorkspaceError, match="listed under both owners and viewers"):
+        workspace(tmp_path / "both", owners=("ana",), viewers=("ana",))
+    with pytest.raises(WorkspaceError, match="owners"):
+        workspace(tmp_path / "bad", owners=("two words",))
+
+
+def test_an_owner_owns_the_datasets_their_name_begins_the_catalog_owner_of(tmp_path: Path) -> None:
+    ws = workspace(tmp_path / "ws")
+    assert owner_name("streaming-team (kafka topic payments-cdc, 7 days retention)") == "streaming-team"
+    assert owner_name("  data-science ") == "data-science" and owner_name(None) is None and owner_name("") is None
+    assert dataset_owner(ws, "stream.cdc") == "streaming-team" and dataset_owner(ws, "crm.users") == "crm"
+    assert dataset_owner(ws, "not.there") is None
