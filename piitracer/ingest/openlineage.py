@@ -8,6 +8,19 @@ What is taken from the events:
 * one FLOW dataset edge per (input, output) pair;
 * :class:`DatasetFacts` (columns from ``schema``, aliases from ``symlinks``) from every event.
 
+A dataset goes by several names in one event (Spark names a table by its location and adds a
+``symlinks`` facet with its table name). The name that is a catalog dataset (by location, table
+name or alias) becomes its id — a TABLE symlink first, then the dataset's own name, then other
+symlinks; when none is, the TABLE symlink's name (else the dataset's own); the others are kept as
+aliases. Two names that are two different catalog datasets are a warning (the first is taken).
+
+Every facet is accounted for, never dropped silently: ``schema``, ``symlinks`` and
+``columnLineage`` are read; facets the spec defines as carrying no flow of values (``dataSource``,
+``version``, ``storage``, ``catalog``, statistics, ``processing_engine``, ``spark.logicalPlan``...)
+are read past on purpose; facets saying lineage may be missing (Spark's ``spark_unknown``, the
+spec's ``extractionError``, the explicit ``lineage`` facet piitracer does not read) are a WARNING
+per job; any other facet is an INFO line per facet name (where it was first seen, how many times).
+
 Only COMPLETE run events and job events (static lineage) contribute edges: a START or RUNNING
 event describes a plan that may still change, a FAIL/ABORT event a write that may not have
 happened. When one job emits lineage for the same output several times, the event with the
@@ -57,6 +70,30 @@ EVENT_SUFFIXES = JSON_SUFFIXES | LINE_SUFFIXES
 TOO_DEEP = "invalid JSON: nested deeper than the JSON parser's limit (about 1,000 levels)"
 
 RUN_STATES = ("START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER")
+
+# Facets read (dataset facets).
+READ_FACETS = frozenset({"schema", "symlinks", "columnLineage"})
+# Facets whose content, by the spec or the producer's documentation, is no flow of values between
+# datasets (where a dataset lives, its version, statistics, quality, ownership, how the job ran).
+NO_LINEAGE_FACETS = frozenset({
+    # dataset, input and output facets
+    "dataSource", "version", "datasetVersion", "storage", "catalog", "lifecycleStateChange", "ownership",
+    "documentation", "datasetType", "tags", "hierarchy", "subset", "dataQualityMetrics", "dataQualityAssertions",
+    "inputStatistics", "outputStatistics", "columnMetrics", "icebergScanReport", "icebergCommitReport",
+    # run facets
+    "processing_engine", "spark_properties", "spark_version", "spark.logicalPlan", "spark_jobDetails",
+    "spark_applicationDetails", "environment-properties", "environmentVariables", "parent", "nominalTime",
+    "errorMessage", "executionParameters", "externalQuery", "jobDependencies", "test", "debug",
+    "hive_properties", "hive_query", "hive_session", "gcp_dataproc", "gcp_lineage",
+    # job facets
+    "jobType", "sql", "sourceCode", "sourceCodeLocation",
+})
+# Facets saying the event's lineage may be incomplete, and why: a WARNING per job.
+GAP_FACETS = {
+    "spark_unknown": "the Spark integration met plan nodes it does not understand: this job's lineage may be incomplete",
+    "extractionError": "the producer reports errors extracting lineage: this job's lineage may be incomplete",
+    "lineage": "explicit lineage piitracer does not read yet: the flows it names are not in the graph",
+}
 
 
 # ---- event models ------------------------------------------------------------------------------
@@ -449,6 +486,9 @@ class _Builder:
     warnings: list[IngestProblem] = field(default_factory=list)
     names: dict[tuple[str, str], str] = field(default_factory=dict)  # (namespace, name) -> naive id
 
+    # (place, facet name, job for GAP_FACETS) -> [origin of its first event, events that carry it]
+    unread: dict[tuple[str, str, str], list] = field(default_factory=dict)
+
     def warn(self, origin: Origin, reason: str) -> None:
         self.warnings.append(IngestProblem(severity=ProblemSeverity.WARNING, origin=origin, reason=reason))
 
@@ -462,12 +502,39 @@ class _Builder:
 
     def add(self, event: _Event) -> None:
         """Fold one valid event in."""
+        self._note_facets(event)
         occurrences = _resolve_event(self, event)
         for occ in occurrences:
             if occ.columns is not None or occ.symlinks:
                 self._note_facts(event, occ)
         if event.contributes_lineage:
             self._note_lineage(event, occurrences)
+
+    def _note_facets(self, event: _Event) -> None:
+        """Count every facet piitracer neither reads nor knows to carry no lineage."""
+        model = event.model
+        if isinstance(model, _DatasetEventModel):
+            places: list[tuple[str, Any]] = [("dataset", model.dataset.facets)]
+        else:
+            places = [("job", (model.job.model_extra or {}).get("facets"))]
+            if isinstance(model, _RunEventModel):
+                places.append(("run", (model.run.model_extra or {}).get("facets")))
+            for side, datasets in (("input", model.inputs), ("output", model.outputs)):
+                for dataset in datasets or ():
+                    places.append(("dataset", dataset.facets))
+                    places.append((side, (dataset.model_extra or {}).get(f"{side}Facets")))
+        for place, facets in places:
+            if type(facets) is not dict:
+                continue
+            for name in facets:
+                if name in READ_FACETS or name in NO_LINEAGE_FACETS:
+                    continue
+                key = (place, name, event.origin.job or "" if name in GAP_FACETS else "")
+                seen = self.unread.get(key)
+                if seen is None:
+                    self.unread[key] = [event.origin, 1]
+                else:
+                    seen[1] += 1
 
     def _note_facts(self, event: _Event, occ: _Occurrence) -> None:
         key = (event.rank, occ.path)
@@ -529,9 +596,26 @@ def _build_batch(reader: _Reader) -> LineageBatch:
         dataset_edges=tuple(sorted((DatasetEdge(source=s, target=t, relation=DatasetRelation.FLOW, origin=by_id[o])
                                     for s, t, o in flows), key=DatasetEdge.sort_key)),
         datasets=tuple(_dataset_facts(dataset_id, facts) for dataset_id, facts in sorted(builder.facts.items())),
-        problems=_in_reading_order(reader.problems + builder.warnings + lineage_warnings, reader.files),
+        problems=_in_reading_order(reader.problems + builder.warnings + lineage_warnings + _facet_problems(builder),
+                                   reader.files),
         units_read=reader.units_read,
     )
+
+
+def _facet_problems(builder: _Builder) -> list[IngestProblem]:
+    """One line per facet piitracer did not read: a WARNING (per job) where the facet says lineage
+    may be missing, an INFO elsewhere."""
+    problems = []
+    for (place, name, _job), (origin, count) in builder.unread.items():
+        times = f"{count} event{'s' if count != 1 else ''}"
+        if name in GAP_FACETS:
+            problems.append(IngestProblem(severity=ProblemSeverity.WARNING, origin=origin,
+                                          reason=f"{place} facet {name!r}: {GAP_FACETS[name]} ({times} of this job)"))
+        else:
+            problems.append(IngestProblem(severity=ProblemSeverity.INFO, origin=origin, reason=(
+                f"{place} facet {name!r} is not read by piitracer ({times} from here on): "
+                "any lineage it holds is not in the graph")))
+    return problems
 
 
 def _column_edges(rows: set[tuple[str, str, str, str | None, int, int]], typings: list[Typing],
@@ -577,11 +661,20 @@ def _resolve_dataset(builder: _Builder, event: _Event, path: str, dataset: _Data
     for note in notes:
         builder.warn(event.origin, note)
 
-    # The first TABLE symlink names the dataset: Spark names tables by path, the symlink by table.
+    # Spark names a table by its location and adds its table name as a TABLE symlink: the name that
+    # is a catalog dataset wins (TABLE symlink, own name, other symlinks), else the TABLE symlink.
     names = [(dataset.namespace, dataset.name)] + [(namespace, name) for namespace, name, _ in identifiers]
     table = next((i for i, (_, _, kind) in enumerate(identifiers) if (kind or "").upper() == "TABLE"), None)
-    chosen = 0 if table is None else table + 1
-    canonical = builder.name_of(*names[chosen])
+    first = [] if table is None else [table + 1]
+    preferred = first + [i for i in range(len(names)) if i not in first]
+    ids = {i: builder.name_of(*names[i]) for i in preferred}
+    known = [i for i in preferred if builder.namer.is_known(ids[i])]
+    chosen = known[0] if known else preferred[0]
+    canonical = ids[chosen]
+    others = sorted({ids[i] for i in known} - {canonical})
+    if others:
+        builder.warn(event.origin, f"{path}: {_alias_string(*names[chosen])} is catalog dataset {canonical}, but its "
+                                   f"other names are {', '.join(others)}: taken as {canonical}")
     aliases = {_alias_string(*n) for i, n in enumerate(names) if i != chosen} - {_alias_string(*names[chosen])}
     return _Occurrence(
         path=path,
