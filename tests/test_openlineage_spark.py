@@ -210,3 +210,34 @@ def test_two_names_of_one_output_that_are_two_catalog_datasets_are_a_warning() -
         "warning", "outputs[0]: file:/tmp/ctas_load/default.tbl1 is catalog dataset cat.other_tbl1, but its other "
                    "names are cat.tbl1: taken as cat.other_tbl1")]
     assert {e.target_dataset for e in batch.column_edges} == {"cat.other_tbl1"}
+
+
+def test_in_a_workspace_a_spark_merge_lands_on_the_catalog_entries(tmp_path: Path) -> None:
+    """End to end: the events' paths are the cluster's (/tmp/iceberg, mapped by location_roots), and
+    the catalog (as `catalog discover` writes it) knows both tables by location only: the MERGE
+    target, which Spark names by its TABLE symlink default.events_cow, is still its catalog entry."""
+    import yaml
+
+    import piitracer
+
+    (tmp_path / "events").mkdir()
+    event = as_emitted("pysparkV2MergeIntoTableCowCompleteEvent.json")
+    (tmp_path / "events" / "merge.json").write_text(json.dumps(event))
+    config = {
+        "lineage": {"openlineage": [{"path": "events"}], "location_roots": {"/tmp/iceberg": "lake"}},
+        "catalog": {
+            "spark.events": {"format": "iceberg", "location": "lake/default/events_cow",
+                             "identifiers": ["event_id"], "subject_key": "event_id", "column_types": {"event_id": "bigint"}},
+            "spark.updates": {"format": "parquet", "location": "lake/default/updates_cow"},
+        },
+    }
+    (tmp_path / "piitracer.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    graph = piitracer.build_lineage_graph(piitracer.load_workspace(tmp_path))
+    assert {(str(e.source), f"{e.target_dataset}.{e.target_column}", e.kind.value, e.subtype.value)
+            for e in graph.column_edges()} == {
+        ("spark.events.event_id", "spark.events.event_id", "DIRECT", "TRANSFORMATION"),
+        ("spark.updates.event_id", "spark.events.event_id", "DIRECT", "TRANSFORMATION"),
+        ("spark.updates.updated_at", "spark.events.last_updated_at", "DIRECT", "TRANSFORMATION")}
+    assert graph.dataset("spark.events").aliases == {"file:/tmp/iceberg/default.events_cow"}  # its other name
+    assert not graph.has_dataset("default.events_cow")
+    assert [p for p in graph.problems if p.severity.value != "info"] == []
