@@ -21,7 +21,7 @@ def workspace(folder: Path, owners=("streaming-team",), viewers=("privacy-office
     folder.mkdir(parents=True, exist_ok=True)
     config = {"catalog": {"stream.cdc": {"format": "external", "owner": "streaming-team (kafka topic cdc)"},
                           "crm.users": {"format": "parquet", "location": "users", "owner": "crm"}},
-              "owners": list(owners), "viewers": list(viewers)}
+              **({"owners": list(owners)} if owners else {}), **({"viewers": list(viewers)} if viewers else {})}
     (folder / "users").mkdir(exist_ok=True)
     (folder / "piitracer.yaml").write_text(yaml.safe_dump(config))
     return piitracer.load_workspace(folder)
@@ -75,3 +75,16 @@ def test_an_owner_owns_the_datasets_their_name_begins_the_catalog_owner_of(tmp_p
     assert owner_name("  data-science ") == "data-science" and owner_name(None) is None and owner_name("") is None
     assert dataset_owner(ws, "stream.cdc") == "streaming-team" and dataset_owner(ws, "crm.users") == "crm"
     assert dataset_owner(ws, "not.there") is None
+
+
+def test_the_demo_console_names_the_privacy_office_a_viewer_and_gives_it_a_token(tmp_path: Path) -> None:
+    from piitracer.console.demo import DEMO_VIEWER, demo_console
+
+    ws = workspace(tmp_path / "demo", owners=(), viewers=())
+    config, token = demo_console(ws.root)
+    assert yaml.safe_load((ws.root / "piitracer.yaml").read_text())["viewers"] == [DEMO_VIEWER]
+    user = check_token(config.workspace, token)
+    assert user is not None and user.name == DEMO_VIEWER and not user.can_attest
+    assert config.audit_key is not None and config.master is not None and config.signing_key_path.exists()
+    again, _ = demo_console(ws.root)  # a second --serve keeps the one viewers: line
+    assert (ws.root / "piitracer.yaml").read_text().count("viewers") == 1

@@ -17,7 +17,8 @@ DEMO_VIEWER = "privacy-office"
 def demo_console(folder: Path) -> tuple[ConsoleConfig, str]:
     """The console's configuration for the demo folder (its audit, master and signing keys: the
     demo's own, made by ``piitracer demo``) and a new viewer token for ``privacy-office``. The
-    demo's copy of ``piitracer.yaml`` gets ``viewers: [privacy-office]`` when it lists no viewer."""
+    demo's copy of ``piitracer.yaml`` gets ``viewers: [privacy-office]`` when it has no ``viewers:``
+    (one a person wrote is left as it is: then it must list privacy-office)."""
     from piitracer import load_workspace
     from piitracer.api import demo_audit_key, demo_master_key, demo_signing_key
     from piitracer.audit import load_audit_key
@@ -27,7 +28,7 @@ def demo_console(folder: Path) -> tuple[ConsoleConfig, str]:
     root = Path(folder)
     workspace_file = root / WORKSPACE_FILE
     text = workspace_file.read_text(encoding="utf-8")
-    if not (yaml.safe_load(text) or {}).get("viewers"):
+    if "viewers" not in (yaml.safe_load(text) or {}):
         # The demo folder is piitracer's own copy of the fixture workspace: say who reads the console.
         workspace_file.write_text(text.rstrip("\n") + "\n\n# piitracer demo --serve: the privacy office reads the console "
                                   f"(a viewer token)\nviewers: [{DEMO_VIEWER}]\n", encoding="utf-8")
