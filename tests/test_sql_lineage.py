@@ -328,8 +328,9 @@ def test_window_functions():
     t = "analytics.ranked"
     assert edges(batch) == {
         ("prod.payments.user_id", t, "user_id", D, ID, False, None),
-        ("prod.payments.user_id", t, "rn", I, "WINDOW", False, None),
-        ("prod.payments.dt", t, "rn", I, "WINDOW", False, None),
+        # A ranking's influences carry it as text (a plan says why it is not an identifier).
+        ("prod.payments.user_id", t, "rn", I, "WINDOW", False, "ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY dt DESC)"),
+        ("prod.payments.dt", t, "rn", I, "WINDOW", False, "ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY dt DESC)"),
         ("prod.payments.amount", t, "merchant_total", D, AGG, False, None),
         ("prod.payments.merchant_id", t, "merchant_total", I, "WINDOW", False, None),
         # A value of another row: a transformation, but not a per-row expression.

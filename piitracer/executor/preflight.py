@@ -195,6 +195,12 @@ def _check_computed(plan: DeletionPlan, capture) -> None:
     from piitracer.executor.expressions import ExpressionRefused, check_source_expression
 
     for value in capture.computed:
+        if value.kind is ValueKind.SURROGATE:  # read from its mapping dataset, by value sets the resolve makes
+            unknown = sorted(set(value.lookup.key_from if value.lookup else ()) - _value_set_names(plan))
+            if value.lookup is None or not value.lookup.key_from or unknown or value.source.dataset != capture.dataset:
+                raise PlanRefused(f"resolve of {capture.dataset}: surrogate value set {value.name} names no mapping "
+                                  f"the resolve step can read{' (unknown value sets ' + ', '.join(unknown) + ')' if unknown else ''}")
+            continue
         if value.kind is not ValueKind.COMPUTED or not value.expression:
             raise PlanRefused(f"resolve of {capture.dataset}: computed value set {value.name} has no expression")
         if value.source.dataset != capture.dataset:

@@ -7,15 +7,22 @@ against the key column's type (``model.key_values``), and the values a later ste
 kept only when they are exactly of the key column's type (an integer id may also meet a string
 column as its decimal text, which is the same datum). Spark's lenient cast — ``'4242.9'`` to 4242,
 ``' 17 '`` to 17 — never runs on a subject value.
+
+Surrogate keys (``ValueKind.SURROGATE``) are read, not computed: from the dataset that maps the
+natural key to the surrogate key (a dimension), the surrogate values of the rows whose natural key
+holds the subjects' values, after the value sets they are matched by. A surrogate value that a row
+of another person (or of no known person) also holds stops the run before anything is deleted:
+erasing by it would erase that row too.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from piitracer.formats.values import SUBJECT_COLUMN, subject_frame
-from piitracer.model.key_values import parse_key_type, parse_key_value
-from piitracer.model.plan import DeletionPlan, ValueKind
+from piitracer.formats.values import SUBJECT_COLUMN, spark_key_type, subject_frame
+from piitracer.model.key_values import exact_values, parse_key_type, parse_key_value
+from piitracer.model.outcome import SafetyError
+from piitracer.model.plan import DeletionPlan, ValueKind, ValueSource
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -67,7 +74,67 @@ def resolve_values(
                         add(request_id, f"{capture.dataset}.{column}", [row[f"i{i}"]])
                     for i, value in enumerate(computed):
                         add(request_id, value.name, [row[f"c{i}"]])
+    for value in _surrogates_in_order(plan):
+        _read_surrogate(spark, value, per_request, source_frame, add)
     return {rid: {name: sorted(values, key=repr) for name, values in sets.items()} for rid, sets in per_request.items()}
+
+
+_HELD = "__piitracer_surrogate"
+
+
+def _surrogates_in_order(plan: DeletionPlan) -> list[ValueSource]:
+    """Every surrogate value set of the plan, each after the surrogate sets its lookup is matched
+    by (a snowflake dimension keyed by another dimension's surrogate key)."""
+    pending = {v.name: v for c in plan.resolve for v in c.computed if v.kind is ValueKind.SURROGATE}
+    ordered: list[ValueSource] = []
+    while pending:
+        ready = sorted(name for name, v in pending.items()
+                       if v.lookup is not None and not any(k in pending for k in v.lookup.key_from))
+        if not ready:
+            raise SafetyError(f"surrogate value sets {', '.join(sorted(pending))} are read by each other (a cycle) "
+                              "or name no mapping: re-plan")
+        for name in ready:
+            ordered.append(pending.pop(name))
+    return ordered
+
+
+def _read_surrogate(spark: "SparkSession", value: ValueSource, per_request: dict[str, dict[str, set[Any]]],
+                    source_frame: Callable[[str], "DataFrame"], add: Callable[[str, str, Iterable[Any]], None]) -> None:
+    """Read one surrogate value set from its mapping dataset, per request; refuse a value that
+    another person's row (or a row without a natural key) holds too."""
+    from pyspark.sql import functions as F
+
+    lookup = value.lookup
+    assert lookup is not None
+    frame = source_frame(lookup.dataset)
+    key_type = frame.schema[lookup.key_column].dataType
+    converted = spark_key_type(key_type)
+    owners: dict[Any, set[str]] = {}
+    for request_id, sets in per_request.items():
+        naturals = {v for name in lookup.key_from for v in sets.get(name, ())}
+        for natural in exact_values(naturals, converted):  # as values of the mapping's key type
+            owners.setdefault(natural, set()).add(request_id)
+    if not owners:
+        return
+    naturals = subject_frame(spark, list(owners), key_type)
+    key, column = frame[lookup.key_column], frame[lookup.value_column]
+    # One read: the subjects' surrogate values, then every row of the mapping holding one of them,
+    # the subjects' own rows and any other person's (or a row without a natural key).
+    mine = (frame.join(F.broadcast(naturals), key == naturals[SUBJECT_COLUMN], "left_semi")
+            .select(column.alias(_HELD)).where(F.col(_HELD).isNotNull()).distinct())
+    holders = frame.join(F.broadcast(mine), column == mine[_HELD], "left_semi")
+    others: set[Any] = set()
+    for row in holders.select(key.alias("k"), column.alias("v")).distinct().collect():
+        if row["k"] not in owners:
+            others.add(row["k"])
+            continue
+        for request_id in owners[row["k"]]:
+            add(request_id, value.name, [row["v"]])
+    if others:
+        raise SafetyError(f"surrogate key {lookup.dataset}.{lookup.value_column}: rows of {len(others)} other "
+                          f"{lookup.key_column} value(s) of {lookup.dataset} (no subject's, or none) hold one of the "
+                          f"subjects' {lookup.value_column} values: erasing by it would erase other persons' rows; "
+                          "nothing was deleted")
 
 
 def union_of(per_request: dict[str, dict[str, list[Any]]]) -> dict[str, list[Any]]:

@@ -222,6 +222,14 @@ class LineageGraph:
         edges = [data["edge"] for _, _, data in self._graph.out_edges(node, data=True)]
         return sorted(edges, key=ColumnEdge.sort_key)
 
+    def edges_to(self, ref: ColumnRef) -> list[ColumnEdge]:
+        """Column edges arriving at one column, sorted (what it is made of)."""
+        node = column_node(ref)
+        if not self._graph.has_node(node):
+            return []
+        edges = [data["edge"] for _, _, data in self._graph.in_edges(node, data=True) if "edge" in data]
+        return sorted(edges, key=ColumnEdge.sort_key)
+
     def edges_out_of(self, dataset_id: str) -> tuple[list[ColumnEdge], list[DatasetEdge]]:
         """Column edges from any column of ``dataset_id`` and dataset edges from it (unsorted):
         what one dataset feeds, without walking the whole graph."""

@@ -42,6 +42,9 @@ from piitracer.model.lineage import (
 from piitracer.model.naming import DatasetNamer
 
 _MAX_REASON = 200
+# Edges that keep their expression: a transform's (evaluated by the resolve step), a surrogate
+# key's and a ranking's (shown, never evaluated).
+_WITH_EXPRESSION = frozenset({EdgeSubtype.TRANSFORMATION, EdgeSubtype.SURROGATE, EdgeSubtype.WINDOW})
 
 
 class _CommandFallbackFilter(logging.Filter):
@@ -216,7 +219,7 @@ class _FileIngest:
                 kind=EdgeKind.DIRECT if flow.subtype in DIRECT_SUBTYPES else EdgeKind.INDIRECT,
                 subtype=flow.subtype,
                 masking=flow.masking,
-                expression=flow.expression if flow.subtype is EdgeSubtype.TRANSFORMATION else None,
+                expression=flow.expression if flow.subtype in _WITH_EXPRESSION else None,
                 join_equality=flow.join_equality,
                 origin=origin,
             )

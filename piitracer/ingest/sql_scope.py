@@ -60,6 +60,11 @@ _GENERATORS = (exp.Explode, exp.Inline, exp.Unnest)
 _COLUMN_INFLUENCES = frozenset({EdgeSubtype.CONDITIONAL, EdgeSubtype.WINDOW})
 _FLATTEN_COLUMNS = ("seq", "key", "path", "index", "value", "this")
 _VALUE_ROLES = frozenset({EdgeSubtype.IDENTITY, EdgeSubtype.TRANSFORMATION})  # what a join equality carries
+# Rankings number rows by their window's order: ordered by a person's key (and not restarted per
+# partition), the number is assigned per key value, a surrogate key of the person.
+_RANKINGS = (exp.RowNumber, exp.Rank, exp.DenseRank)
+# What a surrogate key can be assigned from: the key's value itself, or another surrogate of it.
+_KEY_ROLES = frozenset({EdgeSubtype.IDENTITY, EdgeSubtype.TRANSFORMATION, EdgeSubtype.SURROGATE})
 
 @dataclass
 class QueryContext:
@@ -558,6 +563,8 @@ class Scope:
                 if composed is not None:
                     flows.add(composed)
         flows |= self._equality_flows(root, leaves, resolved, repeatable)
+        if isinstance(root, exp.Window) and isinstance(root.this, _RANKINGS):
+            flows = _ranking_flows(root, leaves, resolved, flows)
         return ColumnLineage(_without_repeats(flows), value)
 
     def _leaf_lineage(self, leaf: exp.Expression) -> ColumnLineage:
@@ -892,6 +899,30 @@ def _without_repeats(flows: set[Flow]) -> frozenset[Flow]:
     plain = {(f.source, f.subtype, f.masking, f.expression) for f in flows if f.join_equality is None}
     return frozenset(f for f in flows
                      if f.join_equality is None or (f.source, f.subtype, f.masking, f.expression) not in plain)
+
+
+def _ranking_flows(
+    root: exp.Window, leaves: list[exp.Expression], resolved: list[ColumnLineage], flows: set[Flow]
+) -> set[Flow]:
+    """A ranking's flows: its WINDOW influences carry the ranking as text (so a plan can say why
+    a ranking is not an identifier), and when it has no PARTITION BY, every column its ORDER BY
+    reads by value gets a SURROGATE flow: equal keys get equal numbers and different keys
+    different ones (``row_number`` numbers every row apart), so the number follows the person.
+    With a PARTITION BY the numbers restart in every partition: one number belongs to many."""
+    trees = [r.tree for r in resolved]
+    shown = _substitute(root, leaves, trees) if all(t is not None for t in trees) else None
+    text = (shown if shown is not None else root).sql(dialect=DIALECT)
+    result = {Flow(f.source, f.subtype, expression=text) if f.subtype is EdgeSubtype.WINDOW else f for f in flows}
+    if root.args.get("partition_by"):
+        return result
+    order = root.args.get("order")
+    for leaf, lineage in zip(leaves, resolved):
+        if order is None or not any(node is order for node, _ in _ancestors(leaf, root)):
+            continue
+        for flow in lineage.flows:
+            if flow.subtype in _KEY_ROLES and flow.join_equality is None:
+                result.add(Flow(flow.source, EdgeSubtype.SURROGATE, expression=text))
+    return result
 
 
 def _conjuncts(condition: exp.Expression) -> Iterable[exp.Expression]:

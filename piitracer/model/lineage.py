@@ -38,10 +38,14 @@ class EdgeSubtype(str, Enum):
     SORT = "SORT"
     WINDOW = "WINDOW"
     CONDITIONAL = "CONDITIONAL"
+    # Not an OpenLineage subtype: learnt from SQL, a key assigned per value of the source column
+    # (``row_number() over (order by customer_id)``): the target identifies the same person as the
+    # source, by another value, which only the dataset holding both can map (see ColumnEdge).
+    SURROGATE = "SURROGATE"
 
 
 DIRECT_SUBTYPES = frozenset(
-    {EdgeSubtype.IDENTITY, EdgeSubtype.TRANSFORMATION, EdgeSubtype.AGGREGATION}
+    {EdgeSubtype.IDENTITY, EdgeSubtype.TRANSFORMATION, EdgeSubtype.AGGREGATION, EdgeSubtype.SURROGATE}
 )
 
 
@@ -86,6 +90,9 @@ class ColumnEdge(Frozen):
     SQL text (Spark dialect) over the *unqualified source column name*, e.g.
     ``SHA2(LOWER(TRIM(email)), 256)``. The planner substitutes upstream values into it.
     ``description`` is free text from an OpenLineage producer; it is never evaluated.
+    On a DIRECT SURROGATE edge ``expression`` says how the key is assigned (the ranking as SQL
+    text, e.g. ``ROW_NUMBER() OVER (ORDER BY customer_id)``); on an INDIRECT WINDOW edge into a
+    ranking it is that ranking. Neither is ever evaluated: the values are read from the dataset.
 
     ``join_equality`` is set on a DIRECT IDENTITY edge that exists only because an inner equi-join
     (``JOIN ... ON a.x = b.y``, ``JOIN ... USING (x)``, or a WHERE equality between two relations)

@@ -89,6 +89,18 @@ NO_FILE_WORK = PERSON_ACTIONS | {Action.AWAIT_REPLICATION}
 class ValueKind(str, Enum):
     IDENTIFIER = "identifier"  # a raw identifier value captured from the source rows
     COMPUTED = "computed"  # an expression evaluated on the source rows
+    SURROGATE = "surrogate"  # read from the dataset that maps a natural key to a surrogate key (``lookup``)
+
+
+class SurrogateLookup(Frozen):
+    """Where a surrogate key's values are read at run time: ``value_column`` of the rows of
+    ``dataset`` whose ``key_column`` holds one of the ``key_from`` value sets' values."""
+
+    dataset: str
+    key_column: str = Field(description="The natural key column of the mapping dataset.")
+    key_from: tuple[str, ...] = Field(description="Value sets the natural key column is matched against.")
+    value_column: str = Field(description="The surrogate key column whose values the lookup reads.")
+    how: str = Field(description="How the key is assigned (for people; never evaluated).")
 
 
 class ValueSource(Frozen):
@@ -98,6 +110,9 @@ class ValueSource(Frozen):
     kind: ValueKind
     source: ColumnRef = Field(description="The source identifier column the values come from.")
     expression: str | None = Field(None, description="For computed values: Spark SQL over the source row.")
+    # Absent from the JSON when None, so plans without surrogate keys are byte-identical to before.
+    lookup: SurrogateLookup | None = Field(None, exclude_if=lambda value: value is None,
+                                           description="For surrogate values: the mapping dataset they are read from.")
 
 
 class Deadline(Frozen):

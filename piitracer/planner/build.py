@@ -26,6 +26,7 @@ from piitracer.planner.derivations import derive, describe_path, seeds
 from piitracer.planner.ordering import dataset_order, order_steps
 from piitracer.planner.physical import StepTemplate, steps_for
 from piitracer.planner.subjects import SubjectValueError, check_subjects, key_type_of
+from piitracer.planner.surrogates import ranking_notes, surrogate_lookups
 from piitracer.model.errors import PiitracerError
 
 LOGICAL_ERASE_ACTIONS = {Action.DELETE_ROWS, Action.EQUALITY_DELETE, Action.REWRITE_FILES, Action.REWRITE_ARCHIVE}
@@ -69,8 +70,15 @@ def build_plan(
     by_dataset: dict[str, dict[ColumnRef, list]] = {}
     for ref, found in derivations.items():
         by_dataset.setdefault(ref.dataset, {})[ref] = found
-    decisions = {d: decide(graph, d, catalog.get(d), by_dataset.get(d, {}), how, indirect_paths.get(d, ()))
+    lookups = surrogate_lookups(graph, catalog, by_dataset)
+    decisions = {d: decide(graph, d, catalog.get(d), by_dataset.get(d, {}), how, indirect_paths.get(d, ()), lookups)
                  for d, how in sorted(reach.items())}
+    for dataset, decision in decisions.items():
+        if decision.status is not DatasetStatus.ERASE:
+            # A number that is not the person's (a ranking by amount) is said, not silently ignored.
+            notes = ranking_notes(graph, dataset, set(derivations))
+            if notes:
+                decision.reason += "; " + "; ".join(notes)
     order = dataset_order(graph, set(decisions))
     received = min(subject.received_at for subject in request.subjects)
     templates = {d: steps_for(decisions[d].status, catalog.get(d), (table_states or {}).get(d), policy) for d in order.datasets}
@@ -285,7 +293,7 @@ def _captures(request: PlanRequest, identifiers, decisions: dict[str, Decision],
         keys = tuple(ref.column for ref in refs)
         held = {v for d in decisions.values() for forms in d.forms.values() for v in forms}
         computed = sorted({v for d in decisions.values() for v in d.values_from} | held, key=lambda v: v.name)
-        computed = [v for v in computed if v.kind is ValueKind.COMPUTED and v.source.dataset == source]
+        computed = [v for v in computed if v.kind in (ValueKind.COMPUTED, ValueKind.SURROGATE) and v.source.dataset == source]
         normalised = {ref.column: catalog[source].normalised[ref.column] for ref in refs if ref.column in catalog[source].normalised}
         captures.append(ResolveCapture(
             dataset=source, key_columns=keys, key_types={ref.column: str(key_types[ref]) for ref in refs},

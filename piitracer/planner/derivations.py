@@ -7,6 +7,11 @@ Each reached column gets :class:`Derivation` records. Their ``kind`` decides the
 * ``IDENTIFIER`` — another identifier of the source (PAN, phone), through IDENTITY edges only;
 * ``COMPUTED`` — a deterministic transform known from SQL, composed along the path, evaluated by
   the resolve step on the source rows;
+* ``SURROGATE`` — a key assigned per value of the subject's key in some dataset (a ranking ordered
+  by it, a hash or concatenation of it with other columns), carried on by IDENTITY edges (a fact
+  that takes it through a join on the natural key, a foreign key): its values cannot be computed
+  from the source row, the resolve step reads them from the dataset that assigned it (``lookup``),
+  which holds both keys;
 * ``OPAQUE`` — the values are there but cannot be recomputed (masked with an unknown transform,
   no expression, several inputs, non-deterministic);
 * ``AGGREGATED`` — only inside an aggregate (a sum or count is not the subject's row).
@@ -15,12 +20,12 @@ Each reached column gets :class:`Derivation` records. Their ``kind`` decides the
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
 
 from piitracer.graph.lineage_graph import LineageGraph
 from piitracer.model.lineage import ColumnEdge, ColumnRef, EdgeKind, EdgeSubtype
-from piitracer.planner.expressions import NotComposable, column_expression, compose
+from piitracer.planner.expressions import NotComposable, column_expression, compose, surrogate_function
 
 
 class DerivationKind(IntEnum):
@@ -29,8 +34,12 @@ class DerivationKind(IntEnum):
     SUBJECT_KEY = 1
     IDENTIFIER = 2
     COMPUTED = 3
-    OPAQUE = 4
-    AGGREGATED = 5
+    SURROGATE = 4
+    OPAQUE = 5
+    AGGREGATED = 6
+
+
+USABLE = DerivationKind.SURROGATE  # a kind at or below it identifies the subject's rows
 
 
 @dataclass(frozen=True)
@@ -47,6 +56,10 @@ class Derivation:
     # ("t.account_ref = a.account_id (sql/x.sql:3)"): the column holds the subject's value for the
     # joined rows although no projection copies it (design.md, "equi-joins carry the key").
     via_join: str | None = None
+    # SURROGATE: the column where the key is assigned (its dataset maps natural to surrogate key),
+    # and how it is assigned (SQL text, for people).
+    lookup: ColumnRef | None = None
+    how: str | None = None
 
     def step(self, edge: ColumnEdge) -> "Derivation":
         """The derivation of ``edge``'s target, one hop further."""
@@ -59,9 +72,17 @@ class Derivation:
         if edge.subtype is EdgeSubtype.AGGREGATION:
             return Derivation(target, self.source, DerivationKind.AGGREGATED, None, path, None, via_join)
         if edge.subtype is EdgeSubtype.IDENTITY:
-            return Derivation(target, self.source, self.kind, self.expression, path, None, via_join)
+            return Derivation(target, self.source, self.kind, self.expression, path, None, via_join, self.lookup, self.how)
+        if edge.subtype is EdgeSubtype.SURROGATE:
+            # Assigned per value of this column: target's dataset maps this key to the new one.
+            return Derivation(target, self.source, DerivationKind.SURROGATE, None, path, None, via_join, target,
+                              edge.expression or "a key assigned per value")
+        if self.kind is DerivationKind.SURROGATE:
+            why = (f"{target} holds a transform of the surrogate key {self.lookup} ({self.how}): only the key itself "
+                   "can be read from the dataset that assigns it")
+            return Derivation(target, self.source, DerivationKind.OPAQUE, None, path, why, via_join)
         derived = self._transformed(edge, target, path)
-        return Derivation(derived.column, derived.source, derived.kind, derived.expression, path, derived.why_opaque, via_join)
+        return replace(derived, path=path, via_join=via_join)
 
     def _transformed(self, edge: ColumnEdge, target: ColumnRef, path: tuple[ColumnEdge, ...]) -> "Derivation":
         if edge.expression is None:
@@ -72,6 +93,11 @@ class Derivation:
         try:
             composed = compose(edge.expression, edge.source.column, self.expression or column_expression(self.source.column))
         except NotComposable as error:
+            if surrogate_function(edge.expression, edge.source.column):
+                # md5(customer_id || '-' || source_system): not computable from the source row, but
+                # a key per value of this column, which the target's dataset maps (it holds both).
+                return Derivation(target, self.source, DerivationKind.SURROGATE, None, path, None, None, target,
+                                  edge.expression)
             why = f"{target} holds {self.source} through a transform that cannot be recomputed: {error}"
             return Derivation(target, self.source, DerivationKind.OPAQUE, None, path, why)
         return Derivation(target, self.source, DerivationKind.COMPUTED, composed, path)
@@ -83,7 +109,7 @@ class Derivation:
 
     def state(self) -> tuple:
         """Two derivations with the same state reach the same places the same way."""
-        return (self.column, self.source, self.kind, self.expression, self.via_join is not None)
+        return (self.column, self.source, self.kind, self.expression, self.via_join is not None, self.lookup)
 
 
 def seeds(graph: LineageGraph, source_keys: list[ColumnRef], identifiers: dict[str, tuple[str, ...]]) -> list[Derivation]:
@@ -125,6 +151,8 @@ def describe_path(path: tuple[ColumnEdge, ...]) -> tuple[str, ...]:
         label = f"{edge.kind.value} {edge.subtype.value if edge.subtype else 'UNTYPED'}"
         if edge.masking:
             label += " masked"
+        if edge.subtype is EdgeSubtype.SURROGATE and edge.expression:
+            label += f" {edge.expression}"
         if edge.join_equality:
             label += f" equal through the join {edge.join_equality}"
         target = str(edge.target) if edge.target else f"{edge.target_dataset} (all rows)"

@@ -73,3 +73,34 @@ def compose(expression: str, input_column: str, upstream: str) -> str:
 def column_expression(column: str) -> str:
     """The expression that reads a source column as it is."""
     return exp.column(column, quoted=not column.isidentifier()).sql(dialect=DIALECT)
+
+
+# Functions that build a surrogate key from the key and other columns; a top-level cast or
+# coalesce around them changes nothing.
+_SURROGATE_ROOTS = frozenset({"MD5", "SHA", "SHA1", "SHA2", "HASH", "XXHASH64", "CRC32", "CONCAT", "CONCAT_WS",
+                              "DPIPE", "MD5DIGEST", "SHA1DIGEST", "SHA2DIGEST"})
+_WRAPPERS = (exp.Cast, exp.Coalesce, exp.Paren, exp.Upper, exp.Lower)
+
+
+def surrogate_function(expression: str, input_column: str) -> bool:
+    """Whether ``expression`` is a deterministic hash or concatenation that reads ``input_column``
+    with other columns (``md5(concat(customer_id, '-', source_system))``): a key assigned per
+    value of the column, which only a dataset holding both can map (a surrogate key). One that
+    reads the column alone is a computed key instead (:func:`compose`)."""
+    try:
+        tree = _parse(expression)
+    except NotComposable:
+        return False
+    root = tree
+    while isinstance(root, _WRAPPERS) and isinstance(root.this, exp.Expression):
+        root = root.this
+    name = str(root.this).upper() if isinstance(root, exp.Anonymous) else (
+        root.sql_name().upper() if isinstance(root, exp.Func) else root.key.upper())
+    if name not in _SURROGATE_ROOTS:
+        return False
+    if tree.find(exp.Window) or tree.find(exp.AggFunc) or tree.find(exp.Subquery, exp.Select):
+        return False
+    if _function_names(tree) & NON_DETERMINISTIC:
+        return False
+    columns = {c.name.lower() for c in tree.find_all(exp.Column)}
+    return input_column.lower() in columns

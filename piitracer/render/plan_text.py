@@ -64,6 +64,10 @@ def explain_text(plan: DeletionPlan, dataset: str) -> str:
         lines.append(f"  key column: {decision.key_column}")
     for value in decision.values_from:
         how = f"computed on {value.source}: {value.expression}" if value.expression else f"captured from {value.source}"
+        if value.lookup is not None:  # the chain: natural key -> surrogate key (how) -> this dataset
+            lookup = value.lookup
+            how = (f"surrogate key read at run time from {lookup.dataset}.{lookup.value_column}, assigned by {lookup.how}, "
+                   f"on the rows whose {lookup.key_column} holds {', '.join(lookup.key_from)}")
         lines.append(f"  values:     {value.name} ({how})")
     if decision.group:
         lines.append(f"  group:      {decision.group} (a lineage cycle, erased together)")
