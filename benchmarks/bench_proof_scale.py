@@ -23,9 +23,21 @@ process), since the machine is shared. The ratio is against the bare read measur
 repeat loop. Bytes read / total are the verifier's own counts (``ChunkCounts``), and the decoded
 chunks are grouped by column and reason (what ``verify --explain`` lists).
 
+The verifier gets the column search the catalog gives (``piitracer.verify.scope``): ``user_id``,
+``pan`` and ``phone`` are the dataset's identifiers (``t`` is the source: value sets ``t.user_id``,
+``t.pan``, ``t.phone``), each searched for the whole values of its own value set; ``merchant`` (free
+text) and ``amount`` for every value, whole and inside text.
+
+``--in-range N`` adds N searched values to each string identifier set that lie inside every
+chunk's min/max and sit in no file (``AB5000000X``: the files' PANs are ``AB`` and 8 digits;
+``+91985000000``: their phones have 8 digits after ``+9198``). The generators' subjects lie outside
+the filler's ranges (``ZZPAN…``, ``+91999…``, ids from 9e9), so footer statistics alone prove those
+chunks; these values make the Bloom filters and dictionaries do the proving. Findings are unchanged.
+
 Exactness: on a sample of every lakehouse's files (all files holding a planted subject, and
 ``--sample`` more), the verifier's data findings must equal a brute-force full decode of every
-column (``pq.read_table`` + ``column_hits``); the script fails otherwise.
+column (``pq.read_table`` + ``column_hits``, under the same per-column search); the script fails
+otherwise.
 
 ``--concurrent`` runs the repeats as that many processes at once (on a shared, loaded machine:
 CPU seconds are per process). ``--keep`` generates into (or reuses) a folder; ``--generate-only
@@ -59,7 +71,9 @@ from _common import print_table, write_results  # noqa: E402
 from bench_verify_engines import PLANTED_FILES, generate  # noqa: E402
 
 PREPARE = ("pan", "phone", "user_id")
-BLOOM_ONLY = "prepared, Bloom filters only (not today's verify)"
+DATASET = "t"  # the generators' value sets are t.user_id, t.pan, t.phone
+IDENTIFIERS = PREPARE  # what the catalog says of t (merchant: free text)
+BLOOM_ONLY = "prepared, Bloom filters only (footer + filters: a lower bound)"
 WEEKLY_TB = 200
 CLUSTER_CORES = 100
 
@@ -114,6 +128,14 @@ def make_worst(source: Path, root: Path, value_sets: dict) -> dict:
     return {"inside_text_planted": planted}
 
 
+def with_in_range(value_sets: dict, count: int) -> dict:
+    """``value_sets`` with ``count`` more PANs and phones inside every chunk's bounds, in no file."""
+    if not count:
+        return value_sets
+    return {**value_sets, "t.pan": value_sets["t.pan"] + [f"AB5{n:06d}X" for n in range(count)],
+            "t.phone": value_sets["t.phone"] + [f"+91985{n:06d}" for n in range(count)]}
+
+
 def lakes(base: Path, args) -> tuple[dict, dict]:
     """Generate (or reuse, under ``--keep``) every lakehouse (or only ``--only``'s: independent
     ones can be made in parallel processes); the value sets and the facts of making them. A
@@ -152,6 +174,13 @@ def bare(root: Path, names: list[str]) -> int:
     return rows
 
 
+def scope(value_sets: dict):
+    """The column search the catalog gives ``t`` (its identifiers; the verifier's own rule)."""
+    from piitracer.verify.scope import column_scope
+
+    return column_scope(DATASET, IDENTIFIERS, True, value_sets)
+
+
 def verify(root: Path, names: list[str], value_sets: dict):
     """The driver engine's scan of these files (what ``verify`` runs with ``verify.engine: driver``)."""
     from piitracer.storage.locations import Location
@@ -159,27 +188,27 @@ def verify(root: Path, names: list[str], value_sets: dict):
     from piitracer.verify.engines import FileScanner, ScanPlan, ScanRequest
 
     store = Store()
-    request = ScanRequest(Location.parse(root), tuple(sorted(value_sets)))
+    request = ScanRequest(Location.parse(root), tuple(sorted(value_sets)), scope=scope(value_sets))
     plan = ScanPlan((request,), (tuple(FileEntry(name, (root / name).stat().st_size) for name in names),))
     return FileScanner().scan(plan, value_sets, store)[0]
 
 
 def bloom_only(root: Path, names: list[str], value_sets: dict) -> dict:
-    """What a prepared file would cost if its identifier columns were searched for whole values
-    only (no value inside their text): the footer and the Bloom filters of ``PREPARE`` read, each
-    chunk checked with the verifier's own reader (``parquet_proofs``); the chunks a filter admits
-    would be decoded (counted, not decoded here). Not what ``verify`` does today: see the README."""
+    """The floor of a prepared file's proof: the footer and the Bloom filters of ``PREPARE`` read,
+    each chunk checked with the verifier's own reader (``parquet_proofs``) and each column's own
+    value set (``verify.scope``); the chunks a filter admits are counted, not decoded here."""
     from piitracer.storage.locations import Location
     from piitracer.storage.store import Store
     from piitracer.verify.parquet_proofs import CountingFile, ParquetProver, _bloom_may_hold, read_metadata
-    from piitracer.verify.values import ValueIndex
+    from piitracer.verify.scope import ScopedIndex
 
-    index, store = ValueIndex.build(value_sets), Store()
+    scoped, store = ScopedIndex.build(value_sets, sorted(value_sets), scope(value_sets)), Store()
     admitted = checked = read = total = 0
     for name in names:
         with CountingFile(store.open_input(Location.parse(root / name))) as handle:
             metadata, footer = read_metadata(handle)
-            prover = ParquetProver(handle, metadata, metadata.schema.to_arrow_schema(), index, footer)
+            schema = metadata.schema.to_arrow_schema()
+            prover = ParquetProver(handle, metadata, schema, scoped.index, footer, scoped.for_schema(schema))
             for group in range(metadata.num_row_groups):
                 for column_name in PREPARE:
                     column = prover.column(column_name)
@@ -200,16 +229,19 @@ def clocked(fn):
 
 
 def brute_force(root: Path, names: list[str], value_sets: dict) -> set[tuple[str, str, str]]:
-    """Every column of every row group decoded and searched: the places a full decode finds."""
+    """Every column of every row group decoded and searched (each under the verifier's per-column
+    search: identifier columns for their own whole values): the places a full decode finds."""
     from piitracer.verify.columns import column_hits
-    from piitracer.verify.values import ValueIndex
+    from piitracer.verify.scope import ScopedIndex
 
-    index = ValueIndex.build(value_sets)
+    scoped = ScopedIndex.build(value_sets, sorted(value_sets), scope(value_sets))
     found = set()
     for name in names:
         table = pq.ParquetFile(root / name).read()
+        per_column = scoped.for_schema(table.schema)
         for column in table.column_names:
-            for where, sets in column_hits(column, table.column(column), index):
+            for where, sets in column_hits(column, table.column(column), per_column.get(column, scoped.index),
+                                           redact=scoped.index):
                 found |= {(name, where, s) for s in sets}
     return found
 
@@ -279,6 +311,8 @@ def main() -> None:
                         help="run the repeats as concurrent processes (a shared, loaded machine)")
     parser.add_argument("--repeat-child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--only", choices=["default", "prepared", "worst", "many"], help="generate this lakehouse only")
+    parser.add_argument("--in-range", type=int, default=0, metavar="N",
+                        help="add N searched values per string identifier set inside every chunk's bounds (in no file)")
     args = parser.parse_args()
     load_at_start = os.getloadavg()
     print(f"load average at start: {load_at_start[0]:.2f} {load_at_start[1]:.2f} {load_at_start[2]:.2f}", flush=True)
@@ -288,6 +322,7 @@ def main() -> None:
         value_sets, facts = lakes(base, args)
         if args.generate_only:
             return
+        value_sets = with_in_range(value_sets, args.in_range)
         listing, configs = configurations(base)
         if args.repeat_child:
             print(json.dumps(one_repeat(base, value_sets, f"repeat {args.repeat_child}")))
@@ -301,7 +336,8 @@ def main() -> None:
 
             children = [subprocess.Popen([sys.executable, __file__, "--keep", str(base), "--files", str(args.files),
                                           "--rows", str(args.rows), "--many", str(args.many), "--many-rows",
-                                          str(args.many_rows), "--repeat-child", str(n + 1)], stdout=subprocess.PIPE,
+                                          str(args.many_rows), "--in-range", str(args.in_range),
+                                          "--repeat-child", str(n + 1)], stdout=subprocess.PIPE,
                                          text=True) for n in range(args.repeats)]
         # Exactness first: on a sample (every file a subject was planted in, by the generators'
         # rule, and random others), the verifier's data findings equal a brute-force decode of
@@ -385,7 +421,8 @@ def main() -> None:
         print_table(f"projection: {WEEKLY_TB} TB proven weekly on {CLUSTER_CORES} cores at the measured per-core rates",
                     ["lakehouse", "verify MB/s/core", "bare read MB/s/core", "bytes read/TB (fraction)",
                      "core-hours", f"hours on {CLUSTER_CORES} cores"], projection)
-        write_results("proof_scale", {"load_avg_at_start": load_at_start, "repeats": args.repeats,
+        write_results("proof_scale_scoped" + (f"_in_range{args.in_range}" if args.in_range else ""), {
+                                      "load_avg_at_start": load_at_start, "repeats": args.repeats, "in_range": args.in_range,
                                       "concurrent": args.concurrent, "facts": facts,
                                       "exact": exact, "configs": figures})
     finally:
