@@ -7,7 +7,9 @@ The Python API (notebooks use it; the CLI is a thin layer over the same calls)::
     graph = piitracer.build_lineage_graph(workspace)
     graph.reachable_datasets(piitracer.ColumnRef(dataset="prod.payments", column="user_id"))
 
-Names are imported on first use, so ``import piitracer.model`` stays light.
+Every public name of :mod:`piitracer.api` (``plan_deletion``, ``execute_plan``, ``verify_plan``,
+``audit_log``...) is also a name of this package. Names are imported on first use, so ``import
+piitracer.model`` stays light and ``piitracer.plan_deletion`` loads planning only.
 """
 
 from __future__ import annotations
@@ -29,15 +31,16 @@ _EXPORTS = {
     "WorkspaceError": "piitracer.ingest.workspace_loader",
     "load_workspace": "piitracer.ingest.workspace_loader",
     "ingest_workspace": "piitracer.ingest.workspace_ingest",
-    "build_lineage_graph": "piitracer.api",
-    "lineage_graph_for": "piitracer.api",
-    "parse_column": "piitracer.api",
+    "build_lineage_graph": "piitracer.api.lineage",
+    "lineage_graph_for": "piitracer.api.lineage",
+    "parse_column": "piitracer.api.lineage",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from piitracer.api import build_lineage_graph, lineage_graph_for, parse_column
+    from piitracer.api import *  # noqa: F403 - the use cases' public names
+    from piitracer.api.lineage import build_lineage_graph, lineage_graph_for, parse_column
     from piitracer.graph.lineage_graph import LineageGraph, Reach
     from piitracer.ingest.workspace_ingest import ingest_workspace
     from piitracer.ingest.workspace_loader import Workspace, WorkspaceError, load_workspace
@@ -46,6 +49,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'piitracer' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    if module is not None:
+        return getattr(importlib.import_module(module), name)
+    api = importlib.import_module("piitracer.api")  # its name table only: the use cases load on first use
+    if name in api._EXPORTS:
+        return getattr(api, name)
+    raise AttributeError(f"module 'piitracer' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS) | set(importlib.import_module("piitracer.api").__all__))

@@ -1,0 +1,104 @@
+"""Shared wiring of the use cases: a workspace's file store, its datasets' locations, the
+warehouse roots and protected places, the executor's context (journal), the request store, and
+private files. Rooms: model, storage, ingest (the workspace), executor (its context), requests."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Collection, Sequence
+
+from piitracer.crypto.envelope import KeyWrapper, ValueCipher
+from piitracer.executor.runner import ExecutionContext
+from piitracer.ingest.workspace_loader import Workspace, WorkspaceError
+from piitracer.requests.store import RequestStore
+from piitracer.storage.locations import Location, LocationError
+from piitracer.storage.store import Store
+
+
+def workspace_store(workspace: Workspace) -> Store:
+    """The files of a workspace's datasets, through its ``storage:`` settings."""
+    return Store(workspace.config.storage)
+
+
+def dataset_locations(workspace: Workspace, datasets: Collection[str] | None = None) -> dict[str, Location]:
+    """Every catalogued dataset's location (or only those of ``datasets``) as a :class:`Location`
+    (relative paths under the workspace; ``s3://...`` and other URIs as they are). A location that
+    is not a usable place is a workspace error naming the dataset."""
+    found = {}
+    catalog = workspace.config.catalog
+    entries = catalog.items() if datasets is None else ((d, catalog[d]) for d in sorted(datasets) if d in catalog)
+    for dataset, entry in entries:
+        if entry.location is None:
+            continue
+        try:
+            found[dataset] = Location.parse(entry.location, workspace.root)
+        except LocationError as error:
+            raise WorkspaceError(f"{workspace.root / 'piitracer.yaml'}: catalog.{dataset}.location: {error}") from None
+    return found
+
+
+def warehouse_roots(workspace: Workspace) -> tuple[Location, ...]:
+    """Every place piitracer may change lies inside one of these roots; never empty.
+
+    The workspace's ``warehouse_roots`` when it sets them; otherwise the workspace folder and the
+    Spark warehouse folder (the places ``catalog discover`` looks), derived from the workspace file
+    alone, so they never widen without an edit to it. A catalog location anywhere else (``..``
+    out of the workspace, a symlink to another folder, an object store) is refused before the
+    first step until ``warehouse_roots`` names its root."""
+    configured = tuple(Location.parse(root, workspace.root) for root in workspace.config.warehouse_roots)
+    if configured:
+        return configured
+    return tuple(dict.fromkeys((Location.parse(workspace.root), Location.parse(workspace.resolve(workspace.config.spark.warehouse)))))
+
+
+def protected_places(workspace: Workspace) -> tuple[Location, ...]:
+    """piitracer's own files in a workspace (its state folder and workspace files): no dataset's
+    location may hold them, or an orphan removal or a rewrite there would destroy the audit log,
+    the journal or the request store."""
+    names = (".piitracer", "piitracer.yaml", "catalog.discovered.yaml")
+    return tuple(Location.parse(workspace.root / name) for name in names)
+
+
+def write_private(path: str | os.PathLike[str], text: str) -> None:
+    """Write a file only its owner can read (mode 0600): plans and journals hold subject values."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # also when the file existed with a wider mode
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def execution_context(workspace: Workspace, attested: Sequence[str] = (), cipher: ValueCipher | None = None) -> ExecutionContext:
+    """Where the executor finds tables, Spark settings and its journal, for one workspace
+    (``attested``: ids of person steps their owners attested; ``cipher``: seals the values the
+    journal keeps under each request's data key)."""
+    return ExecutionContext(
+        catalog=workspace.config.catalog,
+        locations=dataset_locations(workspace),
+        spark=workspace.config.spark,
+        warehouse=workspace.resolve(workspace.config.spark.warehouse),
+        journal_path=workspace.root / ".piitracer" / "journal.sqlite",
+        warehouse_roots=warehouse_roots(workspace),
+        roots_configured=bool(workspace.config.warehouse_roots),
+        protected=protected_places(workspace),
+        attested=frozenset(attested),
+        store=workspace_store(workspace),
+        rewrite=workspace.config.rewrite,
+        cipher=cipher,
+    )
+
+
+def audit_log_path(workspace: Workspace) -> Path:
+    """``<workspace>/.piitracer/audit.sqlite``."""
+    return workspace.root / ".piitracer" / "audit.sqlite"
+
+
+def request_store_path(workspace: Workspace) -> Path:
+    """``<workspace>/.piitracer/requests.sqlite``."""
+    return workspace.root / ".piitracer" / "requests.sqlite"
+
+
+def request_store(workspace: Workspace, master: KeyWrapper | None = None):
+    """The workspace's request store (created on first use). ``master`` (the master key, or a KMS
+    wrapper) is needed to add requests and to read or seal their values."""
+    return RequestStore(request_store_path(workspace), master)

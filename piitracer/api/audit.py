@@ -1,0 +1,237 @@
+"""The audit trail: open the workspace's audit log (its key, anchor and workspace id), record plans,
+runs and verifications, verify the log (with the journal cross-check), and make a request's report
+and signed erasure certificate. Rooms: audit, render (report, certificate), crypto (signing),
+storage (the anchor), executor (the journal), formats (table metadata hashes), lineage."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import uuid
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+from piitracer.api._wiring import audit_log_path, dataset_locations, execution_context, warehouse_roots, workspace_store
+from piitracer.api.execute import journal_steps
+from piitracer.api.lineage import build_lineage_graph
+from piitracer.audit import (AnchorFile, AuditError, AuditKey, AuditLog, AuditProblem, VerifyResult, load_audit_key,
+                             record_plan_entry, record_step_entries, record_verification_entry)
+from piitracer.crypto.signing import check, load_public_key, sign
+from piitracer.executor.journal import Journal
+from piitracer.executor.runner import RunSummary
+from piitracer.formats import support_for
+from piitracer.graph.lineage_graph import LineageGraph
+from piitracer.ingest.workspace_loader import Workspace, load_workspace
+from piitracer.model.audit import AuditEntry, RequestTrail
+from piitracer.model.errors import NotFoundError
+from piitracer.model.plan import DeletionPlan
+from piitracer.model.steps import StepRecord
+from piitracer.model.verification import VerificationReport
+from piitracer.planner.build import PlanningError
+from piitracer.render.certificate import NotCertifiable, certificate_body
+from piitracer.render.report import report_html, report_markdown
+from piitracer.storage.guard import is_under
+from piitracer.storage.locations import Location
+from piitracer.storage.store import store_for
+
+
+def audit_log(workspace: Workspace | str | os.PathLike[str], key: str | bytes | AuditKey | None = None,
+              key_file: str | os.PathLike[str] | None = None, create: bool = True) -> AuditLog:
+    """Open (or, with ``create``, create) the workspace's audit log. The key is ``key`` (the demo
+    passes its demo key here), else ``key_file``, else ``$PIITRACER_AUDIT_KEY`` /
+    ``$PIITRACER_AUDIT_KEY_FILE``; with none, :class:`piitracer.audit.AuditKeyError`. There is no
+    default key. A missing log with ``create=False`` is an :class:`piitracer.audit.AuditError`."""
+    loaded = key if isinstance(key, AuditKey) else load_audit_key(key, key_file)
+    if not isinstance(workspace, Workspace):
+        workspace = load_workspace(workspace)
+    path = audit_log_path(workspace)
+    anchor = audit_anchor(workspace)
+    if not create and not path.exists():
+        raise AuditError(f"{path}: no audit log in this workspace (nothing has been recorded yet)")
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path.parent, 0o700)  # also when the journal created the folder first, or umask widened it
+    return AuditLog(path, loaded, anchor=anchor, workspace_id=workspace_identity(workspace))
+
+
+def workspace_identity(workspace: Workspace) -> str:
+    """This workspace's id: created once (a random UUID in ``.piitracer/workspace_id``, mode 0600)
+    and never changed. The audit log's first entry and its anchor carry it, so ``audit verify``
+    tells this workspace's log from a copy of another's; a lost or replaced id file is caught the
+    same way."""
+    path = workspace.root / ".piitracer" / "workspace_id"
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        text = path.read_text(encoding="utf-8").strip()
+        try:
+            return str(uuid.UUID(text))
+        except ValueError:
+            raise AuditError(f"{path}: not a workspace id (expected a UUID, written once by piitracer)") from None
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        identity = str(uuid.uuid4())
+        handle.write(identity + "\n")
+    return identity
+
+
+def audit_anchor(workspace: Workspace) -> AnchorFile | None:
+    """The workspace's ``audit.anchor`` (relative paths against the workspace folder), or None.
+    Refused inside the workspace (whoever can wipe the workspace's log could wipe it too), inside
+    a catalogued dataset's location or a warehouse root (every append replaces the anchor: it must
+    never land on table files), and where something that is not an anchor already lies."""
+    text = workspace.config.audit.anchor
+    if not text:
+        return None
+    location = Location.parse(text, base=workspace.root)
+    if is_under(location, Location.parse(str(workspace.root))):
+        raise AuditError(f"audit.anchor: {text} is inside the workspace ({workspace.root}); expected a path or URI "
+                         "outside it (a separate mount, a bucket with object lock)")
+    lakehouse = [(f"dataset {dataset}'s location", place) for dataset, place in sorted(dataset_locations(workspace).items())]
+    lakehouse += [("warehouse root", root) for root in warehouse_roots(workspace)]
+    for what, place in lakehouse:
+        if is_under(location, place):
+            raise AuditError(f"audit.anchor: {text} is inside {what} ({place}); expected a path or URI outside the "
+                             "lakehouse: the anchor is replaced at every append and must never touch table files")
+    anchor = AnchorFile(location, store_for(workspace.config.storage))
+    if anchor.foreign_object():
+        raise AuditError(f"audit.anchor: {text} already holds something that is not a piitracer audit anchor; "
+                         "expected a new path (nothing is written over it)")
+    return anchor
+
+
+def record_plan(log: AuditLog, plan: DeletionPlan) -> AuditEntry:
+    """Append the plan entry (id, requests, deadline, per-dataset decisions; no subject values)."""
+    return record_plan_entry(log, plan)
+
+
+def record_run(log: AuditLog, plan: DeletionPlan, run: RunSummary | Sequence[StepRecord],
+               workspace: Workspace) -> list[AuditEntry]:
+    """Append a step entry per step of a run: ``run`` is the executor's :class:`RunSummary` (the
+    journal's records add start/finish times and original run ids) or the journal's records
+    (:func:`journal_steps`). Each entry carries the SHA-256 of the dataset's newest table metadata
+    file at recording time. Steps already recorded unchanged are skipped; the plan entry is added
+    first if missing."""
+    if isinstance(run, RunSummary) and run.status == "dry-run":
+        raise ValueError("a dry run changes nothing: there is no run to record")
+    record_plan_entry(log, plan)
+    recorded = list(run) if not isinstance(run, RunSummary) else journal_steps(workspace, plan.plan_id)
+    by_id = {record.step_id: record for record in recorded}
+    if isinstance(run, RunSummary):
+        for result in run.results:  # a step the journal does not hold (journal missing): the summary's facts
+            if result.step.id not in by_id:
+                by_id[result.step.id] = StepRecord.of(
+                    step_id=result.step.id, order=result.step.order, dataset=result.step.dataset,
+                    action=result.step.action.value, state=result.state, run_id=run.run_id,
+                    outcome=result.outcome.as_dict() if result.outcome else None, message=result.message)
+    fingerprints: dict[str, tuple[str, str] | None] = {}
+    records = []
+    for record in by_id.values():
+        if record.dataset not in fingerprints:
+            fingerprints[record.dataset] = table_metadata_hash(workspace, record.dataset)
+        metadata_file, metadata_hash = fingerprints[record.dataset] or (None, None)
+        records.append(record.model_copy(update={"metadata_file": metadata_file, "metadata_hash": metadata_hash}))
+    return record_step_entries(log, plan, records)
+
+
+def record_verification(log: AuditLog, plan: DeletionPlan, report: VerificationReport) -> AuditEntry:
+    """Append the verification entry (per dataset state, files scanned, findings without values)."""
+    record_plan_entry(log, plan)
+    return record_verification_entry(log, plan, report)
+
+
+def verify_audit(log: AuditLog, workspace: Workspace | None = None, expect_head: str | None = None) -> VerifyResult:
+    """Recompute the chain, hashes, seals, sequence and Merkle roots, the structure, the anchor and
+    ``expect_head`` (see :func:`piitracer.audit.verify_log`); with ``workspace``, also cross-check
+    its journal: every plan the journal ran was recorded in the log before its first step, so a
+    run without an audit entry means entries were removed. The first problem, if any."""
+    result = log.verify(expect_head=expect_head)
+    if not result.ok or workspace is None:
+        return result
+    journal_path = execution_context(workspace).journal_path
+    if not journal_path.exists():
+        return result
+    journal = Journal(journal_path)
+    try:
+        ran = journal.plans_run()
+    finally:
+        journal.close()
+    recorded = {entry.plan_id for entry in log.entries()}
+    missing = sorted(plan_id for plan_id in ran if plan_id not in recorded)
+    if missing:
+        return VerifyResult(False, result.entries, result.head_hash, AuditProblem(
+            None, f"the journal records {len(missing)} executed plan(s) with no audit entry (first: plan "
+                  f"{missing[0][:16]}): entries were removed from the audit log"))
+    return replace(result, checks=result.checks + (f"journal: {len(ran)} executed plan(s), each recorded",))
+
+
+def request_trail(log: AuditLog, request_id: str, verified: VerifyResult | None = None) -> RequestTrail:
+    """Everything the log holds about one request, with its Merkle root and the chain's state
+    (``verified``: the log's verification already done, else it is done here); NotFoundError when
+    the log has no entry for it."""
+    entries = log.entries(request_id=request_id)
+    if not entries:
+        raise NotFoundError(f"the audit log has no entry for request {request_id!r}")
+    result = verified if verified is not None else log.verify()
+    return RequestTrail(request_id=request_id, entries=tuple(entries), merkle_root=log.request_root(request_id),
+                        chain_head=log.head()[1], chain_entries=result.entries, chain_intact=result.ok,
+                        chain_problem=str(result.problem) if result.problem else None)
+
+
+def audit_report(workspace: Workspace, log: AuditLog, request_id: str, fmt: str = "html",
+                 graph: LineageGraph | None = None, generated_at: datetime | None = None) -> str:
+    """The audit report of one request (``html``: self-contained page with the lineage diagram
+    coloured by state; ``md``: Markdown), made from the audit log and the workspace's lineage."""
+    trail = request_trail(log, request_id)
+    if fmt == "md":
+        return report_markdown(trail, generated_at)
+    if fmt != "html":
+        raise ValueError(f"unknown report format {fmt!r} (html or md)")
+    graph = graph if graph is not None else build_lineage_graph(workspace)
+    return report_html(trail, graph, generated_at)
+
+
+def erasure_certificate(workspace: Workspace, log: AuditLog, request_id: str, signing_key,
+                        issued_at: datetime | None = None) -> dict[str, Any]:
+    """The signed erasure certificate of one request (see ``render.certificate`` and
+    ``crypto.signing``): refused (:class:`~piitracer.render.certificate.NotCertifiable`) unless the
+    whole log verifies — chain, anchor, journal — and the request's latest verification is complete."""
+    checked = verify_audit(log, workspace)
+    if not checked.ok:
+        raise NotCertifiable(f"request {request_id}: the audit log is not intact ({checked.problem})")
+    trail = request_trail(log, request_id, checked)
+    issued = (issued_at or datetime.now(timezone.utc)).replace(microsecond=0)
+    return sign(certificate_body(trail, issued, log.key.key_id), signing_key)
+
+
+def check_certificate(path: Path, public_key_path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """(the certificate document, None) when ``path`` holds a certificate signed by the key at
+    ``public_key_path`` and unchanged since; (document or None, why not) otherwise. An unreadable
+    file or key is a :class:`~piitracer.model.errors.PiitracerError`."""
+    public = load_public_key(public_key_path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise PlanningError(f"{path}: cannot read the certificate: {getattr(error, 'strerror', None) or error}") from None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        return None, f"{path}: not JSON (line {error.lineno}): a certificate changed or truncated"
+    return document, check(document, public)
+
+
+def table_metadata_hash(workspace: Workspace, dataset: str) -> tuple[str, str] | None:
+    """(file relative to the location, SHA-256) of a table's newest metadata (its format's
+    ``newest_metadata``: Iceberg's current ``metadata.json``, Delta's last ``_delta_log`` commit);
+    None for formats without one or when the table is not there."""
+    entry = workspace.config.catalog.get(dataset)
+    location = dataset_locations(workspace).get(dataset)
+    if entry is None or location is None:
+        return None
+    store = workspace_store(workspace)
+    newest = support_for(entry.format).newest_metadata(location, store)
+    if newest is None:
+        return None
+    return location.relative(newest), hashlib.sha256(store.read_bytes(newest)).hexdigest()

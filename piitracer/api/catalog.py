@@ -1,0 +1,196 @@
+"""The catalog: discover the lakehouse's tables (``catalog discover``), classify their columns
+(``catalog classify``), compare the catalog with the lakehouse (``catalog check``) and write
+``catalog.discovered.yaml``. Rooms: discover, storage, formats, ingest (catalog layers), lineage
+(for views and inherited identifiers), executor (the Spark catalogs, only with ``spark_views``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import yaml
+
+from piitracer.api._wiring import dataset_locations, warehouse_roots, workspace_store
+from piitracer.api.lineage import build_lineage_graph
+from piitracer.discover.catalog_file import DiscoveredCatalog, catalog_entries, kept_identifiers, with_identifiers
+from piitracer.discover.classify import ClassifyOptions, ColumnVerdict, classify_columns, inherited
+from piitracer.discover.classify_sample import key_values as read_key_values
+from piitracer.discover.classify_sample import sample_table
+from piitracer.discover.drift import Difference, compare
+from piitracer.discover.lakehouse import DiscoveredTable, Discovery, describe_catalog_tables, discover_tables
+from piitracer.executor.spark_catalog import list_catalogs
+from piitracer.executor.spark_session import spark_session
+from piitracer.formats import FormatError
+from piitracer.ingest.catalog_layers import DISCOVERED_FILE, DISCOVERED_HEADER
+from piitracer.ingest.workspace_loader import Workspace, WorkspaceError
+from piitracer.model.lineage import ColumnRef
+from piitracer.model.workspace import REPLICA_SEPARATOR, DatasetFormat
+from piitracer.storage.guard import canonical
+from piitracer.storage.locations import Location, LocationError
+
+
+def discover_catalog(workspace: Workspace, progress: Callable[[str], None] | None = None,
+                     spark_views: bool = False) -> Discovery:
+    """Every table the lakehouse has under the discovery roots, as its own metadata describes it,
+    and the roots that could not be listed (:mod:`piitracer.discover.lakehouse`). With
+    ``spark_views``, also what the workspace's Spark catalogs list (this starts Spark): their
+    views, and their tables the walk did not find (described when inside a root, else listed
+    with the reason)."""
+    warehouse = Location.parse(workspace.resolve(workspace.config.spark.warehouse))
+    found = discover_tables(warehouse_roots(workspace), workspace_store(workspace), warehouse, workspace.config.spark.catalog,
+                            progress)
+    if spark_views:
+        if progress:
+            progress("the Spark catalogs")
+        settings = workspace.config.spark
+        catalogs = tuple(dict.fromkeys(("spark_catalog", *workspace.config.lineage.spark_catalogs, settings.catalog)))
+        listed = list_catalogs(spark_session(settings, workspace.resolve(settings.warehouse)), catalogs)
+        found.views, found.unreadable_catalogs = listed.views, listed.problems
+        found.tables = sorted([*found.tables, *describe_catalog_tables(listed.tables, found, workspace_store(workspace),
+                                                                       warehouse_roots(workspace))],
+                              key=lambda table: table.location.uri)
+    return found
+
+
+def discovered_name(workspace: Workspace) -> Callable[[DiscoveredTable], str]:
+    """A discovered table's dataset id: the catalog's for a catalogued location, else its own name."""
+    names = {canonical(location).uri: dataset for dataset, location in dataset_locations(workspace).items()}
+    return lambda table: names.get(canonical(table.location).uri, table.name)
+
+
+def lineage_only_datasets(workspace: Workspace, discovery: Discovery) -> list[str]:
+    """Datasets the lineage names that neither the catalog nor the lakehouse has: seen in
+    lineage, not found in storage (a table since dropped, a name the events spell otherwise, a
+    system outside the roots)."""
+    name_of = discovered_name(workspace)
+    found = {name_of(t) for t in discovery.tables}
+    graph = build_lineage_graph(workspace)
+    return sorted(d for d in graph.datasets() if d not in workspace.config.catalog and d not in found)
+
+
+def catalog_drift(workspace: Workspace, tables: Sequence[DiscoveredTable] | None = None) -> list[Difference]:
+    """Where the workspace's catalog and the lakehouse disagree (:mod:`piitracer.discover.drift`)."""
+    found = discover_catalog(workspace).tables if tables is None else tables
+    return compare(workspace.config.catalog, dataset_locations(workspace), found, workspace.layers.overrides)
+
+
+def write_discovered_catalog(workspace: Workspace, discovery: Discovery | None = None,
+                             classification: "Classification | None" = None) -> tuple[Path, DiscoveredCatalog]:
+    """Write ``catalog.discovered.yaml``: an entry per discovered table (and per view the lineage
+    creates), under the person's ``piitracer.yaml`` (:mod:`piitracer.ingest.catalog_layers`).
+    With ``classification``, its identifier columns are added as ``classified_by: auto``; without,
+    the identifiers an earlier classification proposed are kept where their columns still exist."""
+    if discovery is None:
+        discovery = classification.discovery if classification is not None else None
+    found = discover_catalog(workspace) if discovery is None else discovery
+    supplied = workspace.layers.from_discovery
+    declared = {d: location for d, location in dataset_locations(workspace).items() if "location" not in supplied.get(d, ())}
+    formats = {d: entry.format for d, entry in workspace.config.catalog.items() if "format" not in supplied.get(d, ())}
+    for dataset, raw in workspace.set_aside.items():  # what the person says of tables not yet described
+        declared.update(_said_locations(workspace, dataset, raw))
+        if raw.get("format"):
+            formats[dataset] = DatasetFormat(str(raw["format"]).lower())
+    root = Location.parse(workspace.root)
+
+    def place_text(location: Location) -> str:
+        inside = root.relative(location)
+        return inside if inside else str(location)
+
+    graph = build_lineage_graph(workspace)
+    name_of = discovered_name(workspace)  # built once: it canonicalises every catalogued location
+    stored = {name_of(t) for t in found.tables}
+    views = {d: tuple(graph.dataset(d).columns) for d in graph.datasets() if graph.dataset(d).view and d not in stored}
+    views.update({d: columns for d, columns in found.views.items() if d not in stored})  # what the catalog keeps wins
+    written = catalog_entries(found.tables, declared, formats, place_text, views)
+    path = workspace.root / DISCOVERED_FILE
+    if classification is not None:
+        with_identifiers(written, classification.verdicts)
+    elif path.is_file():
+        previous = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        kept_identifiers(written, (previous.get("catalog") or {}) if isinstance(previous, dict) else {})
+    path.write_text(written.to_yaml(DISCOVERED_HEADER), encoding="utf-8")
+    return path, written
+
+
+def _said_locations(workspace: Workspace, dataset: str, raw: Mapping[str, Any]) -> dict[str, Location]:
+    """The locations a catalog entry set aside at load names: its own and its replicas'
+    (``<dataset>@<name>``), so discovery names those tables after it."""
+    said = {}
+    try:
+        if raw.get("location"):
+            said[dataset] = Location.parse(str(raw["location"]), workspace.root)
+        for replica in raw.get("replicas") or []:
+            if isinstance(replica, dict) and replica.get("location") and replica.get("name"):
+                said[f"{dataset}{REPLICA_SEPARATOR}{str(replica['name']).lower()}"] = Location.parse(str(replica["location"]),
+                                                                                                     workspace.root)
+    except LocationError as error:
+        raise WorkspaceError(f"{workspace.root / 'piitracer.yaml'}: catalog.{dataset}: {error}") from None
+    return said
+
+
+@dataclass
+class Classification:
+    """``catalog classify``: a verdict per column of every discovered table, and per table what
+    could not be read (named, never a value)."""
+
+    verdicts: list[ColumnVerdict]
+    problems: dict[str, str]
+    discovery: Discovery | None = None  # the tables classified
+    lineage_checked: bool = True  # False before the catalog has an identifier: no "PII without lineage" yet
+
+    @property
+    def without_lineage(self) -> list[ColumnVerdict]:
+        """Columns that look like PII by their values and that no catalogued identifier reaches."""
+        return [v for v in self.verdicts if v.pii_without_lineage]
+
+
+def classify_catalog(workspace: Workspace, sample: int = 50) -> Classification:
+    """Classify every column of every discovered table (:mod:`piitracer.discover.classify`): by
+    name, by ``sample`` sampled rows per table validated with python-stdnum, phonenumbers and
+    email-validator, and by lineage from the catalog's identifiers."""
+    settings = workspace.config.classify
+    options = ClassifyOptions(countries=tuple(settings.countries), phone_regions=tuple(settings.phone_regions),
+                              min_values=settings.min_values)
+
+    store = workspace_store(workspace)
+    catalog = workspace.config.catalog
+    name_of = discovered_name(workspace)
+    graph = build_lineage_graph(workspace)
+    seeds = [ColumnRef(dataset=d, column=c) for d, entry in catalog.items() for c in entry.identifiers]
+    lineage = inherited(graph, seeds)
+    keys = {ColumnRef(dataset=d, column=entry.subject_key) for d, entry in catalog.items() if entry.subject_key}
+    # "PII without lineage" only once a person has confirmed identifiers: before, every column would be.
+    reviewed = any(entry.identifiers and entry.classified_by.value != "auto" for entry in catalog.values())
+    samples: dict[str, tuple[Any, Any]] = {}
+    verdicts: list[ColumnVerdict] = []
+    problems: dict[str, str] = {}
+    discovery = discover_catalog(workspace)
+    problems.update({root: f"cannot list it: {why}" for root, why in discovery.unreadable_roots.items()})
+    for table in discovery.tables:
+        dataset = name_of(table)
+        if table.problems:
+            problems[dataset] = "; ".join(table.problems)
+            continue
+        taken = None
+        try:
+            taken = sample_table(table, store, sample, options.min_values) if sample else None
+        except (FormatError, OSError, ValueError) as error:
+            problems[dataset] = f"cannot sample its rows: {type(error).__name__}"
+        samples[dataset] = (table, taken)
+    # A column holding a catalogued subject key's values is a foreign key to a person.
+    key_values = {}
+    for ref in sorted(keys, key=str):
+        if samples.get(ref.dataset, (None, None))[1] is not None:
+            try:
+                key_values[f"{ref.dataset}.{ref.column}"] = read_key_values(samples[ref.dataset][0], store, ref.column)
+            except (FormatError, OSError, ValueError) as error:
+                problems[ref.dataset] = f"cannot read its subject key's values: {type(error).__name__}"
+    for dataset, (table, taken) in samples.items():
+        entry = catalog.get(dataset)
+        own = {k: v for k, v in key_values.items() if not k.startswith(f"{dataset}.")}
+        verdicts += classify_columns(dataset, table.columns, taken.values if taken else None,
+                                     entry.identifiers if entry else (), lineage, options,
+                                     rows_sampled=taken.rows if taken else None, key_values=own,
+                                     lineage_checked=reviewed, names_in_table=taken.names if taken else None)
+    return Classification(verdicts, problems, discovery, lineage_checked=reviewed)

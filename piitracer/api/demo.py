@@ -1,0 +1,262 @@
+"""The demo: build the fixture lakehouse, plan the erasure of one user (or a batch), execute,
+verify, attest the person steps as simulated owners, verify again, close the requests, and write
+the audit report and a signed certificate, with the demo's own keys. Rooms: demo (the lakehouse
+builder), executor (its Spark session), render (the lineage diagram), crypto, and every use case."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from piitracer.api._wiring import request_store, write_private
+from piitracer.api.audit import audit_log, audit_report, erasure_certificate, record_plan, record_run, record_verification, verify_audit
+from piitracer.api.execute import execute_plan
+from piitracer.api.lineage import build_lineage_graph
+from piitracer.api.plan import check_plan_origin, plan_deletion, plan_file_text, plan_requests, seal_plan
+from piitracer.api.requests import close_request, move_plan_requests, register_plan_requests, settle_after_verify
+from piitracer.api.verify import Evidence, attest_step, attested_steps, verify_plan
+from piitracer.audit import load_audit_key
+from piitracer.crypto.envelope import load_master_key, write_master_key
+from piitracer.crypto.signing import generate_signing_key, load_signing_key, public_key_path
+from piitracer.demo import DEFAULT_ROWS, DEFAULT_SEED, SUBJECT_USER_ID, build_lakehouse
+from piitracer.demo.subjects import existing_subjects, subject_rows
+from piitracer.demo.workspace_files import prepare_workspace
+from piitracer.executor.runner import ExecuteOptions, RunSummary
+from piitracer.executor.spark_session import spark_session
+from piitracer.graph.lineage_graph import LineageGraph
+from piitracer.ingest.workspace_loader import Workspace, load_workspace
+from piitracer.model.audit import AuditEntry
+from piitracer.model.lineage import ColumnRef
+from piitracer.model.plan import PERSON_ACTIONS, DeletionPlan, Subject
+from piitracer.model.requests import RequestState
+from piitracer.model.verification import VerificationReport
+from piitracer.planner.build import PlanningError
+from piitracer.render.lineage_diagram import lineage_diagram, render_lineage
+
+
+DEMO_SOURCE = "prod.payments.user_id"
+
+
+@dataclass
+class DemoResult:
+    """What :func:`run_demo` did, phase by phase (``seconds``: phase -> wall time)."""
+
+    folder: Path
+    build: Any  # piitracer.demo.DemoBuild
+    subjects: int
+    subject_rows: int  # the subjects' rows in the source before the erasure (0: already erased)
+    plan: DeletionPlan
+    plan_path: Path
+    diagram_path: Path
+    run: RunSummary | None = None
+    # The verification right after execute: the person steps still open (verify exits 1 then).
+    first_verification: VerificationReport | None = None
+    attestations: list[AuditEntry] = field(default_factory=list)  # the simulated owners' attestations
+    verification: VerificationReport | None = None  # the final one
+    report_path: Path | None = None  # the audit report (HTML) of the batch's first request
+    certificate_path: Path | None = None  # its signed erasure certificate (when verification completed)
+    public_key_path: Path | None = None  # the demo signing key's public half, to check the certificate
+    closed: list[str] = field(default_factory=list)  # the requests closed (values shredded) at the end
+    audit_intact: bool | None = None  # the audit log verified after recording this run
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def totals(self) -> dict[str, int]:
+        """Datasets erased (a delete or rewrite committed), rows removed, files rewritten, bytes removed."""
+        totals = {"datasets_erased": 0, "rows_deleted": 0, "files_rewritten": 0, "files_removed": 0, "bytes_removed": 0}
+        if self.run is None:
+            return totals
+        for dataset, row in self.run.by_dataset().items():
+            for key in ("rows_deleted", "files_rewritten", "files_removed", "bytes_removed"):
+                totals[key] += row[key]
+            if any(r.step.dataset == dataset and r.state == "committed" and r.step.action.value in ("delete_rows", "rewrite_files", "rewrite_archive")
+                   for r in self.run.results):
+                totals["datasets_erased"] += 1
+        return totals
+
+
+def run_demo(
+    folder: str | os.PathLike[str] = "demo",
+    subjects: int | None = None,
+    rows: int | None = None,
+    rebuild: bool = False,
+    warehouse: str | os.PathLike[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+    attest: bool = True,
+    close: bool = True,
+) -> DemoResult:
+    """The whole demo in ``folder``: copy the fixture workspace there (once), build its lakehouse
+    (or reuse it; ``rebuild`` starts over), plan the erasure of user 8841302 — or of ``subjects``
+    random users that have rows, as one batch — from ``prod.payments.user_id``, write ``plan.json``
+    (0600) and ``lineage.svg``, and execute the plan (it is the demo's own lakehouse: no concurrent
+    writers, tags may be dropped). Then it verifies — the person steps (a Kafka topic, a masked token
+    table, an aggregate) are still awaiting attestation, so this first verification is not complete —
+    and, unless ``attest`` is False, attests each as its simulated owner (the evidence says it is
+    simulated), verifies again and writes the audit report. ``warehouse`` puts the Iceberg warehouse
+    elsewhere (tests point it at their running Spark session's). ``progress`` gets one line per phase.
+    The subjects live only under their requests' data keys (the demo's own master key), and a
+    complete erasure ends by closing the requests (their values shredded) unless ``close`` is False."""
+    say = progress or (lambda message: None)
+    seconds: dict[str, float] = {}
+    clock = time.monotonic()
+
+    def phase(name: str) -> None:
+        nonlocal clock
+        now = time.monotonic()
+        seconds[name] = now - clock
+        clock = now
+
+    root = prepare_workspace(Path(folder), warehouse=Path(warehouse) if warehouse else None)
+    workspace = load_workspace(root)
+    built = build_lakehouse(workspace, rows=rows or DEFAULT_ROWS, rebuild=rebuild, progress=say)
+    phase("build")
+    say(f"lakehouse {'reused' if built.reused else 'built'} in {seconds['build']:.1f} s")
+
+    graph = build_lineage_graph(workspace)
+    source = _demo_source(workspace)
+    spark = spark_session(workspace.config.spark, workspace.resolve(workspace.config.spark.warehouse))
+    values = existing_subjects(spark, source.table, "user_id", subjects, DEFAULT_SEED) if subjects else [str(SUBJECT_USER_ID)]
+    found = subject_rows(spark, source.table, "user_id", values)
+    received = datetime.now(timezone.utc).replace(microsecond=0)
+    batch = [Subject(value=v, request_id=f"demo-{received:%Y%m%dT%H%M%S}-{i + 1}", received_at=received) for i, v in enumerate(values)]
+    key = load_audit_key(key_file=demo_audit_key(root))
+    plan = seal_plan(plan_deletion(workspace, graph, [DEMO_SOURCE], batch), key)
+    # The demo keeps the person only as piitracer would in production: under the request's data key
+    # (wrapped by the demo's own master key), shredded at close.
+    store = request_store(workspace, load_master_key(demo_master_key(root)))
+    log = audit_log(workspace, key=key)
+    plan_path, diagram_path = root / "plan.json", root / "lineage.svg"
+    try:
+        register_plan_requests(workspace, store, log, plan, "planned (demo)")
+        cipher = store.cipher(plan_requests(plan))
+        write_private(plan_path, plan_file_text(plan, cipher))
+        diagram_path.write_bytes(render_lineage(plan_diagram(graph, plan), "svg"))
+        phase("plan")
+        say(f"planned {len(plan.steps)} steps for {len(batch)} subject(s) ({found} source rows): {plan_path}")
+
+        result = DemoResult(folder=root, build=built, subjects=len(batch), subject_rows=found, plan=plan,
+                            plan_path=plan_path, diagram_path=diagram_path, seconds=seconds)
+        # No --drop-refs: the demo's month_end_close tag is rewritten (rewrite_ref), not dropped.
+        options = ExecuteOptions(no_concurrent_writers=True)
+        record_plan(log, plan)
+        check_plan_origin(workspace, log, plan)  # the checks execute makes: recorded, and what planning gives now
+        move_plan_requests(store, log, plan, RequestState.EXECUTING, "execute (demo)")
+        result.run = execute_plan(workspace, plan, options, attested=attested_steps(log, plan), cipher=cipher,
+                                  on_step=lambda r: say(f"  {r.step.id} {r.step.action.value} {r.step.dataset}: {r.state}"))
+        record_run(log, plan, result.run, workspace)
+        move_plan_requests(store, log, plan, RequestState.EXECUTED, f"executed: {result.run.status}")
+        awaiting = result.run.awaiting()
+        say(f"executed: {result.run.status}" + (f": {len(awaiting)} step(s) awaiting attestation: " + ", ".join(
+            f"{r.step.id} {r.step.action.value} {r.step.dataset}" for r in awaiting) if awaiting else ""))
+        phase("execute")
+
+        result.first_verification = result.verification = verify_plan(workspace, plan, attested=attested_steps(log, plan),
+                                                                      cipher=cipher)
+        record_verification(log, plan, result.verification)
+        settle_after_verify(store, log, plan, result.verification, workspace.config.policy.watch)
+        say("verified: " + ("complete" if result.verification.complete else
+                            f"not complete (verify exits 1): {_open_summary(result.verification)}"))
+        if attest and not result.verification.complete:
+            for step in (s for s in plan.steps if s.action in PERSON_ACTIONS):
+                if step.id in attested_steps(log, plan):
+                    continue
+                owner = step.owner or _DEMO_OWNERS.get(step.action.value, "data-platform on-call")
+                statement = (f"SIMULATED by piitracer demo: no person did this; {owner} would confirm "
+                             f"{step.action.value} of {step.dataset} here")
+                result.attestations.append(attest_step(log, plan, step.id, f"{owner} (simulated)", Evidence.of(statement),
+                                                       statement=statement))
+                say(f"  attested {step.id} {step.action.value} {step.dataset} as {owner} (simulated)")
+            result.verification = verify_plan(workspace, plan, attested=attested_steps(log, plan), cipher=cipher)
+            record_verification(log, plan, result.verification)
+            settle_after_verify(store, log, plan, result.verification, workspace.config.policy.watch)
+            say("verified again: " + ("complete" if result.verification.complete else _open_summary(result.verification)))
+        phase("verify")
+        if close and result.verification.complete:
+            for request_id in plan_requests(plan):
+                close_request(workspace, store, log, request_id, now_reason="demo: closed at once, no watching period")
+                result.closed.append(request_id)
+            say(f"closed {len(result.closed)} request(s): piitracer's own copies of the subject(s) shredded")
+        result.audit_intact = verify_audit(log, workspace).ok
+        result.report_path = root / "report.html"
+        result.report_path.write_text(audit_report(workspace, log, batch[0].request_id, graph=graph), encoding="utf-8")
+        if result.verification.complete:
+            signing_key, result.public_key_path = demo_signing_key(root)
+            document = erasure_certificate(workspace, log, batch[0].request_id, load_signing_key(signing_key))
+            result.certificate_path = root / "certificate.json"
+            result.certificate_path.write_text(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+                                               encoding="utf-8")
+    finally:
+        log.close()
+        store.close()
+    phase("audit")
+    say(f"audit trail recorded; report: {result.report_path}")
+    return result
+
+
+# Who the demo's simulated attestations name when a step has no owner in the catalog.
+_DEMO_OWNERS = {"manual_review": "ml-platform", "recompute": "analytics-eng", "manual": "streaming-team"}
+
+
+def _open_summary(report: VerificationReport) -> str:
+    counts: dict[str, int] = {}
+    for item in report.open_items():
+        counts[item.state.value] = counts.get(item.state.value, 0) + 1
+    return ", ".join(f"{n} {state}" for state, n in sorted(counts.items())) or "nothing open"
+
+
+def plan_diagram(graph: LineageGraph, plan: DeletionPlan):
+    """The lineage diagram of a plan's datasets, reached through every identifier of its sources
+    (the resolve step captures them all: a PAN-only table is the subject's too); the source key
+    column is highlighted first."""
+    starts: list[ColumnRef] = []
+    for capture in plan.resolve:
+        for column in (*capture.key_columns, *capture.identifiers):
+            ref = ColumnRef(dataset=capture.dataset, column=column)
+            if graph.has_column(ref) and ref not in starts:
+                starts.append(ref)
+    return lineage_diagram(graph, starts or None, datasets=[d.dataset for d in plan.datasets])
+
+
+def demo_audit_key(folder: Path) -> Path:
+    """The demo's own audit key: random, made once per demo folder, in a 0600 file beside its
+    journal. (Outside the demo the key comes from the environment or a key file the user keeps
+    secret; piitracer has no key of its own.)"""
+    path = Path(folder) / ".piitracer" / "demo-audit.key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_private(path, secrets.token_hex(32))
+    return path
+
+
+def demo_master_key(folder: Path) -> Path:
+    """The demo's own master key (0600, made once per demo folder); outside the demo it comes from
+    ``--master-key-file`` or the environment."""
+    path = Path(folder) / ".piitracer" / "demo-master.key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_master_key(path)
+    return path
+
+
+def demo_signing_key(folder: Path) -> tuple[Path, Path]:
+    """The demo's own certificate signing key (private, 0600) and its public key, made once per
+    demo folder. Outside the demo: `piitracer audit keygen PATH`, the private key kept secret."""
+    path = Path(folder) / ".piitracer" / "demo-signing.key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        generate_signing_key(path)
+    return path, public_key_path(path)
+
+
+def _demo_source(workspace: Workspace):
+    """The demo's source dataset entry (``prod.payments``) of the workspace catalog."""
+    dataset = DEMO_SOURCE.rsplit(".", 1)[0]
+    entry = workspace.config.catalog.get(dataset)
+    if entry is None or not entry.table:
+        raise PlanningError(f"the demo workspace's catalog has no Iceberg table {dataset}")
+    return entry

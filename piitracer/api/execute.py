@@ -1,0 +1,103 @@
+"""Execution: run a plan on the workspace's lakehouse (preflight first, journaled, resumable),
+report the run as an OpenLineage job when the workspace says so, read what the journal holds of a
+plan, and estimate what a plan will rewrite and cost. Rooms: executor, serve (run events), model."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Callable, Sequence
+
+from piitracer.api._wiring import dataset_locations, execution_context
+from piitracer.crypto.envelope import ValueCipher
+from piitracer.executor.estimate import estimate_plan
+from piitracer.executor.journal import Journal
+from piitracer.executor.runner import ExecuteOptions, ExecutionError, PlanExecutor, RunSummary, StepResult
+from piitracer.ingest.workspace_loader import Workspace
+from piitracer.model.plan import NO_FILE_WORK, Action, DeletionPlan
+from piitracer.model.steps import StepRecord
+from piitracer.serve.emit import ChangedDataset, emit_run_event, run_uuid
+
+
+def execute_plan(
+    workspace: Workspace,
+    plan: DeletionPlan,
+    options: ExecuteOptions = ExecuteOptions(),
+    on_step: Callable[[StepResult], None] | None = None,
+    attested: Sequence[str] = (),
+    cipher: ValueCipher | None = None,
+) -> RunSummary:
+    """Run a plan on the workspace's lakehouse (journaled; ``options.resume`` continues a killed run).
+    The executor's preflight refuses a plan that does not match the workspace or would act outside
+    its datasets' locations before anything is journaled. Person steps are ``awaiting_attestation``
+    unless their ids are in ``attested``."""
+    return run_execution(workspace, prepare_execution(workspace, plan, options, on_step, attested, cipher))
+
+
+def run_execution(workspace: Workspace, executor: PlanExecutor) -> RunSummary:
+    """``executor.run()``, reported as an OpenLineage job when the workspace has an
+    ``openlineage:`` block: START before, COMPLETE (the datasets changed as outputs) or FAIL after.
+    A dry run is not reported."""
+    settings = workspace.config.openlineage
+    if settings is None or executor.options.dry_run:
+        return executor.run()
+    plan_id = executor.plan.plan_id
+    run = run_uuid(plan_id, datetime.now(timezone.utc).isoformat())
+    emit_run_event(settings, "START", run, plan_id)
+    try:
+        summary = executor.run()
+    except ExecutionError as error:
+        changed = _changed_datasets(workspace, [(r.dataset, r.action, r.state) for r in journal_steps(workspace, plan_id)])
+        emit_run_event(settings, "FAIL", run, plan_id, changed, error=str(error))
+        raise
+    changed = _changed_datasets(workspace, [(r.step.dataset, r.step.action.value, r.state) for r in summary.results])
+    emit_run_event(settings, "COMPLETE", run, plan_id, changed)
+    return summary
+
+
+def _changed_datasets(workspace: Workspace, states: Sequence[tuple[str, str, str]]):
+    """The datasets a run wrote: a committed step that rewrites, deletes or expires something."""
+    touching_nothing = {action.value for action in NO_FILE_WORK | {Action.RESOLVE}}  # resolve only reads
+    locations = dataset_locations(workspace)
+    names = sorted({dataset for dataset, action, state in states if state == "committed" and action not in touching_nothing})
+    return [ChangedDataset(name, str(locations[name]) if name in locations else None) for name in names]
+
+
+def prepare_execution(
+    workspace: Workspace,
+    plan: DeletionPlan,
+    options: ExecuteOptions = ExecuteOptions(),
+    on_step: Callable[[StepResult], None] | None = None,
+    attested: Sequence[str] = (),
+    cipher: ValueCipher | None = None,
+) -> PlanExecutor:
+    """An executor whose preflight already passed (``PlanRefused`` otherwise): the CLI checks
+    everything before it records anything in the audit log, then calls ``run()``."""
+    executor = PlanExecutor(plan, execution_context(workspace, attested, cipher), options, on_step)
+    executor.preflight()
+    return executor
+
+
+def journal_steps(workspace: Workspace, plan_id: str) -> list[StepRecord]:
+    """Every journaled step of a plan (empty when it never ran): what :func:`record_run` records
+    when a run stopped with an error instead of returning its summary."""
+    path = execution_context(workspace).journal_path
+    if not path.exists():
+        return []
+    journal = Journal(path)
+    try:
+        return journal.records(plan_id)
+    finally:
+        journal.close()
+
+
+def estimate_plan_cost(workspace: Workspace, plan: DeletionPlan):
+    """What ``plan`` will rewrite and cost (``executor.estimate``), with the throughput measured on
+    this workspace's journal."""
+    context = execution_context(workspace)
+    journal = Journal(context.journal_path) if context.journal_path.exists() else None
+    try:
+        return estimate_plan(plan, workspace.config.catalog, context.locations, context.store,
+                             workspace.config.pricing, journal)
+    finally:
+        if journal is not None:
+            journal.close()

@@ -1,0 +1,252 @@
+"""Planning: plan the erasure of subjects from their source key columns, read and write plan files
+(subject values sealed under their requests' data keys), seal a plan under the audit key, and refuse
+a plan piitracer did not make here (its origin in the audit log, and planning it again).
+Rooms: planner, formats (live key types, tags and branches), storage, lineage, model."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+
+from pydantic import ValidationError
+
+from piitracer.api._wiring import dataset_locations, workspace_store
+from piitracer.api.lineage import lineage_graph_for, parse_column
+from piitracer.crypto.envelope import MasterKeyError, ValueCipher, is_sealed
+from piitracer.executor.preflight import PlanRefused
+from piitracer.formats import FormatError, key_type_name, support_for, table_schema
+from piitracer.graph.lineage_graph import LineageGraph
+from piitracer.ingest.workspace_loader import Workspace
+from piitracer.model.audit import EntryKind
+from piitracer.model.lineage import ColumnRef
+from piitracer.model.plan import DeletionPlan, PlanRequest, PlanSeal, Subject
+from piitracer.model.table_state import TableState
+from piitracer.planner.build import PlanningError, build_plan
+from piitracer.storage.store import StorageError
+
+if TYPE_CHECKING:  # the audit log is the caller's: planning does not open it
+    from piitracer.audit import AuditKey, AuditLog
+
+
+def plan_deletion(
+    workspace: Workspace,
+    graph: LineageGraph,
+    sources: Sequence[str],
+    subjects: Sequence[Subject],
+    table_states: Mapping[str, TableState] | None = None,
+    labels: Sequence[str] = (),
+    live_types: Mapping[str, str] | None = None,
+) -> DeletionPlan:
+    """Plan the erasure of ``subjects`` whose key is in the ``sources`` columns (``db.table.column``).
+
+    ``table_states`` defaults to what the live Iceberg tables of the workspace say (tags, branches).
+    Every subject value is parsed strictly against its source key column's type (the catalog's
+    ``column_types``, else the live table's schema, ``live_types`` to override): a value that is not
+    exactly a value of that type stops the plan, named by ``labels`` (its position), never shown.
+    """
+    refs = []
+    for text in sources:
+        try:
+            parsed = parse_column(text, graph)
+        except KeyError as error:
+            raise PlanningError(f"--source {text}: {error.args[0]}") from None
+        if not isinstance(parsed, ColumnRef):
+            raise PlanningError(f"--source {text}: expected DATASET.COLUMN, got a dataset")
+        refs.append(parsed)
+    request = PlanRequest(sources=tuple(refs), subjects=tuple(subjects))
+    if table_states is None:
+        table_states = live_table_states(workspace)
+    if live_types is None:
+        live_types = source_key_types(workspace, refs)
+    return build_plan(graph, workspace.config.catalog, workspace.config.policy, request, table_states,
+                      live_types, tuple(labels))
+
+
+def source_key_types(workspace: Workspace, sources: Sequence[ColumnRef]) -> dict[str, str]:
+    """``dataset.column`` -> the key type the live table's own schema gives each source column
+    (absent when the table is not there, or the column's type is not a key type)."""
+    found: dict[str, str] = {}
+    # Only the sources' locations: parsing all of a 100k-dataset catalog's cost a cold plan ~0.6 s.
+    locations = dataset_locations(workspace, {ref.dataset for ref in sources})
+    store = workspace_store(workspace)
+    for ref in sources:
+        entry = workspace.config.catalog.get(ref.dataset)
+        if entry is None:
+            continue
+        try:
+            schema = table_schema(entry, locations.get(ref.dataset), store)
+        except (FormatError, StorageError) as error:
+            raise PlanningError(f"source {ref}: dataset {ref.dataset}: {error}") from None
+        if schema is not None and ref.column in schema.names:
+            name = key_type_name(schema.field(ref.column).type)
+            if name is None:
+                raise PlanningError(f"source {ref}: the table stores it as {schema.field(ref.column).type}, "
+                                    "which piitracer does not compare as a subject key")
+            found[str(ref)] = name
+        elif schema is not None:
+            raise PlanningError(f"source {ref}: the table's schema has no column {ref.column!r} "
+                                f"(columns: {', '.join(schema.names)})")
+    return found
+
+
+def live_table_states(workspace: Workspace) -> dict[str, TableState]:
+    """Tags and branches of every catalogued table whose format has them (Iceberg) and that
+    exists (local or object store)."""
+    states = {}
+    locations, store = dataset_locations(workspace), workspace_store(workspace)
+    for dataset, entry in sorted(workspace.config.catalog.items()):
+        location, support = locations.get(dataset), support_for(entry.format)
+        if location is None or not support.keeps_refs:
+            continue
+        try:
+            if not store.exists(location):
+                continue
+            state = support.table_state(dataset, location, store)
+        except (FormatError, StorageError) as error:
+            raise PlanningError(f"dataset {dataset}: {error}") from None
+        if state is not None:
+            states[dataset] = state
+    return states
+
+
+def load_plan(path: str | os.PathLike[str], cipher_for: Callable[[Sequence[str]], ValueCipher] | None = None) -> DeletionPlan:
+    """Read a plan file, refusing one that is not well formed (unknown schema version, duplicate
+    step ids, a dependency cycle, parameters of another action...) or whose content no longer
+    matches its ``plan_id``. Subject values sealed under their requests' data keys (a plan file
+    the CLI wrote) are opened with ``cipher_for(request ids)`` (the request store's keys)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise PlanningError(f"{path}: cannot read the plan: {error}") from None
+    return parse_plan(text, str(path), cipher_for)
+
+
+def parse_plan(text: str, path: str, cipher_for: Callable[[Sequence[str]], ValueCipher] | None = None) -> DeletionPlan:
+    """A plan from its file's text (see :func:`load_plan`); ``path`` names it in messages."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise PlanningError(f"{path}:{error.lineno}: not a piitracer plan: not valid JSON: {error.msg}") from None
+    subjects = data.get("subjects") if isinstance(data, dict) else None
+    if isinstance(subjects, list) and any(isinstance(s, dict) and is_sealed(s.get("value", "")) for s in subjects):
+        if cipher_for is None:
+            raise MasterKeyError(f"{path}: the plan's subject values are encrypted: give the master key (--master-key-file)")
+        cipher = cipher_for(sorted({str(s.get("request_id")) for s in subjects if isinstance(s, dict)}))
+        for subject in subjects:
+            if isinstance(subject, dict) and is_sealed(subject.get("value", "")):
+                subject["value"] = cipher.open(str(subject.get("request_id")), subject["value"], "subject")
+    try:
+        plan = DeletionPlan.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        message = first["msg"].removeprefix("Value error, ")
+        raise PlanningError(f"{path}: not a valid piitracer plan: {field or '(top level)'}: {message}") from None
+    if plan.plan_id != plan.content_hash():
+        raise PlanningError(f"{path}: plan_id does not match the plan's content (edited after planning?): re-plan")
+    return plan
+
+
+def plan_file_text(plan: DeletionPlan, cipher: ValueCipher | None) -> str:
+    """The plan as its file holds it: every subject value sealed under its request's data key
+    (deterministically: the same plan gives the same bytes). ``cipher`` None: values in clear
+    (API callers that keep the plan in memory or their own vault)."""
+    if cipher is None:
+        return plan.to_json()
+    data = json.loads(plan.to_json())
+    for subject in data["subjects"]:
+        subject["value"] = cipher.seal(subject["request_id"], subject["value"], "subject")
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+class PlanSealError(PlanningError):
+    """A plan whose seal does not verify, or an unsealed plan run without ``--unsealed``."""
+
+
+def seal_plan(plan: DeletionPlan, key: AuditKey) -> DeletionPlan:
+    """The plan with an HMAC seal over its id under the audit key (see ``model.plan.PlanSeal``)."""
+    return plan.model_copy(update={"seal": PlanSeal(key_id=key.key_id, hmac=key.plan_seal(plan.plan_id))})
+
+
+def check_plan_seal(plan: DeletionPlan, key: AuditKey | None, unsealed_ok: bool) -> None:
+    """Refuse a plan whose seal does not verify under ``key``; refuse an unsealed plan unless the
+    caller accepted it (``--unsealed``). ``key`` None (a dry run without a key) skips the seal."""
+    if plan.seal is None:
+        if not unsealed_ok:
+            raise PlanSealError(f"plan {plan.plan_id[:16]} is not sealed (no audit key when it was planned): "
+                                "re-plan with an audit key, or pass --unsealed to run it anyway (recorded in the audit log)")
+        return
+    if key is None:
+        return
+    if plan.seal.key_id != key.key_id:
+        raise PlanSealError(f"plan {plan.plan_id[:16]} was sealed with another audit key (key id {plan.seal.key_id}, "
+                            f"this one is {key.key_id}): refusing it")
+    if not hmac.compare_digest(plan.seal.hmac, key.plan_seal(plan.plan_id)):
+        raise PlanSealError(f"plan {plan.plan_id[:16]}: its seal does not verify: the plan was altered after it was "
+                            "sealed: refusing it")
+
+
+def check_plan_origin(workspace: Workspace, log: AuditLog, plan: DeletionPlan, replan: bool = True) -> None:
+    """Refuse, before anything is journaled, a plan piitracer did not make here or that this
+    workspace would not make now (``PlanRefused``, one line):
+
+    1. the audit log must hold a ``plan`` entry for its id (``plan -o``, ``batch plan`` and the demo
+       record one when they write a plan) carrying exactly the keyed digests of its subjects: an
+       edited plan has another id (the id is its content's hash), whatever seal it carries;
+    2. with ``replan``, the same sources and subjects planned again from the workspace must give
+       the same steps (id, order, dataset, action, key column, value sets, dependencies, params,
+       owner) and the same resolve captures: a holder of the audit key who records an edited plan
+       is still refused, naming the first differing step. A resumed or re-run plan skips this
+       (its first run was checked; its own steps changed the live tables since)."""
+    recorded = [entry for entry in log.entries(plan_id=plan.plan_id) if entry.kind is EntryKind.PLAN]
+    short = plan.plan_id[:16]
+    if not recorded:
+        raise PlanRefused(f"plan {short} is not recorded in this workspace's audit log: piitracer did not write it here "
+                          "(an edited plan has another id): plan again with `piitracer plan -o`")
+    digests = {(subject.request_id, log.key.subject_hmac(subject.value)) for subject in plan.subjects}
+    if digests != {(digest.request_id, digest.hmac) for digest in recorded[0].subjects}:
+        raise PlanRefused(f"plan {short}: its subjects are not the ones recorded when it was planned: plan again")
+    if replan:
+        difference = planning_difference(workspace, plan)
+        if difference is not None:
+            raise PlanRefused(f"plan {short}: {difference}: the lineage or catalog changed since planning (or the plan "
+                              "was altered): plan again")
+
+
+def planning_difference(workspace: Workspace, plan: DeletionPlan) -> str | None:
+    """How ``plan`` differs from planning its sources and subjects again now (None: it does not):
+    the first differing step, else the first differing resolve capture."""
+    sources = [f"{ref.dataset}.{ref.column}" for ref in plan.sources]
+    try:
+        fresh = plan_deletion(workspace, lineage_graph_for(workspace, sources), sources, plan.subjects)
+    except PlanningError as error:
+        return f"planning its sources and subjects again fails ({error})"
+    if fresh.plan_id == plan.plan_id:
+        return None
+    compared = ("id", "order", "dataset", "action", "group", "key_column", "values_from", "depends_on", "params",
+                "blocking", "owner")
+    for number, (old, new) in enumerate(zip(plan.steps, fresh.steps), start=1):
+        was, now = old.model_dump(mode="json", include=set(compared)), new.model_dump(mode="json", include=set(compared))
+        if was != now:
+            field = next(name for name in compared if was.get(name) != now.get(name))
+            return (f"step {number} ({old.id} {old.action.value} {old.dataset}) differs in {field} from what planning "
+                    f"now gives ({new.id} {new.action.value} {new.dataset})")
+    if len(plan.steps) != len(fresh.steps):
+        longer = plan.steps if len(plan.steps) > len(fresh.steps) else fresh.steps
+        extra = longer[min(len(plan.steps), len(fresh.steps))]
+        side = "the plan has" if longer is plan.steps else "planning now gives"
+        return (f"the plan has {len(plan.steps)} steps, planning now gives {len(fresh.steps)} ({side} step "
+                f"{extra.order} {extra.id} {extra.action.value} {extra.dataset} more)")
+    for old, new in zip(plan.resolve, fresh.resolve):
+        if old != new:
+            return f"the resolve capture of {old.dataset} differs from what planning now gives"
+    if len(plan.resolve) != len(fresh.resolve):
+        return "the resolve captures differ from what planning now gives"
+    return None  # the same steps and captures: decisions, deadlines or warnings moved, nothing it would run
+
+
+def plan_requests(plan: DeletionPlan) -> list[str]:
+    return sorted({s.request_id for s in plan.subjects})

@@ -1,0 +1,254 @@
+"""Erasure requests: queue them (values only under per-request data keys), move them through their
+states with an audit entry per move, plan the due ones as one batch window, settle them by what
+verification found, re-verify the watched ones, and close them (crypto-shred). Rooms: requests
+(the store), audit, executor (journal), ingest (rejected OpenLineage bodies), crypto, planner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, Sequence
+
+from piitracer.api._wiring import execution_context
+from piitracer.api.audit import record_verification
+from piitracer.api.execute import estimate_plan_cost
+from piitracer.api.lineage import lineage_graph_for
+from piitracer.api.plan import parse_plan, plan_deletion, plan_file_text, plan_requests, source_key_types
+from piitracer.api.verify import attested_steps, verify_plan
+from piitracer.audit import AuditLog, record_request_entry
+from piitracer.crypto.envelope import ShreddedError
+from piitracer.crypto.sealed_body import BodySealer
+from piitracer.executor.journal import Journal
+from piitracer.ingest.received_events import forget_values, has_rejected
+from piitracer.ingest.workspace_loader import Workspace
+from piitracer.model.lineage import ColumnRef
+from piitracer.model.plan import DeletionPlan, Subject
+from piitracer.model.requests import TRANSITIONS, ErasureRequest, RequestState
+from piitracer.model.verification import VerificationReport
+from piitracer.planner.build import PlanningError
+from piitracer.planner.subjects import SubjectValueError, check_subjects, key_type_of
+
+
+def _subject_pairs(store, request_id: str) -> list[tuple[str, str]]:
+    """(request id, value) pairs for the audit entry's HMACs (none once shredded)."""
+    try:
+        return [(request_id, value) for value in store.values(request_id)]
+    except ShreddedError:
+        return []
+
+
+def move_request(store, log: AuditLog, request_id: str, to: RequestState, action: str, *, plan_id: str | None = None,
+                 reason: str | None = None, watch_until: datetime | None = None):
+    """Change one request's state and record the change in the audit log."""
+    before, now = store.move(request_id, to, action, plan_id=plan_id, reason=reason, watch_until=watch_until)
+    record_request_entry(log, request_id, _subject_pairs(store, request_id), from_state=before.value, to_state=to.value,
+                         action=action, plan_id=plan_id, reason=reason)
+    return now
+
+
+@dataclass
+class BatchPlan:
+    """What :func:`batch_plan` chose: the plan (None when no request is due), the requests in it,
+    the queued requests left out that are due before the next window, and the estimate."""
+
+    plan: DeletionPlan | None
+    requests: list[ErasureRequest]
+    cannot_wait: list[ErasureRequest]
+    estimate: Any = None  # executor.estimate.PlanEstimate
+
+
+def batch_plan(workspace: Workspace, store, due_within: timedelta | None, sources: Sequence[str] = (),
+               now: datetime | None = None) -> BatchPlan:
+    """Plan every queued request (of ``sources`` when given) whose deadline falls within
+    ``due_within`` from ``now`` (None: every queued request) as one batch, and estimate it from
+    table metadata. Requests left out but due before the next window (``policy.batch_every``) are
+    returned as ``cannot_wait``. Requests of different source columns are not mixed: say which
+    with ``sources``."""
+    now = now or datetime.now(timezone.utc)
+    wanted = {text.strip().lower() for text in sources}
+    queued = [r for r in store.all() if r.state is RequestState.QUEUED
+              and (not wanted or set(r.sources) <= wanted)]
+    chosen = [r for r in queued if due_within is None or r.deadline_at <= now + due_within]
+    next_window = now + workspace.config.policy.batch_every
+    cannot_wait = [r for r in queued if r not in chosen and r.deadline_at < next_window]
+    if not chosen:
+        return BatchPlan(None, [], cannot_wait)
+    kinds = sorted({r.sources for r in chosen})
+    if len(kinds) > 1:
+        raise PlanningError("the due requests name different sources (" + "; ".join(", ".join(k) for k in kinds)
+                            + "): plan one batch per source with --source DATASET.COLUMN")
+    subjects = [Subject(value=value, request_id=r.request_id, received_at=r.received_at)
+                for r in chosen for value in store.values(r.request_id)]
+    plan = plan_deletion(workspace, lineage_graph_for(workspace, list(kinds[0])), list(kinds[0]), subjects)
+    return BatchPlan(plan, chosen, cannot_wait, estimate_plan_cost(workspace, plan))
+
+
+def add_requests(workspace: Workspace, store, log: AuditLog, sources: Sequence[str], subjects: Sequence[Subject],
+                 labels: Sequence[str] = (), action: str = "added") -> list[ErasureRequest]:
+    """Queue requests (grouped by request id), their values checked strictly against the source key
+    columns' types exactly as ``plan`` checks them, and recorded in the audit log."""
+    refs = []
+    for text in sources:
+        dataset, _, column = text.strip().lower().rpartition(".")
+        if dataset not in workspace.config.catalog:
+            raise PlanningError(f"--source {text}: dataset {dataset!r} is not in the catalog")
+        refs.append(ColumnRef(dataset=dataset, column=column))
+    live = source_key_types(workspace, refs)
+    try:
+        types = {ref: key_type_of(ref, workspace.config.catalog[ref.dataset], live) for ref in refs}
+        check_subjects(subjects, refs, types, workspace.config.catalog, labels)
+    except SubjectValueError as error:
+        raise PlanningError(str(error)) from None
+    grouped: dict[str, list[Subject]] = {}
+    for subject in subjects:
+        grouped.setdefault(subject.request_id, []).append(subject)
+    added = []
+    for request_id, members in sorted(grouped.items()):
+        received = min(s.received_at for s in members)
+        request = store.add(request_id, received, received + workspace.config.policy.deadline, [str(r) for r in refs],
+                            [s.value for s in members], action=action)
+        record_request_entry(log, request_id, [(request_id, s.value) for s in members], from_state=None,
+                             to_state=request.state.value, action=action, details={"deadline_at": request.deadline_at.isoformat(),
+                                                                                   "subjects": len(members)})
+        added.append(request)
+    return added
+
+
+def register_plan_requests(workspace: Workspace, store, log: AuditLog, plan: DeletionPlan, action: str) -> None:
+    """Make sure every request of a plan is in the store (a plan made through the API, or before
+    the store existed, adds its requests from its own values), then mark them planned."""
+    missing = [s for s in plan.subjects if not store.has(s.request_id)]
+    if missing:
+        add_requests(workspace, store, log, [str(ref) for ref in plan.sources], missing, action=f"{action} (from the plan)")
+    for request_id in plan_requests(plan):
+        stored = store.get(request_id)
+        if stored.state is RequestState.CLOSED:
+            raise PlanningError(f"request {request_id} is closed (its values were shredded at {stored.closed_at}): "
+                                "a new erasure needs a new request id")
+        if sorted(store.values(request_id)) != sorted(s.value for s in plan.subjects if s.request_id == request_id):
+            raise PlanningError(f"request {request_id} is in the request store with other subject values: "
+                                "use another request id")
+    store.keep_plan(plan.plan_id, plan_file_text(plan, store.cipher(plan_requests(plan))))
+    for request_id in plan_requests(plan):
+        stored = store.get(request_id)
+        if stored.state is RequestState.QUEUED or stored.plan_id != plan.plan_id:
+            move_request(store, log, request_id, RequestState.PLANNED, action, plan_id=plan.plan_id)
+
+
+def move_plan_requests(store, log: AuditLog, plan: DeletionPlan, to: RequestState, action: str, *,
+                       reason: str | None = None, watch_until: datetime | None = None) -> None:
+    """Move every open request of a plan (closed ones stay closed)."""
+    for request_id in plan_requests(plan):
+        if not store.has(request_id):
+            continue
+        current = store.get(request_id).state
+        if to in TRANSITIONS[current]:
+            move_request(store, log, request_id, to, action, plan_id=plan.plan_id, reason=reason, watch_until=watch_until)
+
+
+def settle_after_verify(store, log: AuditLog, plan: DeletionPlan, report: VerificationReport, watch: timedelta) -> None:
+    """Move a plan's requests by what verification found: complete -> verified -> watching (until
+    ``watch`` from now); only person steps open -> awaiting_attestation; anything found -> executed."""
+    if report.complete:
+        move_plan_requests(store, log, plan, RequestState.VERIFIED, "verified complete")
+        move_plan_requests(store, log, plan, RequestState.WATCHING, "watching for resurrected rows",
+                           watch_until=datetime.now(timezone.utc) + watch)
+        return
+    states = {d.state.value for d in report.open_items()}
+    if states == {"awaiting_attestation"}:
+        move_plan_requests(store, log, plan, RequestState.AWAITING_ATTESTATION, "verified: person steps open")
+    else:
+        move_plan_requests(store, log, plan, RequestState.EXECUTED, "verified: not complete",
+                           reason=", ".join(sorted(states)))
+
+
+class CloseRefused(PlanningError):
+    """A request that may not be closed yet; the message says why."""
+
+
+def close_request(workspace: Workspace, store, log: AuditLog, request_id: str, now_reason: str | None = None) -> str:
+    """Close a request: refused unless it is watching (verified complete, every person step
+    attested) and its watching period is over, or ``now_reason`` says why not to wait. Destroys its
+    data key and its sealed values, deletes its resolved values and computed forms from the journal,
+    forgets kept plans that held only closed requests, and records the close (the key's
+    fingerprint, never the key) in the audit log. Returns the fingerprint."""
+    request = store.get(request_id)
+    if request.state is RequestState.CLOSED:
+        raise CloseRefused(f"request {request_id} is already closed (at {request.closed_at})")
+    if request.state is not RequestState.WATCHING:
+        raise CloseRefused(f"request {request_id} is {request.state.value}: only a request verified complete (every "
+                           "person step attested) and watched can be closed")
+    now = datetime.now(timezone.utc)
+    if request.watch_until and now < request.watch_until and not now_reason:
+        raise CloseRefused(f"request {request_id} is watched until {request.watch_until:%Y-%m-%d %H:%M} UTC (rows "
+                           "resurrected by a late pipeline run are caught meanwhile): wait, or pass --now REASON")
+    pairs = _subject_pairs(store, request_id)
+    rejected = _forget_rejected_events(workspace, store, request, pairs)  # while the values can still be read
+    fingerprint = store.shred(request_id, "closed: values shredded", now_reason)
+    journal_path = execution_context(workspace).journal_path
+    forgotten = 0
+    if journal_path.exists():
+        journal = Journal(journal_path)
+        try:
+            forgotten = journal.forget_request(request_id)
+        finally:
+            journal.close()
+    if request.plan_id and all(r.state is RequestState.CLOSED for r in store.all() if r.plan_id == request.plan_id):
+        store.forget_plan(request.plan_id)
+    record_request_entry(log, request_id, pairs, from_state=request.state.value, to_state=RequestState.CLOSED.value,
+                         action="closed: data key destroyed, values shredded", plan_id=request.plan_id, reason=now_reason,
+                         details={"key_fingerprint": fingerprint, "journal_value_sets_deleted": forgotten,
+                                  "shredded_at": now.isoformat(), **rejected})
+    return fingerprint
+
+
+def _forget_rejected_events(workspace: Workspace, store, request, pairs: list[tuple[str, str]]) -> dict[str, int]:
+    """Delete the rejected OpenLineage bodies (``piitracer serve``) that hold one of the request's
+    values: its subject values and the values and computed forms the journal resolved for it. A
+    sealed body the master key cannot open is deleted too, and counted apart in the audit entry."""
+    if not has_rejected(workspace.root):
+        return {}
+    values = {value for _, value in pairs}
+    journal_path = execution_context(workspace).journal_path
+    if request.plan_id and journal_path.exists() and pairs:
+        journal = Journal(journal_path)
+        try:
+            others = journal.resolved_requests(request.plan_id) - {request.request_id}
+            sets = journal.load_values(request.plan_id, store.cipher([request.request_id]), skip=others) or {}
+        finally:
+            journal.close()
+        values |= {str(v) for found in sets.values() for v in found if isinstance(v, (str, int)) and not isinstance(v, bool)}
+    done = forget_values(workspace.root, values, BodySealer(store.wrapper) if store.wrapper is not None else None)
+    return {"rejected_events_checked": done.checked, "rejected_events_deleted_holding_values": done.deleted_holding_values,
+            "rejected_events_deleted_unreadable": done.deleted_unreadable}
+
+
+def reverify_requests(workspace: Workspace, store, log: AuditLog, sweep: str | None = "catalog") -> list[tuple[str, bool]]:
+    """Verify again every watching request's plan (and sweep beyond it): a finding moves the request
+    back to ``executed`` with the reason, while its values still exist. Returns (request, complete)."""
+    results = []
+    plans: dict[str, list[str]] = {}
+    for request in store.all():
+        if request.state is RequestState.WATCHING and request.plan_id:
+            plans.setdefault(request.plan_id, []).append(request.request_id)
+    for plan_id, request_ids in sorted(plans.items()):
+        text = store.plan_json(plan_id)
+        plan = _plan_from_text(text, store)
+        closed = {r.request_id for r in store.all() if r.plan_id == plan_id and r.state is RequestState.CLOSED}
+        report = verify_plan(workspace, plan, attested=attested_steps(log, plan), sweep=sweep,
+                             cipher=store.cipher(plan_requests(plan)), skip_requests=closed)
+        record_verification(log, plan, report)
+        if not report.complete:
+            found = sorted({d.state.value for d in report.open_items()})
+            for request_id in request_ids:
+                move_request(store, log, request_id, RequestState.EXECUTED, "re-verified: subject data again",
+                             plan_id=plan_id, reason=f"{', '.join(found)} in " + ", ".join(d.dataset for d in report.open_items()))
+        else:
+            for request_id in request_ids:
+                store.note(request_id, "re-verified: still erased")
+        results += [(request_id, report.complete) for request_id in request_ids]
+    return results
+
+
+def _plan_from_text(text: str, store) -> DeletionPlan:
+    return parse_plan(text, "the request store's copy of the plan", store.cipher)

@@ -1,0 +1,161 @@
+"""Verification: prove that no file and no retained snapshot or version of a plan's datasets still
+holds a subject value (and, with a sweep, of what the plan does not reach); attest the steps only a
+person can do, and read those attestations back. Rooms: verify, executor (journal, Spark session
+for the Spark scanner), crypto (the request store's keys), audit (attestations)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from piitracer.api._wiring import audit_log_path, execution_context, request_store, request_store_path
+from piitracer.api.audit import audit_log
+from piitracer.api.plan import plan_requests
+from piitracer.audit import AuditKey, AuditLog, record_attestation_entry, record_plan_entry
+from piitracer.crypto.envelope import ShreddedError, ValueCipher, has_master_key, load_master_key
+from piitracer.executor.journal import Journal
+from piitracer.executor.spark_session import spark_session
+from piitracer.ingest.workspace_loader import Workspace
+from piitracer.model.audit import AuditEntry, EntryKind
+from piitracer.model.plan import PERSON_ACTIONS, DeletionPlan
+from piitracer.model.verification import VerificationReport
+from piitracer.model.workspace import TaskEngine
+from piitracer.planner.build import PlanningError
+from piitracer.verify import VerificationError, verify_datasets
+from piitracer.verify.engines import FileScanner, ScanPlan, SparkFileScanner, choose_scanner
+from piitracer.verify.sweep import sweep as sweep_beyond
+
+
+def scanner_choice(workspace: Workspace, engine: TaskEngine | None = None) -> Callable[[ScanPlan], FileScanner]:
+    """How ``verify`` picks where to decode a listing: the workspace's ``verify`` settings (or
+    ``engine``), Spark tasks on the workspace's Spark session (started only if chosen)."""
+    settings = workspace.config.spark
+    warehouse = workspace.resolve(settings.warehouse)
+    spark = SparkFileScanner(lambda: spark_session(settings, warehouse).sparkContext)
+    return lambda listing: choose_scanner(workspace.config.verify, listing, spark, engine)
+
+
+def verify_plan(
+    workspace: Workspace,
+    plan: DeletionPlan,
+    value_sets: Mapping[str, list] | None = None,
+    step_states: Mapping[str, str] | None = None,
+    attested: Mapping[str, str] | None = None,
+    sweep: str | None = None,
+    cipher: ValueCipher | None = None,
+    skip_requests: Sequence[str] = (),
+    engine: TaskEngine | None = None,
+    explain: Sequence[str] = (),
+) -> VerificationReport:
+    """Check that no file and no retained snapshot/version of the plan's datasets still holds a
+    subject value. ``value_sets`` and ``step_states`` (step id -> journal state) default to what
+    the workspace journal recorded for this plan; a plan never resolved raises
+    :class:`~piitracer.verify.VerificationError` (run ``piitracer execute`` first). ``attested``
+    maps the ids of the plan's person steps their owners attested (:func:`attested_steps`) to who
+    and when. ``sweep`` (``catalog`` or ``roots``) also decodes what the plan does not reach.
+    ``cipher`` opens the journal's sealed values (default: the request store's keys under the
+    master key from the environment, when both exist); ``skip_requests`` (closed ones: their values
+    are shredded) are left out, and a plan whose every request is closed is refused. ``engine``
+    overrides the workspace's ``verify.engine`` (driver, spark or auto: see
+    :mod:`piitracer.verify.engines`). For each dataset named in ``explain``, the result lists the
+    Parquet column chunks that had to be decoded and why (``verify --explain``)."""
+    context = execution_context(workspace)
+    if cipher is None and value_sets is None and request_store_path(workspace).exists() and has_master_key():
+        with request_store(workspace, load_master_key()) as store:
+            cipher = store.cipher(plan_requests(plan))
+    if value_sets is None or step_states is None:
+        if not context.journal_path.exists():
+            raise VerificationError(f"plan {plan.plan_id[:16]} was never executed in this workspace (no journal at "
+                                    f"{context.journal_path}): run `piitracer execute` first")
+        journal = Journal(context.journal_path)
+        try:
+            if value_sets is None:
+                resolved = journal.resolved_requests(plan.plan_id)
+                if resolved and resolved <= set(skip_requests):
+                    raise ShreddedError(f"plan {plan.plan_id[:16]}: every request of it is closed: values shredded "
+                                        "at close; the certificate is the proof")
+                value_sets = journal.load_values(plan.plan_id, cipher, frozenset(skip_requests))
+            if step_states is None:
+                step_states = {record["step_id"]: record["state"] for record in journal.steps(plan.plan_id)}
+        finally:
+            journal.close()
+    if not value_sets:
+        raise VerificationError(f"plan {plan.plan_id[:16]} has no resolved values in the journal: "
+                                "run `piitracer execute` first (its resolve step captures them)")
+    choose = scanner_choice(workspace, engine)
+    report = verify_datasets(plan, workspace.config.catalog, context.locations, value_sets, step_states,
+                             attested=attested, store=context.store, choose_scanner=choose, explain=explain)
+    if sweep is not None:
+        # The sweep of roots walks only roots a person named: the default roots are the workspace
+        # folder, which also holds piitracer's own state, lineage files and notes.
+        swept_roots = context.warehouse_roots if context.roots_configured else ()
+        found, swept, files = sweep_beyond(plan, workspace.config.catalog, context.locations, value_sets, sweep,
+                                           swept_roots, context.store, choose)
+        report = report.model_copy(update={"datasets": report.datasets + tuple(found), "sweep": sweep,
+                                           "swept": tuple(swept), "swept_files": files})
+    return report
+
+
+class AttestationError(PlanningError):
+    """An attestation that cannot be recorded (unknown step, not a person's step, unreadable evidence)."""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What backs an attestation: a file's or a text's SHA-256 (the content is never stored)."""
+
+    sha256: str
+    kind: str  # file | text
+    name: str | None = None  # the file's name, for the person reading the log
+
+    @classmethod
+    def of(cls, given: str) -> "Evidence":
+        """``given`` names an existing file (its bytes are hashed) or is the evidence text itself."""
+        path = Path(given)
+        if path.exists():
+            try:
+                data = path.read_bytes()
+            except OSError as error:
+                raise AttestationError(f"--evidence {given}: cannot read the evidence file: {error.strerror or error}") from None
+            return cls(hashlib.sha256(data).hexdigest(), "file", path.name)
+        return cls(hashlib.sha256(given.encode("utf-8")).hexdigest(), "text")
+
+
+def attest_step(log: AuditLog, plan: DeletionPlan, step_id: str, attested_by: str, evidence: Evidence | None,
+                statement: str | None = None) -> AuditEntry:
+    """Record that a person did a ``manual``/``manual_review``/``recompute`` step of the plan."""
+    step = next((s for s in plan.steps if s.id == step_id), None)
+    if step is None:
+        person = ", ".join(f"{s.id} ({s.action.value} {s.dataset})" for s in plan.steps if s.action in PERSON_ACTIONS)
+        raise AttestationError(f"--step {step_id}: no such step in plan {plan.plan_id[:16]} (its person steps: {person or 'none'})")
+    if step.action not in PERSON_ACTIONS:
+        raise AttestationError(f"--step {step_id}: {step.action.value} on {step.dataset} is a step piitracer performs and "
+                               "proves itself: only manual, manual_review and recompute steps are attested")
+    if not attested_by.strip():
+        raise AttestationError("--by: say who confirms the step (a name or a team)")
+    record_plan_entry(log, plan)
+    note = statement if statement is not None else (f"evidence file {evidence.name}" if evidence and evidence.name else None)
+    return record_attestation_entry(log, plan, step_id=step.id, dataset=step.dataset, action=step.action.value,
+                                    attested_by=attested_by.strip(), evidence_sha256=evidence.sha256 if evidence else None,
+                                    evidence_kind=evidence.kind if evidence else None, statement=note)
+
+
+def recorded_attestations(workspace: Workspace, key: AuditKey, plan: DeletionPlan) -> dict[str, str]:
+    """:func:`attested_steps` of the workspace's audit log, without creating a log (none yet: {})."""
+    if not audit_log_path(workspace).exists():
+        return {}
+    with audit_log(workspace, key=key, create=False) as log:
+        return attested_steps(log, plan)
+
+
+def attested_steps(log: AuditLog, plan: DeletionPlan) -> dict[str, str]:
+    """Step id -> "by NAME at TIME" for every attestation the audit log holds for the plan's
+    person steps (manual, manual_review, recompute)."""
+    found: dict[str, str] = {}
+    for entry in log.entries(plan_id=plan.plan_id):
+        if entry.kind is EntryKind.ATTESTATION:
+            body = entry.body
+            found[str(body.get("step_id"))] = f"by {body.get('attested_by')} at {body.get('attested_at')}"
+    return found
