@@ -240,3 +240,48 @@ def test_spark_tasks_search_each_column_as_the_driver_does(tmp_path: Path, wareh
 
 def pruned_hits(folder: Path, files: list[str]):
     return pruned(folder, files)[1].hits
+
+
+def test_verify_reports_each_columns_search_and_the_sweep_reports_its_chunk_proofs(tmp_path: Path) -> None:
+    """End to end through the API: the plan's dataset says per column which search it got (its
+    identifiers whole values, a note inside text); the PAN inside the identifier column's text is
+    outside the claim, the one in the note is found; the sweep's unplanned dataset carries how its
+    chunks were proven (it is read by the same prover)."""
+    import yaml
+
+    import piitracer
+    from piitracer.api import plan_deletion, verify_plan
+    from piitracer.model.plan import Subject
+
+    people, other = tmp_path / "people", tmp_path / "other"
+    people.mkdir()
+    other.mkdir()
+    pq.write_table(pa.table({"user_id": pa.array([SUBJECT_ID + 1, SUBJECT_ID + 2], pa.int64()),
+                             "pan": [f"old {SUBJECT_PAN}", "ZZZZZ0000Z"], "note": ["hi", f"card {SUBJECT_PAN}"]}),
+                   people / "part-0.parquet")
+    pq.write_table(pa.table({"pan": [SUBJECT_PAN, "AAAAA0000A"], "n": pa.array([1.0, 2.0])}), other / "part-0.parquet")
+    folder = tmp_path / "ws"
+    (folder / "sql").mkdir(parents=True)
+    (folder / "sql" / "none.sql").write_text("-- no pipelines\n")
+    catalog = {"crm.people": {"format": "parquet", "location": str(people), "columns": ["user_id", "pan", "note"],
+                              "identifiers": ["user_id", "pan"], "subject_key": "user_id"},
+               "crm.other": {"format": "parquet", "location": str(other), "columns": ["pan", "n"],
+                             "identifiers": ["pan"]}}
+    (folder / "piitracer.yaml").write_text(yaml.safe_dump({"lineage": {"sql": [{"path": "sql"}]}, "catalog": catalog,
+                                                           "warehouse_roots": [str(tmp_path)]}))
+    ws = piitracer.load_workspace(folder)
+    plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), ["crm.people.user_id"],
+                         [Subject(value=str(SUBJECT_ID), request_id="r1", received_at="2026-11-20T09:00:00Z")])
+    values = {"crm.people.user_id": [SUBJECT_ID], "crm.people.pan": [SUBJECT_PAN]}
+    report = verify_plan(ws, plan, values, {s.id: "committed" for s in plan.steps}, sweep="catalog")
+    mine = report.result("crm.people")
+    assert [(c.column, c.search, c.value_sets) for c in mine.column_search] == [
+        ("pan", "whole values", ("crm.people.pan",)), ("user_id", "whole values", ("crm.people.user_id",)),
+        ("note", "inside text", ()), ("*", "inside text", ())]
+    assert {(f.where, f.value_set) for f in mine.findings if f.kind == "data"} == {
+        ("column note (inside text)", "crm.people.pan")}
+    swept = report.result("crm.other")
+    assert swept.state.value == "unplanned" and {f.where for f in swept.findings if f.kind == "data"} == {"column pan"}
+    assert swept.chunk_proofs.decoded == 1 and swept.chunk_proofs.type == 1  # pan decoded, the double by type
+    assert swept.chunk_proofs.bytes_total == (other / "part-0.parquet").stat().st_size
+    assert "inside text" in mine.model_dump_json() and SUBJECT_PAN not in report.model_dump_json()

@@ -32,7 +32,7 @@ from piitracer.model.workspace import CatalogDataset
 from piitracer.storage.guard import canonical
 from piitracer.storage.locations import Location
 from piitracer.storage.store import FileEntry, Store
-from piitracer.verify.decoders import redact_path
+from piitracer.verify.decoders import chunk_facts, redact_path
 from piitracer.verify.engines import FileScanner, ScanPlan, ScanRequest, list_requests
 from piitracer.verify.values import ValueIndex
 
@@ -123,7 +123,8 @@ def uncatalogued_items(entries: list[FileEntry]) -> dict[str, tuple[str, list[Fi
 def _unplanned(name: str, scan, value_sets: list[str], what: str) -> DatasetVerification:
     findings = tuple(Finding(file=hit.file, where=hit.where, value_set=hit.value_set, kind=hit.kind) for hit in scan.hits)
     sets = sorted({f.value_set for f in findings})
+    # The same Parquet reader as the plan's datasets: how its chunks were proven travels too.
     return DatasetVerification(
         dataset=name, state=ErasureState.UNPLANNED, files_scanned=len(scan.files), findings=findings,
-        value_sets=tuple(value_sets),
+        value_sets=tuple(value_sets), **chunk_facts(scan.chunks),
         reason=f"{what}, but {len(findings)} place(s) hold the subjects' {', '.join(sets)}: {HINT}")
