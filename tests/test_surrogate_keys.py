@@ -17,6 +17,7 @@ person under the surrogate key.
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
@@ -26,7 +27,9 @@ from byte_scan import find_values
 from spark_lakehouse import checksum, spark_for, write_workspace
 
 import piitracer
-from piitracer.api import execute_plan, plan_deletion, verify_plan
+from piitracer.api import execute_plan, execution_context, plan_deletion, request_store, verify_plan
+from piitracer.crypto.envelope import write_master_key
+from piitracer.executor.journal import Journal
 from piitracer.executor.runner import ExecuteOptions, ExecutionError
 from piitracer.model.plan import DatasetStatus, Subject, ValueKind
 from piitracer.render.plan_text import explain_text
@@ -78,12 +81,17 @@ def _build(spark, lake: Path) -> dict[str, pa.Table]:
     for name, (rows, schema) in RAW.items():
         frame = spark.createDataFrame(rows(), schema)
         frame.createOrReplaceTempView(_view(name))
-        tables[name] = _arrow(frame)
-    for name, select in SELECTS.items():
-        text = re.sub(r"\b(raw|dw)\.(\w+)", lambda m: f"{m.group(1)}_{m.group(2)}", select)
-        frame = spark.sql(text)
-        frame.createOrReplaceTempView(_view(name))
-        tables[name] = _arrow(frame)
+        tables[name] = pa.Table.from_pylist([dict(zip(frame.columns, r)) for r in rows()], _arrow_schema(frame))
+    shuffle = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "1")  # a dozen rows: one task per stage
+    try:
+        for name, select in SELECTS.items():
+            text = re.sub(r"\b(raw|dw)\.(\w+)", lambda m: f"{m.group(1)}_{m.group(2)}", select)
+            frame = spark.sql(text)
+            tables[name] = pa.Table.from_pylist([r.asDict() for r in frame.collect()], _arrow_schema(frame))
+            spark.createDataFrame(tables[name].to_pylist(), frame.schema).createOrReplaceTempView(_view(name))
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", shuffle)
     for name, table in tables.items():
         folder = lake / name.replace(".", "/")
         folder.mkdir(parents=True)
@@ -91,12 +99,10 @@ def _build(spark, lake: Path) -> dict[str, pa.Table]:
     return tables
 
 
-def _arrow(frame) -> pa.Table:
+def _arrow_schema(frame) -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    schema = to_arrow_schema(frame.schema)
-    rows = [tuple(r) for r in frame.collect()]
-    return pa.table({f.name: pa.array([r[i] for r in rows], f.type) for i, f in enumerate(schema)}, schema=schema)
+    return to_arrow_schema(frame.schema)
 
 
 def _workspace(tmp_path: Path, warehouse: Path, lake: Path, tables: dict[str, pa.Table], sql: str = SQL):
@@ -156,8 +162,23 @@ def test_a_star_schema_is_erased_by_its_surrogate_keys(tmp_path: Path, warehouse
     assert sorted(v.name for v in resolve.computed) == ["dw.dim_account.account_hk~surrogate",
                                                          "dw.dim_customer.customer_sk~surrogate"]
 
-    summary = execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
+    # The values are kept sealed under the request's data key, as the CLI keeps them.
+    with request_store(ws, write_master_key(tmp_path / "master.key")) as store:
+        store.add("r1", datetime(2026, 11, 20, 9, tzinfo=timezone.utc), plan.deadline_at, ["raw.customers.customer_id"],
+                  [str(SUBJECT)])
+        cipher = store.cipher(["r1"])
+    summary = execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True), cipher=cipher)
     assert summary.status == "complete", [(r.step.id, r.state, r.message) for r in summary.results]
+    journal_path = execution_context(ws).journal_path
+    journal = Journal(journal_path)
+    try:
+        resolved = journal.load_values(plan.plan_id, cipher)
+    finally:
+        journal.close()
+    assert resolved["dw.dim_customer.customer_sk~surrogate"] == [1, 2]
+    assert set(resolved["dw.dim_account.account_hk~surrogate"]) == subject_hks
+    journal_bytes = b"".join(f.read_bytes() for f in journal_path.parent.rglob("*") if f.is_file())
+    assert not any(hk.encode() in journal_bytes for hk in subject_hks)
 
     # Exactly the subject's rows are gone from every table the plan erases; every other row is kept.
     gone = {
@@ -178,7 +199,7 @@ def test_a_star_schema_is_erased_by_its_surrogate_keys(tmp_path: Path, warehouse
     assert len(_rows(tables["dw.fact_orders"])) - len(_rows(pq.read_table(lake / "dw/fact_orders"))) == 6
     assert len(_rows(tables["dw.fact_payments"])) - len(_rows(pq.read_table(lake / "dw/fact_payments"))) == 6
 
-    report = verify_plan(ws, plan)
+    report = verify_plan(ws, plan, cipher=cipher)
     assert report.complete
     for name in ("dw.fact_orders", "dw.fact_payments", "dw.dim_customer", "dw.dim_account"):
         assert report.result(name).state.value == "erased", name
