@@ -33,7 +33,11 @@ def edges(batch) -> set[tuple]:
 def star(select: str, key: str = "sk"):
     """A dimension made by ``select`` (its surrogate key named ``key``), a fact that takes the key by
     a join on the natural key, and the plan for one subject of ``raw.customers.customer_id``."""
-    batch = ingest(f"INSERT INTO dw.dim {select};\n{FACT.format(key=key)}\n")
+    return planned(ingest(f"INSERT INTO dw.dim {select};\n{FACT.format(key=key)}\n"))
+
+
+def planned(batch):
+    """(batch, the plan for one subject of ``raw.customers.customer_id`` over the star schema)."""
     assert [p for p in batch.problems if p.severity.value != "info"] == []
     table = lambda **kw: CatalogDataset(format="iceberg", location="x", write_mode="copy-on-write", **kw)  # noqa: E731
     catalog = {"raw.customers": table(columns=tuple(SCHEMAS["raw.customers"]), identifiers=("customer_id",),
@@ -204,3 +208,36 @@ def test_a_surrogate_of_a_surrogate_is_read_after_it() -> None:
 def test_plans_with_surrogate_keys_are_deterministic() -> None:
     select = "SELECT row_number() OVER (ORDER BY customer_id) AS sk, customer_id FROM raw.customers"
     assert star(select)[1].to_json() == star(select)[1].to_json()
+
+
+def test_a_sequence_drawn_per_row_is_a_surrogate_key() -> None:
+    for select, how in (
+        ("SELECT nextval('customer_seq') AS sk, customer_id FROM raw.customers GROUP BY customer_id",
+         "NEXTVAL('customer_seq'), one per row"),
+        ("SELECT customer_seq.nextval AS sk, customer_id FROM raw.customers", "customer_seq.nextval, one per row"),
+        ("SELECT monotonically_increasing_id() AS sk, customer_id FROM raw.customers",
+         "MONOTONICALLY_INCREASING_ID(), one per row"),
+    ):
+        batch, plan = star(select)
+        assert ("raw.customers.customer_id", "dw.dim", "sk", "DIRECT", "SURROGATE", how) in edges(batch), select
+        fact = plan.decision("dw.fact")
+        assert (fact.rule, fact.values_from[0].lookup.how, steps(plan, "dw.fact")) == (RULE, how, ERASE_BY_SK), select
+
+
+def test_an_identity_column_filled_by_the_table_is_a_surrogate_key() -> None:
+    batch = ingest("CREATE TABLE dw.dim (sk BIGINT GENERATED ALWAYS AS IDENTITY, customer_id BIGINT, name STRING) USING delta;\n"
+                   "INSERT INTO dw.dim (customer_id, name) SELECT customer_id, name FROM raw.customers;\n"
+                   + FACT.format(key="sk") + "\n")
+    how = "GENERATED AS IDENTITY, one per row"
+    assert {e for e in edges(batch) if e[1] == "dw.dim"} == {
+        ("raw.customers.customer_id", "dw.dim", "customer_id", "DIRECT", "IDENTITY", None),
+        ("raw.customers.name", "dw.dim", "name", "DIRECT", "IDENTITY", None),
+        # One number per row inserted: a surrogate of every value the row copies, its natural key among them.
+        ("raw.customers.customer_id", "dw.dim", "sk", "DIRECT", "SURROGATE", how),
+        ("raw.customers.name", "dw.dim", "sk", "DIRECT", "SURROGATE", how),
+    }
+    _, plan = planned(batch)
+    fact = plan.decision("dw.fact")
+    assert (fact.rule, fact.values_from[0].lookup, steps(plan, "dw.fact")) == (
+        RULE, SurrogateLookup(dataset="dw.dim", key_column="customer_id", key_from=("raw.customers.customer_id",),
+                              value_column="sk", how=how), ERASE_BY_SK)

@@ -65,6 +65,8 @@ _VALUE_ROLES = frozenset({EdgeSubtype.IDENTITY, EdgeSubtype.TRANSFORMATION})  # 
 _RANKINGS = (exp.RowNumber, exp.Rank, exp.DenseRank)
 # What a surrogate key can be assigned from: the key's value itself, or another surrogate of it.
 _KEY_ROLES = frozenset({EdgeSubtype.IDENTITY, EdgeSubtype.TRANSFORMATION, EdgeSubtype.SURROGATE})
+# A number (or id) drawn once per row written: a sequence, Spark's row id, a random UUID.
+_SEQUENCE_NAMES = frozenset({"NEXTVAL", "MONOTONICALLY_INCREASING_ID", "UUID", "SEQ8", "SEQ4"})
 
 @dataclass
 class QueryContext:
@@ -73,6 +75,9 @@ class QueryContext:
 
     namer: DatasetNamer
     schemas: dict[str, list[str]]  # learnt target schemas are added to it
+    # Columns a table's DDL fills once per row written (``GENERATED ALWAYS AS IDENTITY``): dataset
+    # -> column -> how, for the INSERTs that leave them out.
+    generated: dict[str, dict[str, str]] = field(default_factory=dict)
     default_database: str | None = None
     temp_views: dict[str, DerivedRelation] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -689,7 +694,12 @@ def _select_relation(
 
 def _projections(select: exp.Select, scope: Scope) -> list[tuple[str, ColumnLineage]]:
     columns: list[tuple[str, ColumnLineage]] = []
+    sequences: list[tuple[int, str]] = []
     for projection in select.expressions:
+        if is_sequence(_unwrap(projection)):
+            sequences.append((len(columns), _unwrap(projection).sql(dialect=DIALECT)))
+            columns.append((_output_name(projection), ColumnLineage()))
+            continue
         star = projection if isinstance(projection, exp.Star) else None
         if isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star):
             star = projection.this
@@ -706,7 +716,27 @@ def _projections(select: exp.Select, scope: Scope) -> list[tuple[str, ColumnLine
             # source has ``email``, so there the name stays the source's column.
             scope.lateral.setdefault(name, lineage)
     scope.lateral = {}  # WHERE, GROUP BY... see the select list through ``outputs`` instead
+    for index, how in sequences:
+        columns[index] = (columns[index][0], per_row_key(columns, f"{how}, one per row"))
     return columns
+
+
+def is_sequence(node: exp.Expression) -> bool:
+    """Whether ``node`` draws a new value per row: ``nextval('s')``, Snowflake's ``s.nextval``,
+    ``monotonically_increasing_id()``, ``uuid()``."""
+    if isinstance(node, exp.Column) and node.name.upper() == "NEXTVAL" and node.table:
+        return True
+    if hasattr(exp, "Uuid") and isinstance(node, exp.Uuid):
+        return True
+    return _function_name(node) in _SEQUENCE_NAMES
+
+
+def per_row_key(columns: list[tuple[str, ColumnLineage]], how: str) -> ColumnLineage:
+    """A key drawn once per row written: a surrogate key of every column the row copies as it is
+    (its natural key among them), which only the written table maps back."""
+    keys = {f.source for _, lineage in columns for f in lineage.flows
+            if f.subtype is EdgeSubtype.IDENTITY and f.join_equality is None}
+    return ColumnLineage(frozenset(Flow(source, EdgeSubtype.SURROGATE, expression=how) for source in keys))
 
 
 def _reads_column(expression: exp.Expression, name: str) -> bool:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from piitracer.ingest.sql_relations import ColumnLineage, Influence, OpaqueRelation, Relation
-from piitracer.ingest.sql_scope import QueryContext, Scope, query_relation, with_ctes
+from piitracer.ingest.sql_scope import QueryContext, Scope, per_row_key, query_relation, with_ctes
 from piitracer.model.lineage import EdgeSubtype
 
 # Statements sqlglot keeps as opaque commands that write nothing (or nothing with lineage): they
@@ -157,6 +157,9 @@ def _insert(node: exp.Insert, ctx: QueryContext, ctes: dict[str, Relation] | Non
     schema = schema + [c for c in static if c not in schema]
     ctx.schemas.setdefault(dataset, list(schema))
     columns = [(name, lineage) for name, (_, lineage) in zip(names, query.columns)]
+    for column, how in ctx.generated.get(dataset, {}).items():
+        if column not in names:  # filled by the table, one value per row inserted
+            columns.append((column, per_row_key(columns, f"{how}, one per row")))
     return Write(dataset, columns, query.inputs, query.indirect, schema, "INSERT into")
 
 
@@ -264,6 +267,11 @@ def _learn_ddl_schema(node: exp.Create, dataset: str, columns: list[str], ctx: Q
         ctx.schemas.setdefault(dataset, columns)
     else:
         ctx.schemas[dataset] = columns
+    schema = node.this if isinstance(node.this, exp.Schema) else None
+    generated = {c.name.lower(): "GENERATED AS IDENTITY" for c in (schema.expressions if schema else [])
+                 if isinstance(c, exp.ColumnDef) and c.find(exp.GeneratedAsIdentityColumnConstraint)}
+    if generated and (not node.args.get("exists") or dataset not in ctx.generated):
+        ctx.generated[dataset] = generated
 
 
 def _merge(node: exp.Merge, ctx: QueryContext) -> Write:
