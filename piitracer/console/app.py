@@ -218,6 +218,11 @@ class _Console:
         from piitracer.render.report_facts import STATE_LABELS, STATES
 
         now = self.config.now()
+        if self.config.audit_key is None:
+            error = error or ("this server has no audit key: a request's plan and evidence cannot be read here "
+                              "(start piitracer serve with PIITRACER_AUDIT_KEY_FILE or --audit-key-file)")
+        elif notice is None and request.query_params.get("attested"):
+            notice = f"step {request.query_params['attested']} attested as {session.user.name}"
         with self._log() as audit:
             view = request_view(self.workspace, audit, self._request(request_id), request_id, now)
         diagram, problem = None, None
