@@ -241,3 +241,27 @@ def test_an_identity_column_filled_by_the_table_is_a_surrogate_key() -> None:
     assert (fact.rule, fact.values_from[0].lookup, steps(plan, "dw.fact")) == (
         RULE, SurrogateLookup(dataset="dw.dim", key_column="customer_id", key_from=("raw.customers.customer_id",),
                               value_column="sk", how=how), ERASE_BY_SK)
+
+
+def test_a_request_naming_the_dimensions_own_natural_key_reaches_its_surrogate_key_and_the_facts() -> None:
+    batch = ingest("INSERT INTO dw.dim SELECT row_number() OVER (ORDER BY customer_id) AS sk, customer_id FROM raw.customers;\n"
+                   + FACT.format(key="sk") + "\n")
+    table = lambda **kw: CatalogDataset(format="iceberg", location="x", write_mode="copy-on-write", **kw)  # noqa: E731
+    catalog = {"raw.customers": table(columns=tuple(SCHEMAS["raw.customers"])), "raw.orders": table(),
+               "dw.dim": table(columns=("sk", "customer_id"), identifiers=("customer_id",), subject_key="customer_id",
+                               column_types={"customer_id": "bigint"}),
+               "dw.fact": table()}
+    request = PlanRequest(sources=(ColumnRef(dataset="dw.dim", column="customer_id"),),
+                          subjects=(Subject(value="42", request_id="r1",
+                                            received_at=datetime(2026, 11, 20, tzinfo=timezone.utc)),))
+    plan = build_plan(LineageGraph.build(batch, catalog), catalog, Policy(), request)
+    fact = plan.decision("dw.fact")
+    assert (fact.status, fact.key_column, fact.rule) == (DatasetStatus.ERASE, "sk", RULE)
+    assert fact.values_from[0].lookup == SurrogateLookup(dataset="dw.dim", key_column="customer_id",
+                                                         key_from=("dw.dim.customer_id",), value_column="sk",
+                                                         how="ROW_NUMBER() OVER (ORDER BY customer_id)")
+    assert fact.lineage_path == (
+        "raw.customers.customer_id -[DIRECT SURROGATE ROW_NUMBER() OVER (ORDER BY customer_id)]-> dw.dim.sk (star.sql:1)",
+        "dw.dim.sk -[DIRECT IDENTITY]-> dw.fact.sk (star.sql:2)",
+    )
+    assert [(c.dataset, [v.name for v in c.computed]) for c in plan.resolve] == [("dw.dim", ["dw.dim.sk~surrogate"])]

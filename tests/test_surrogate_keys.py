@@ -206,6 +206,14 @@ def test_a_star_schema_is_erased_by_its_surrogate_keys(tmp_path: Path, warehouse
     for name in ("dw/fact_payments", "dw/dim_account", "dw/dim_customer", "raw/customers"):
         assert find_values(lake / name, [SUBJECT, *subject_hks]) == [], name
 
+    # The proof searches the facts for the surrogate values: a late row under the subject's key is found.
+    late = pa.table({"customer_sk": pa.array([2], pa.int32()), "order_id": pa.array([9999], pa.int64()),
+                     "amount": pa.array([0.75], pa.float64())})
+    pq.write_table(late, lake / "dw/fact_orders" / "part-late.parquet")
+    report = verify_plan(ws, plan, cipher=cipher)
+    assert not report.complete and report.result("dw.fact_orders").state.value == "found"
+    assert [d.dataset for d in report.datasets if d.state.value == "found"] == ["dw.fact_orders"]
+
 
 def test_a_surrogate_value_another_person_holds_stops_the_run_before_any_delete(tmp_path: Path, warehouse: Path) -> None:
     """The dimension on disk gives another customer one of the subject's numbers (a rebuilt

@@ -100,6 +100,7 @@ class LineageGraph:
         self._column_pairs: set[tuple[str, str]] = set()
         self.problems: list[IngestProblem] = []
         self.units_read = 0
+        self.surrogate_edges = 0  # SURROGATE column edges: the planner looks for surrogate keys only when some exist
 
     # ---- building -------------------------------------------------------------------------
 
@@ -153,6 +154,8 @@ class LineageGraph:
         target = self._column(edge.target) if edge.target else dataset_node(self._dataset(edge.target_dataset).id)
         self._graph.add_edge(source, target, edge=edge)
         self._column_pairs.add((edge.source.dataset, edge.target_dataset))
+        if edge.subtype is EdgeSubtype.SURROGATE:
+            self.surrogate_edges += 1
 
     def add_dataset_edge(self, edge: DatasetEdge) -> None:
         """Add a dataset-level relation (flow, clone, archive)."""

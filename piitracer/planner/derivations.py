@@ -102,6 +102,13 @@ class Derivation:
             return Derivation(target, self.source, DerivationKind.OPAQUE, None, path, why)
         return Derivation(target, self.source, DerivationKind.COMPUTED, composed, path)
 
+    def sibling(self, edge: ColumnEdge) -> "Derivation":
+        """The surrogate key ``edge`` assigns in this column's dataset from the value this column
+        copies: a key of the same person, read from this dataset (see :func:`sibling_surrogates`)."""
+        assert edge.target is not None
+        return Derivation(edge.target, self.source, DerivationKind.SURROGATE, None, self.path + (edge,), None,
+                          self.via_join, edge.target, edge.expression or "a key assigned per value")
+
     def revisits(self) -> bool:
         """Whether the path comes back to a column it already went through (a lineage cycle:
         composing transforms around it would never end, and it adds no new place)."""
@@ -141,7 +148,24 @@ def derive(graph: LineageGraph, starts: list[Derivation]) -> dict[ColumnRef, lis
         for edge in graph.edges_from(current.column):
             if edge.kind is EdgeKind.DIRECT and edge.target is not None:
                 queue.append(current.step(edge))
+        if graph.surrogate_edges and current.kind < DerivationKind.SURROGATE:
+            queue.extend(current.sibling(edge) for edge in sibling_surrogates(graph, current.column))
     return reached
+
+
+def sibling_surrogates(graph: LineageGraph, column: ColumnRef) -> list[ColumnEdge]:
+    """The SURROGATE edges into other columns of ``column``'s dataset from a column that ``column``
+    copies as it is: the dataset holds both keys of one person (a dimension's natural key and the
+    surrogate key it assigns), so a request that names the dimension's own natural key reaches its
+    surrogate key, and the facts that carry it, too."""
+    found = []
+    for arriving in graph.edges_to(column):
+        if arriving.subtype is not EdgeSubtype.IDENTITY or arriving.kind is not EdgeKind.DIRECT or arriving.join_equality:
+            continue
+        found += [edge for edge in graph.edges_from(arriving.source)
+                  if edge.subtype is EdgeSubtype.SURROGATE and edge.target_dataset == column.dataset
+                  and edge.target is not None and edge.target != column]
+    return found
 
 
 def describe_path(path: tuple[ColumnEdge, ...]) -> tuple[str, ...]:
