@@ -16,7 +16,7 @@ import piitracer
 from piitracer.api import plan_deletion
 from piitracer.ingest.dbt_artifacts import ingest_dbt_artifacts
 from piitracer.model.errors import PiitracerError
-from piitracer.model.lineage import LineageBatch
+from piitracer.model.lineage import ColumnRef, LineageBatch
 from piitracer.model.naming import DatasetNamer
 from piitracer.model.plan import Subject
 
@@ -305,3 +305,20 @@ def test_the_lineage_store_reads_the_project_again_when_a_seed_file_changes(tmp_
     gone, batch, _ = stored()
     assert gone.parsed == ["dbt/0"]
     assert not {e for e in edges(batch) if e[1].startswith("analytics.stg_customer_tiers.")}
+
+
+def test_a_dbt_relation_may_be_named_database_qualified_as_dbt_prints_it(tmp_path: Path) -> None:
+    root = workspace(tmp_path, [{"manifest": "dbt/target/manifest.json", "catalog": "dbt/target/catalog.json"}],
+                     UNTYPED_ENTRIES)
+    loaded = piitracer.load_workspace(root)
+    graph = piitracer.build_lineage_graph(loaded)
+    assert piitracer.parse_column("Shop.Analytics.Customer_Orders", graph) == "analytics.customer_orders"
+    assert piitracer.parse_column("shop.raw.customers.customer_id", graph) == ColumnRef(dataset="raw.customers",
+                                                                                         column="customer_id")
+    with pytest.raises(PiitracerError, match="dataset 'raw.customers' has no column 'nope'"):
+        piitracer.parse_column("shop.raw.customers.nope", graph)
+    by_relation = plan_deletion(loaded, graph, ["shop.raw.customers.customer_id"], [SUBJECT])
+    by_id = plan_deletion(loaded, graph, ["raw.customers.customer_id"], [SUBJECT])
+    assert [str(s) for s in by_relation.sources] == ["raw.customers.customer_id"]
+    assert [(d.dataset, d.status, d.key_column) for d in by_relation.datasets] == [
+        (d.dataset, d.status, d.key_column) for d in by_id.datasets]

@@ -96,12 +96,19 @@ def parse_column(text: str, graph: LineageGraph) -> ColumnRef | str:
     """``db.table.column`` -> a :class:`ColumnRef`; ``db.table`` -> the dataset id.
 
     Dataset ids contain dots, so a known dataset id is tried first, then the part before the last
-    dot. Raises ``KeyError`` naming what is unknown.
+    dot. A dataset may also be named by another of its names: a dbt relation as dbt prints it
+    (``database.schema.model``), or an alias of the catalog or the lineage. Raises ``KeyError``
+    naming what is unknown.
     """
     name = text.strip().lower()
     if graph.has_dataset(name):
         return name
     dataset, _, column = name.rpartition(".")
+    if not (dataset and graph.has_dataset(dataset)):
+        aliases = _aliases(graph, {name, dataset})
+        if name in aliases:
+            return aliases[name]
+        dataset = aliases.get(dataset, dataset)
     if dataset and graph.has_dataset(dataset):
         ref = ColumnRef(dataset=dataset, column=column)
         if not graph.has_column(ref):
@@ -109,3 +116,17 @@ def parse_column(text: str, graph: LineageGraph) -> ColumnRef | str:
             raise NotFoundError(f"dataset {dataset!r} has no column {column!r} (columns: {known})")
         return ref
     raise NotFoundError(f"{text!r} is neither a dataset nor a dataset.column of the lineage graph")
+
+
+def _aliases(graph: LineageGraph, names: set[str]) -> dict[str, str]:
+    """Which dataset each of ``names`` is another name of; a name two datasets go by names none."""
+    found: dict[str, set[str]] = {}
+    for dataset in graph.datasets():
+        for alias in graph.dataset(dataset).aliases:
+            if alias.lower() in names:
+                found.setdefault(alias.lower(), set()).add(dataset)
+    ambiguous = {alias: sorted(ids) for alias, ids in found.items() if len(ids) > 1}
+    if ambiguous:
+        alias, ids = sorted(ambiguous.items())[0]
+        raise NotFoundError(f"{alias!r} is another name of {len(ids)} datasets ({', '.join(ids)}): name one by its id")
+    return {alias: ids.pop() for alias, ids in found.items()}
