@@ -143,8 +143,7 @@ class WorkspaceCache:
         if paths is None:
             return
         links = _symlinks(paths)
-        for dataset_id in workspace.config.catalog:  # kept with it: every load checks them all
-            workspace._local_location(dataset_id)
+        workspace.checked_locations()  # kept with it: every load checks them all
         try:
             if files_key(self.root)[0] != self.key:
                 return  # edited while we validated: the result is of neither version for sure
