@@ -52,11 +52,11 @@ def newest_metadata_file(location: Location, store: Store) -> Location | None:
 
 def static_table(location: Location, store: Store):
     """pyiceberg's ``StaticTable`` of the newest metadata, or None when there is no table yet."""
-    from pyiceberg.table import StaticTable
-
     metadata_file = newest_metadata_file(location, store)
     if metadata_file is None:
         return None
+    from pyiceberg.table import StaticTable  # ~1 s to import: only once there is a table to read
+
     try:
         return StaticTable.from_metadata(metadata_file.uri, properties=store.iceberg_properties(location))
     except Exception as error:  # pyiceberg raises many types for a corrupt or foreign file
