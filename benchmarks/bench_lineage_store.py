@@ -134,6 +134,10 @@ def _plain(value):
 def cold(folder: Path) -> dict[str, object]:
     """A new process: load the workspace, the reached part of the graph, plan."""
     imported = time.perf_counter()
+    # What the CLI does first (piitracer/cli/__init__.py): a process that runs one command.
+    from piitracer.model.gc_pause import tune_collector_for_a_command
+
+    tune_collector_for_a_command()
     import piitracer
     from piitracer.api import plan_deletion
     from piitracer.model.plan import Subject

@@ -23,3 +23,17 @@ def cyclic_gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+# CPython collects generation 0 after 700 net allocations. A command allocates millions of
+# long-lived objects (model classes at import, catalog entries, edges, plan steps) and almost no
+# cycles, so the default makes the collector walk the same survivors thousands of times: measured on
+# a cold `plan` at 100k datasets, 5.5 s of CPU with the default against 3.8 s with this threshold.
+COMMAND_THRESHOLDS = (100_000, 50, 100)
+
+
+def tune_collector_for_a_command() -> None:
+    """Collect generation 0 after ``COMMAND_THRESHOLDS[0]`` allocations instead of 700: for a
+    process that runs one piitracer command and ends (the CLI), not for a library's caller, whose
+    process piitracer does not own. Cycles are still collected, only less often."""
+    gc.set_threshold(*COMMAND_THRESHOLDS)
