@@ -521,13 +521,15 @@ class _Builder:
                 places.append(("run", (model.run.model_extra or {}).get("facets")))
             for side, datasets in (("input", model.inputs), ("output", model.outputs)):
                 for dataset in datasets or ():
-                    places.append(("dataset", dataset.facets))
+                    places.append(("input dataset" if side == "input" else "dataset", dataset.facets))
                     places.append((side, (dataset.model_extra or {}).get(f"{side}Facets")))
         for place, facets in places:
             if type(facets) is not dict:
                 continue
             for name in facets:
-                if name in READ_FACETS or name in NO_LINEAGE_FACETS:
+                # columnLineage is read on outputs only (it says how the output was made)
+                if (name in READ_FACETS and (name != "columnLineage" or place != "input dataset")
+                        or name in NO_LINEAGE_FACETS):
                     continue
                 key = (place, name, event.origin.job or "" if name in GAP_FACETS else "")
                 seen = self.unread.get(key)
