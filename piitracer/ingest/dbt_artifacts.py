@@ -155,7 +155,8 @@ def _relation_facts(manifest: dict[str, Any], namer: DatasetNamer, shown: str) -
     facts: dict[str, set[str]] = {}
     for node in _relations(manifest):
         dataset = relation_id(node, namer)
-        if dataset is None or _materialized(node) == "ephemeral":
+        # Only relations of the project's data (a data test's stored failures are not one).
+        if dataset is None or node.get("resource_type") not in (*STATEMENT_NODES, "seed", "source"):
             continue
         qualified = ".".join(split_table_name(node["relation_name"]))
         if qualified != dataset:
