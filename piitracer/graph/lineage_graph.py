@@ -101,6 +101,7 @@ class LineageGraph:
         self.problems: list[IngestProblem] = []
         self.units_read = 0
         self.surrogate_edges = 0  # SURROGATE column edges: the planner looks for surrogate keys only when some exist
+        self.ranking_edges = 0  # WINDOW edges that name their ranking: only then can a plan say why one is no key
 
     # ---- building -------------------------------------------------------------------------
 
@@ -156,6 +157,8 @@ class LineageGraph:
         self._column_pairs.add((edge.source.dataset, edge.target_dataset))
         if edge.subtype is EdgeSubtype.SURROGATE:
             self.surrogate_edges += 1
+        elif edge.subtype is EdgeSubtype.WINDOW and edge.expression:
+            self.ranking_edges += 1
 
     def add_dataset_edge(self, edge: DatasetEdge) -> None:
         """Add a dataset-level relation (flow, clone, archive)."""

@@ -74,7 +74,7 @@ def build_plan(
     decisions = {d: decide(graph, d, catalog.get(d), by_dataset.get(d, {}), how, indirect_paths.get(d, ()), lookups)
                  for d, how in sorted(reach.items())}
     for dataset, decision in decisions.items():
-        if decision.status is not DatasetStatus.ERASE:
+        if decision.status is not DatasetStatus.ERASE and graph.ranking_edges:
             # A number that is not the person's (a ranking by amount) is said, not silently ignored.
             notes = ranking_notes(graph, dataset, set(derivations))
             if notes:
