@@ -120,7 +120,7 @@ def test_pruned_scan_finds_exactly_what_a_full_decode_finds(tmp_path: Path) -> N
     found, scan = pruned(tmp_path, files, index)
     assert found == expected
     assert len(expected) > 50  # planted values were found
-    assert set(scan.chunks.by_method) == {"type", "statistics", "page_index", "bloom", "dictionary", "decoded"}
+    assert set(scan.chunks.by_method) == {"type", "statistics", "page_index", "bloom", "dictionary", "pages", "decoded"}
     assert scan.chunks.proven + scan.chunks.decoded == sum(scan.chunks.by_method.values())
     assert scan.chunks.bytes_total == sum((tmp_path / name).stat().st_size for name in files)
     assert scan.chunks.bytes_read > 0  # tiny files: footer and header reads overlap, so no ratio here
@@ -179,11 +179,13 @@ def test_named_cases_each_found(tmp_path: Path) -> None:
     assert found == {("fallback.parquet", "column email", "s.email")}
     assert "plain-encoded data pages (dictionary fallback)" in scan.chunks.decoded_chunks[0].why
 
-    # The same fallback without the subject: still decoded (a plain page could hold anything).
+    assert "a page holds a searched value's text" in scan.chunks.decoded_chunks[0].why
+    # The same fallback without the subject: its dictionary and plain pages, decompressed, hold no
+    # searched text: proven by its pages, nothing decoded to rows.
     _write(tmp_path / "fallback_clean.parquet", pa.table({"email": emails}), dictionary_pagesize_limit=1024,
            data_page_size=1024)
     found, scan = _scan_one(tmp_path, "fallback_clean.parquet", index)
-    assert found == set() and scan.chunks.by_method == {"decoded": 1}
+    assert found == set() and scan.chunks.by_method == {"pages": 1}
 
     # In a page the page index covers: sorted ids, pages of 100 rows; the subject's page admits it.
     ids = list(range(SUBJECT_ID - 5000, SUBJECT_ID - 1000, 2)) + [SUBJECT_ID] + list(range(SUBJECT_ID + 1000, SUBJECT_ID + 5000, 2))
@@ -274,8 +276,9 @@ def test_cli_explain_json_and_report_say_how_chunks_were_proven_without_a_value(
                        "email": [f"user{n}@example.org" for n in range(rows)],
                        "note": [f"note {n % 7}" for n in range(rows)]})
     pq.write_table(people, location / "clean.parquet", row_group_size=1000)  # every chunk proven
-    # The subject's email inside a note, in a chunk whose dictionary fell back to plain pages.
-    notes = [f"free text {n}" for n in range(rows - 1)] + [f"mail to {SUBJECT_EMAIL} bounced"]
+    # The subject's email inside a note of every row group, in chunks whose dictionary fell back to
+    # plain pages (their pages hold its text: decoded).
+    notes = [f"free text {n}" if n % 1000 != 999 else f"mail to {SUBJECT_EMAIL} bounced" for n in range(rows)]
     pq.write_table(people.set_column(2, "note", pa.array(notes)), location / "leak.parquet", dictionary_pagesize_limit=256,
                    row_group_size=1000, write_batch_size=64)
     ws = _workspace(tmp_path, location)
@@ -304,13 +307,13 @@ def test_cli_explain_json_and_report_say_how_chunks_were_proven_without_a_value(
     assert "Parquet column chunks: 3 decoded, 15 proven without decoding (dictionary 3, statistics 12)" in text.stdout
     explained = [line.strip() for line in text.stdout.splitlines() if line.startswith("  leak.parquet row group")]
     assert explained == [f"leak.parquet row group {g} column note: values may sit inside text; plain-encoded data "
-                         "pages (dictionary fallback)" for g in range(3)], text.stdout
+                         "pages (dictionary fallback); a page holds a searched value's text" for g in range(3)], text.stdout
     assert "crm.people: 3 Parquet column chunk(s) decoded" in text.stdout
 
     document = json.loads(run("verify", str(plan_file), "--output", "json", "--no-record").stdout)
     proofs = document["datasets"][0]["chunk_proofs"]
-    assert {k: proofs[k] for k in ("dictionary", "type", "decoded", "statistics", "bloom", "page_index")} == \
-        {"dictionary": 3, "type": 0, "decoded": 3, "statistics": 12, "bloom": 0, "page_index": 0}
+    assert {k: proofs[k] for k in ("dictionary", "type", "decoded", "statistics", "bloom", "page_index", "pages")} == \
+        {"dictionary": 3, "type": 0, "decoded": 3, "statistics": 12, "bloom": 0, "page_index": 0, "pages": 0}
     assert document["datasets"][0]["column_search"] == [
         {"column": "email", "search": "whole values", "value_sets": ["crm.people.email"]},
         {"column": "user_id", "search": "whole values", "value_sets": ["crm.people.user_id"]},

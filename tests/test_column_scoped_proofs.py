@@ -128,7 +128,7 @@ def test_scoped_scan_finds_exactly_what_a_full_decode_finds_under_the_same_claim
     assert not {w for w in where if w.startswith(("column pan ", "column PAN ", "column phone ", "column user_id "))}
     assert {s for _, w, s in expected if w in ("column pan", "column PAN")} == {"s.pan"}  # the phone planted there: not
     assert {s for _, w, s in expected if w == "column phone"} == {"s.phone"}
-    assert set(scan.chunks.by_method) == {"type", "statistics", "page_index", "bloom", "dictionary", "decoded"}
+    assert set(scan.chunks.by_method) == {"type", "statistics", "page_index", "bloom", "dictionary", "pages", "decoded"}
     # String identifier chunks proven by their Bloom filter: count them from the files themselves.
     bloom_strings = 0
     for name in files:

@@ -50,6 +50,8 @@ class ChunkProofs(Frozen):
     bloom: int = Field(0, description="Proven by a split-block Bloom filter missing every searched value (whole values).")
     dictionary: int = Field(0, description="Wholly dictionary-encoded (read from the page headers) and the dictionary "
                             "holds no searched value, whole or inside text.")
+    pages: int = Field(0, description="Every data page PLAIN or dictionary-encoded (a string column), and neither its "
+                       "dictionary page nor its PLAIN pages, decompressed, hold any searched value's text.")
     decoded: int = Field(0, description="Decoded and searched row by row.")
     bytes_read: int = Field(0, description="Bytes read from the dataset's Parquet files (footers, headers, dictionaries, "
                             "filters, indexes, decoded chunks).")
@@ -58,7 +60,7 @@ class ChunkProofs(Frozen):
     @property
     def proven(self) -> int:
         """Chunks proven without decoding their rows."""
-        return self.type + self.statistics + self.page_index + self.bloom + self.dictionary
+        return self.type + self.statistics + self.page_index + self.bloom + self.dictionary + self.pages
 
 
 class DecodedChunkNote(Frozen):

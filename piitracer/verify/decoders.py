@@ -70,7 +70,7 @@ DECODED_LISTED = 10_000  # decoded chunks listed with why (verify --explain); al
 class ChunkCounts:
     """Parquet column chunks (one column of one row group): how each was proven to hold no
     searched value without decoding its rows (:data:`~piitracer.verify.parquet_proofs.METHODS`:
-    type, statistics, page_index, bloom, dictionary) or that it was decoded; the bytes read from
+    type, statistics, page_index, bloom, dictionary, pages) or that it was decoded; the bytes read from
     the Parquet files against their total size; and, per decoded chunk, where and why (no value)."""
 
     proven: int = 0
@@ -106,7 +106,7 @@ def chunk_facts(chunks: ChunkCounts, explain: bool = False) -> dict[str, Any]:
     from piitracer.model.verification import ChunkProofs, DecodedChunkNote
 
     proofs = ChunkProofs(**{method: chunks.by_method.get(method, 0) for method in
-                            ("type", "statistics", "page_index", "bloom", "dictionary", "decoded")},
+                            ("type", "statistics", "page_index", "bloom", "dictionary", "pages", "decoded")},
                          bytes_read=chunks.bytes_read, bytes_total=chunks.bytes_total)
     notes = tuple(DecodedChunkNote(file=c.file, row_group=c.row_group, column=c.column, why=c.why)
                   for c in chunks.decoded_chunks) if explain else ()

@@ -19,7 +19,12 @@ A chunk (one flat column of one row group) is proven, in this order, by:
   themselves, not guessed from the footer's ``encodings`` — and whose dictionary holds no searched
   value, whole or inside text (the same :func:`~piitracer.verify.columns.column_hits` search).
   The dictionary page is decoded by pyarrow from a one-page file built around its bytes (still
-  compressed): the rows' indices are never read.
+  compressed): the rows' indices are never read;
+- ``pages``: a string chunk that is plain-encoded, or whose dictionary fell back to plain pages,
+  whose every data page is PLAIN or dictionary-encoded and whose dictionary page and PLAIN pages,
+  decompressed, hold no literal of a searched value (a PLAIN page stores each string's bytes
+  whole, so a value equal to or holding a searched string holds its literal). Nothing is decoded
+  to Arrow: the pages are decompressed and searched as bytes.
 
 Everything else is decoded (``decoded``), with why. Nested columns are always decoded.
 """
@@ -41,7 +46,7 @@ from piitracer.verify.parquet_thrift import (BINARY, I32, I64, LIST, STRUCT, Thr
                                              write_struct)
 from piitracer.verify.values import ValueIndex
 
-METHODS = ("type", "statistics", "page_index", "bloom", "dictionary", "decoded")
+METHODS = ("type", "statistics", "page_index", "bloom", "dictionary", "pages", "decoded")
 PROVING_METHODS = METHODS[:-1]
 
 # parquet.thrift enums
@@ -134,6 +139,19 @@ class CountingFile:
         self.close()
 
 
+FALLBACK = "plain-encoded data pages (dictionary fallback)"
+
+
+class _BytesAt:
+    """A chunk's bytes, read once, served at their file offsets (for :func:`read_page_headers`)."""
+
+    def __init__(self, data: bytes, start: int) -> None:
+        self.data, self.start = data, start
+
+    def read_at(self, nbytes: int, offset: int) -> bytes:
+        return self.data[offset - self.start:offset - self.start + nbytes]
+
+
 @dataclass(frozen=True)
 class ChunkProof:
     """How one chunk was settled: a method of :data:`METHODS`; for ``decoded``, why (no value)."""
@@ -217,10 +235,12 @@ class ParquetProver:
             why.append("values may sit inside text" if column.inside_text else "no Bloom filter")
         elif column.inside_text:
             why.append("values may sit inside text")
+        plain = False
         if column.dictionary_type is None:
             why.append("type not handled by the dictionary reader")
         elif not chunk.has_dictionary_page:
             why.append("plain-encoded: no dictionary page")
+            plain = True
         else:
             try:
                 found = self._dictionary_verdict(chunk, column)
@@ -229,7 +249,54 @@ class ParquetProver:
             if found is None:
                 return ChunkProof("dictionary")
             why.append(found)
+            plain = found == FALLBACK
+        if plain and column.prefilter is not None and column.physical == "BYTE_ARRAY":
+            try:
+                found = self._pages_verdict(chunk, column.prefilter)
+            except (ThriftError, OSError, ValueError, struct.error, pa.ArrowException) as error:
+                found = f"pages unreadable ({type(error).__name__})"
+            if found is None:
+                return ChunkProof("pages")
+            why.append(found)
         return ChunkProof("decoded", "; ".join(why))
+
+    # ---- plain pages ----------------------------------------------------------------------------
+
+    def _pages_verdict(self, chunk, prefilter: str) -> str | None:
+        """None when every data page is PLAIN or dictionary-encoded, and neither the dictionary
+        page nor any PLAIN data page holds, once decompressed, any literal of ``prefilter`` (a
+        PLAIN string page stores each value's bytes whole after its length, so a value equal to or
+        holding a searched string holds its literal; levels and length prefixes searched along
+        only add false alarms); else why the chunk must be decoded."""
+        start, size = chunk_start(chunk), chunk.total_compressed_size
+        data = self.handle.read_at(size, start)
+        if len(data) != size:
+            return "chunk truncated"
+        pages = read_page_headers(_BytesAt(data, start), chunk)
+        if pages is None or sum(p.num_values for p in pages if p.type != DICTIONARY_PAGE) != chunk.num_values:
+            return "page headers do not add up to the chunk"
+        if chunk.compression != "UNCOMPRESSED" and chunk.compression not in DECOMPRESS:
+            return f"{chunk.compression} pages not read here"
+        texts = []
+        for page in pages:
+            if page.type in (DATA_PAGE, DATA_PAGE_V2) and page.encoding in (PLAIN_DICTIONARY, RLE_DICTIONARY):
+                continue  # indices into the dictionary page, which is searched
+            if page.type == DICTIONARY_PAGE and page.encoding not in (PLAIN, PLAIN_DICTIONARY):
+                return "dictionary page not PLAIN-encoded"
+            if page.type not in (DICTIONARY_PAGE, DATA_PAGE, DATA_PAGE_V2) or (page.type != DICTIONARY_PAGE
+                                                                              and page.encoding != PLAIN):
+                return "data pages neither PLAIN nor dictionary-encoded"
+            body = data[page.offset + page.header_size - start:page.offset + page.header_size - start + page.compressed_size]
+            levels = page.levels_size if page.type == DATA_PAGE_V2 else 0
+            values, expected = body[levels:], page.uncompressed_size - levels
+            if chunk.compression != "UNCOMPRESSED" and (page.type != DATA_PAGE_V2 or page.values_compressed):
+                values = pa.decompress(values, expected, codec=DECOMPRESS[chunk.compression]).to_pybytes()
+            if len(values) != expected:
+                return "page size does not match its header"
+            texts.append(values)
+        if texts and pc.any(pc.match_substring_regex(pa.array(texts, pa.large_binary()), prefilter)).as_py():
+            return "a page holds a searched value's text"
+        return None
 
     # ---- dictionary -----------------------------------------------------------------------------
 
@@ -244,7 +311,7 @@ class ParquetProver:
         if len(dictionary) != 1 or pages[0].type != DICTIONARY_PAGE:
             return "no single leading dictionary page"
         if any(p.type not in (DATA_PAGE, DATA_PAGE_V2) or p.encoding not in (PLAIN_DICTIONARY, RLE_DICTIONARY) for p in data):
-            return "plain-encoded data pages (dictionary fallback)"
+            return FALLBACK
         # Only now is the list whole (read_page_headers stops early at a plain page alone).
         if sum(p.num_values for p in data) != chunk.num_values:
             return "page headers do not add up to the chunk"
@@ -387,6 +454,8 @@ class PageHeader:
     uncompressed_size: int
     num_values: int
     encoding: int
+    levels_size: int = 0  # a v2 data page: its levels' bytes, stored uncompressed before the values
+    values_compressed: bool = True  # a v2 data page: whether its values are compressed (is_compressed)
 
 
 def chunk_start(chunk) -> int:
@@ -429,7 +498,9 @@ def read_page_headers(handle: CountingFile, chunk, until_plain: bool = False) ->
         detail = {DATA_PAGE: 5, DICTIONARY_PAGE: 7, DATA_PAGE_V2: 8}.get(kind)
         sub = fields.get(detail, {}) if detail else {}
         encoding = sub.get(4 if kind == DATA_PAGE_V2 else 2, -1)
-        pages.append(PageHeader(kind, position, size, compressed, uncompressed, sub.get(1, 0), encoding))
+        levels = (sub.get(5, 0) + sub.get(6, 0)) if kind == DATA_PAGE_V2 else 0
+        pages.append(PageHeader(kind, position, size, compressed, uncompressed, sub.get(1, 0), encoding, levels,
+                                sub.get(7, True) is not False))
         position += size + compressed
         if until_plain and kind != DICTIONARY_PAGE and encoding not in (PLAIN_DICTIONARY, RLE_DICTIONARY):
             return pages
