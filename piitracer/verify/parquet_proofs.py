@@ -14,7 +14,8 @@ A chunk (one flat column of one row group) is proven, in this order, by:
   searched value (or is all nulls);
 - ``bloom``: a chunk whose split-block Bloom filter misses every searched value, hashed (xxHash64,
   seed 0) in the column's physical encoding. Whole values only: a string column that a value could
-  sit inside as text is never proven by its filter;
+  sit inside as text is never proven by its filter. An identifier column (:mod:`~piitracer.verify.scope`)
+  is searched for the whole values of its own value sets only, so its filter is probed with those;
 - ``dictionary``: a chunk whose every data page is dictionary-encoded — read from the page headers
   themselves, not guessed from the footer's ``encodings`` — and whose dictionary holds no searched
   value, whole or inside text (the same :func:`~piitracer.verify.columns.column_hits` search).

@@ -9,6 +9,12 @@ that column lives, not only where a step keys on it. A computed form is not sear
 column of the dataset holds it: a hash of a user id in an unrelated table would be a coincidence
 to chase, not evidence.
 
+How each column is searched (:mod:`~piitracer.verify.scope`): a dataset's identifier columns (its
+catalogued identifiers, confirmed by a person, and the plan's key column) are proven free of the
+whole values of the value sets they carry only; every other column, and any column the catalog
+says nothing about, for every value set, whole and inside text. ``column_search`` in the result
+says which search each column got.
+
 A person's step (``manual``, ``manual_review``, ``recompute``) is open until its owner attests it
 (``piitracer attest``): such a dataset is ``awaiting_attestation``, then ``attested`` — and
 ``found`` whenever its files still hold a resolved value, attested or not.
