@@ -273,7 +273,7 @@ def test_a_hand_typed_key_type_wins_and_a_different_dbt_type_is_a_warning(tmp_pa
     loaded = piitracer.load_workspace(root)
     assert loaded.config.catalog["raw.customers"].column_types["customer_id"] == "int"
     assert [w for w in loaded.warnings if "column_types" in w] == [
-        "piitracer.yaml: catalog.raw.customers.column_types.customer_id: says int, but dbt (catalog.json) says bigint: "
+        "piitracer.yaml: catalog.raw.customers.column_types.customer_id: says int, but dbt (dbt/target/catalog.json) says bigint: "
         "the catalog's is used"]
 
 
@@ -322,3 +322,13 @@ def test_a_dbt_relation_may_be_named_database_qualified_as_dbt_prints_it(tmp_pat
     assert [str(s) for s in by_relation.sources] == ["raw.customers.customer_id"]
     assert [(d.dataset, d.status, d.key_column) for d in by_relation.datasets] == [
         (d.dataset, d.status, d.key_column) for d in by_id.datasets]
+
+
+def test_a_changed_catalog_json_is_read_again_by_the_next_load(tmp_path: Path) -> None:
+    root = workspace(tmp_path, [{"manifest": "dbt/target/manifest.json", "catalog": "dbt/target/catalog.json"}],
+                     UNTYPED_ENTRIES)
+    assert piitracer.load_workspace(root).config.catalog["raw.customers"].column_types["customer_id"] == "bigint"
+    catalog = json.loads((root / "dbt/target/catalog.json").read_text())
+    catalog["sources"]["source.shop.raw.customers"]["columns"]["customer_id"]["type"] = "INTEGER"
+    (root / "dbt/target/catalog.json").write_text(json.dumps(catalog))
+    assert piitracer.load_workspace(root).config.catalog["raw.customers"].column_types["customer_id"] == "int"

@@ -20,30 +20,57 @@ give no types here: the lineage ingest of the same files reports them.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from piitracer.ingest.dbt_artifacts import dbt_namer, relation_id
+from piitracer.ingest.dbt_artifacts import dbt_namer
 from piitracer.model.key_values import KeyValueError, parse_key_type
 from piitracer.model.naming import DatasetNamer, split_table_name
 from piitracer.model.workspace import CatalogDataset, WorkspaceConfig
 
 
-def dbt_stated_types(manifest_path: Path, catalog_path: Path | None,
-                     namer: DatasetNamer) -> dict[str, dict[str, tuple[str, str]]]:
-    """Dataset id -> column -> (key type, where dbt states it) for one dbt project."""
+def dbt_stated_types(manifest_path: Path, catalog_path: Path | None, namer: DatasetNamer,
+                     shown: tuple[str, str | None] | None = None) -> dict[str, dict[str, tuple[str, str]]]:
+    """Dataset id -> column -> (key type, where dbt states it) for one dbt project. ``shown``: how
+    the manifest and the catalog are named in messages (default: their file names)."""
+    return _named(_statements(manifest_path, catalog_path, shown), namer)
+
+
+def _named(statements: tuple[tuple[str, ...], list[tuple[str, str, str, str]]] | None,
+           namer: DatasetNamer) -> dict[str, dict[str, tuple[str, str]]]:
+    """What dbt states, by dataset id under the workspace's naming rule (the project's databases
+    dropped like Spark catalog names, as its lineage is named)."""
+    if statements is None:
+        return {}
+    databases, stated = statements
+    namer = replace(namer, spark_catalogs=tuple(dict.fromkeys(namer.spark_catalogs + databases)))
+    found: dict[str, dict[str, tuple[str, str]]] = {}
+    ids: dict[str, str] = {}
+    for relation, column, key_type, where in stated:
+        dataset = ids.get(relation)
+        if dataset is None:
+            dataset = ids[relation] = namer.from_table_name(relation)
+        found.setdefault(dataset, {}).setdefault(column, (key_type, where))
+    return found
+
+
+def _statements(manifest_path: Path, catalog_path: Path | None, shown: tuple[str, str | None] | None
+                ) -> tuple[tuple[str, ...], list[tuple[str, str, str, str]]] | None:
+    """(the project's databases, every (relation, column, key type, where) dbt states, first
+    wins), independent of the naming rule; None when the manifest cannot be read."""
+    manifest_shown, catalog_shown = shown or (manifest_path.name, catalog_path.name if catalog_path else None)
     manifest = _read(manifest_path)
     if manifest is None:
-        return {}
-    namer = dbt_namer(manifest, namer)
-    found: dict[str, dict[str, tuple[str, str]]] = {}
+        return None
+    stated: list[tuple[str, str, str, str]] = []
 
-    def state(dataset: str | None, column: Any, text: Any, where: str) -> None:
+    def state(name: Any, column: Any, text: Any, where: str) -> None:
         key_type = _key_type(text)
-        if dataset is not None and isinstance(column, str) and key_type is not None:
-            found.setdefault(dataset, {}).setdefault(column.strip().lower(), (key_type, where))
+        if isinstance(name, str) and name.strip() and isinstance(column, str) and key_type is not None:
+            stated.append((".".join(split_table_name(name)), column.strip().lower(), key_type, where))
 
     catalog = _read(catalog_path) if catalog_path is not None else None
     for section in ("sources", "nodes"):
@@ -52,25 +79,25 @@ def dbt_stated_types(manifest_path: Path, catalog_path: Path | None,
             if not metadata.get("name"):
                 continue
             name = ".".join(str(metadata[key]) for key in ("database", "schema", "name") if metadata.get(key))
-            dataset = namer.from_table_name(".".join(split_table_name(name)))
             for column in ((entry or {}).get("columns") or {}).values():
-                state(dataset, (column or {}).get("name"), (column or {}).get("type"), catalog_path.name)
+                state(name, (column or {}).get("name"), (column or {}).get("type"), str(catalog_shown))
     sections = [manifest.get("nodes") or {}, manifest.get("sources") or {}]
     for nodes in sections:
         for unique_id in sorted(nodes):
             node = nodes[unique_id]
             if isinstance(node, dict) and node.get("resource_type") == "seed":
                 for column, text in sorted(((node.get("config") or {}).get("column_types") or {}).items()):
-                    state(relation_id(node, namer), column, text, f"{manifest_path.name} ({unique_id} column_types)")
+                    state(node.get("relation_name"), column, text, f"{manifest_shown} ({unique_id} column_types)")
     for nodes in sections:
         for unique_id in sorted(nodes):
             node = nodes[unique_id]
             if not isinstance(node, dict):
                 continue
             for column in (node.get("columns") or {}).values():
-                state(relation_id(node, namer), (column or {}).get("name"), (column or {}).get("data_type"),
-                      f"{manifest_path.name} ({unique_id} data_type)")
-    return found
+                state(node.get("relation_name"), (column or {}).get("name"), (column or {}).get("data_type"),
+                      f"{manifest_shown} ({unique_id} data_type)")
+    databases = dbt_namer(manifest, DatasetNamer(spark_catalogs=())).spark_catalogs
+    return databases, stated
 
 
 def with_dbt_types(config: WorkspaceConfig, root: Path, namer: DatasetNamer) -> tuple[WorkspaceConfig, tuple[str, ...]]:
@@ -83,7 +110,7 @@ def with_dbt_types(config: WorkspaceConfig, root: Path, namer: DatasetNamer) -> 
     for source in config.lineage.dbt:
         manifest = _resolve(root, source.manifest)
         catalog = _resolve(root, source.catalog) if source.catalog else None
-        for dataset, columns in dbt_stated_types(manifest, catalog, namer).items():
+        for dataset, columns in _stated_once(manifest, catalog, namer, (source.manifest, source.catalog)).items():
             for column, said in columns.items():
                 stated.setdefault(dataset, {}).setdefault(column, said)
     catalog, warnings = dict(config.catalog), []
@@ -110,6 +137,30 @@ def with_dbt_types(config: WorkspaceConfig, root: Path, namer: DatasetNamer) -> 
     if catalog == config.catalog:
         return config, tuple(warnings)
     return config.model_copy(update={"catalog": catalog}), tuple(warnings)
+
+
+# Every load reads the artifacts (they are not among the kept workspace's files); within one
+# process, files unchanged since (same size and modification time) are not parsed again. Only
+# what dbt states is kept (a few tuples per relation), never the parsed artifacts.
+_STATED: dict[tuple, Any] = {}
+
+
+def _stated_once(manifest: Path, catalog: Path | None, namer: DatasetNamer,
+                 shown: tuple[str, str | None]) -> dict[str, dict[str, tuple[str, str]]]:
+    key = (_file_key(manifest), _file_key(catalog) if catalog else None, shown)
+    if key not in _STATED:
+        if len(_STATED) >= 8:
+            _STATED.clear()  # bounded: a process serves few workspaces
+        _STATED[key] = _statements(manifest, catalog, shown)
+    return _named(_STATED[key], namer)
+
+
+def _file_key(path: Path) -> tuple:
+    try:
+        status = path.stat()
+    except OSError:
+        return (str(path), None)
+    return (str(path.absolute()), status.st_size, status.st_mtime_ns)
 
 
 def _with_types(entry: CatalogDataset, added: dict[str, str]) -> CatalogDataset:
