@@ -283,5 +283,6 @@ def test_verify_reports_each_columns_search_and_the_sweep_reports_its_chunk_proo
     swept = report.result("crm.other")
     assert swept.state.value == "unplanned" and {f.where for f in swept.findings if f.kind == "data"} == {"column pan"}
     assert swept.chunk_proofs.decoded == 1 and swept.chunk_proofs.type == 1  # pan decoded, the double by type
+    assert [(c.column, c.search) for c in swept.column_search] == [("*", "inside text")]  # no plan: the full search
     assert swept.chunk_proofs.bytes_total == (other / "part-0.parquet").stat().st_size
     assert "inside text" in mine.model_dump_json() and SUBJECT_PAN not in report.model_dump_json()

@@ -27,13 +27,14 @@ import logging
 from typing import Any, Callable, Mapping
 
 from piitracer.model.plan import DeletionPlan
-from piitracer.model.verification import DatasetVerification, ErasureState, Finding
+from piitracer.model.verification import ColumnSearch, DatasetVerification, ErasureState, Finding
 from piitracer.model.workspace import CatalogDataset
 from piitracer.storage.guard import canonical
 from piitracer.storage.locations import Location
 from piitracer.storage.store import FileEntry, Store
 from piitracer.verify.decoders import chunk_facts, redact_path
 from piitracer.verify.engines import FileScanner, ScanPlan, ScanRequest, list_requests
+from piitracer.verify.scope import INSIDE_TEXT
 from piitracer.verify.values import ValueIndex
 
 log = logging.getLogger(__name__)
@@ -127,4 +128,6 @@ def _unplanned(name: str, scan, value_sets: list[str], what: str) -> DatasetVeri
     return DatasetVerification(
         dataset=name, state=ErasureState.UNPLANNED, files_scanned=len(scan.files), findings=findings,
         value_sets=tuple(value_sets), **chunk_facts(scan.chunks),
+        # Beyond the plan no lineage says what a column holds: every column gets the full search.
+        column_search=(ColumnSearch(column="*", search=INSIDE_TEXT),),
         reason=f"{what}, but {len(findings)} place(s) hold the subjects' {', '.join(sets)}: {HINT}")
