@@ -265,3 +265,19 @@ def test_a_request_naming_the_dimensions_own_natural_key_reaches_its_surrogate_k
         "dw.dim.sk -[DIRECT IDENTITY]-> dw.fact.sk (star.sql:2)",
     )
     assert [(c.dataset, [v.name for v in c.computed]) for c in plan.resolve] == [("dw.dim", ["dw.dim.sk~surrogate"])]
+
+
+def test_a_foreign_key_equal_to_the_surrogate_key_through_a_join_is_planned_by_it() -> None:
+    """A fact that never reads the dimension's column but joins its own foreign key to it."""
+    schemas = dict(SCHEMAS, **{"stage.sales": ["sk_ref", "amount"]})
+    batch = ingest_sql_text(
+        "INSERT INTO dw.dim SELECT row_number() OVER (ORDER BY customer_id) AS sk, customer_id FROM raw.customers;\n"
+        "INSERT INTO dw.fact SELECT s.sk_ref, s.amount FROM stage.sales s JOIN dw.dim d ON s.sk_ref = d.sk;\n",
+        file="star.sql", namer=DatasetNamer(), schemas=schemas)
+    _, plan = planned(batch.merged(ingest("")))
+    fact = plan.decision("dw.fact")
+    assert (fact.status, fact.key_column, fact.rule) == (
+        DatasetStatus.ERASE, "sk_ref", "3s: surrogate key equal through an equi-join, read from the dataset that maps it")
+    assert fact.lineage_path[-1] == ("dw.dim.sk -[DIRECT IDENTITY equal through the join s.sk_ref = d.sk]-> "
+                                     "dw.fact.sk_ref (star.sql:2)")
+    assert steps(plan, "dw.fact") == [(Action.DELETE_ROWS, "sk_ref", ("dw.dim.sk~surrogate",))] + ERASE_BY_SK[1:]
