@@ -99,9 +99,10 @@ class RequestView:
 
 
 def request_view(workspace: Workspace, log: AuditLog | None, request: ErasureRequest | None, request_id: str,
-                 now: datetime) -> RequestView:
-    """A request page's content (``log`` None: nothing recorded yet). NotFoundError when neither
-    the store nor the log knows the request."""
+                 now: datetime, verified=None) -> RequestView:
+    """A request page's content (``log`` None: nothing recorded yet; ``verified``: the log's
+    verification when the caller already did it). NotFoundError when neither the store nor the
+    log knows the request."""
     entries = log.entries(request_id=request_id) if log is not None else []
     if request is None and not entries:
         raise NotFoundError(f"no request {request_id!r}")
@@ -109,7 +110,7 @@ def request_view(workspace: Workspace, log: AuditLog | None, request: ErasureReq
     if any(e.kind is EntryKind.PLAN for e in entries):
         from piitracer.api import request_trail
 
-        facts = report_facts(request_trail(log, request_id), now)
+        facts = report_facts(request_trail(log, request_id, verified), now)
     view = RequestView(request=request, facts=facts, entries=[_entry_view(e) for e in entries])
     if facts is None:
         return view
@@ -174,10 +175,11 @@ def waiting_for(workspace: Workspace, log: AuditLog | None, requests: list[Erasu
         return []
     found: list[WaitingStep] = []
     seen_plans: set[tuple[str, str]] = set()
+    verified = log.verify()  # once for the page, not once per request
     for request in requests:
         if request.state is RequestState.CLOSED or request.plan_id is None:
             continue
-        view = request_view(workspace, log, request, request.request_id, now)
+        view = request_view(workspace, log, request, request.request_id, now, verified)
         for step in view.open_steps:
             if step.owner == owner and (request.plan_id, step.step_id) not in seen_plans:
                 # A batch plan's step is one piece of work for all its requests: listed once, under
