@@ -88,3 +88,21 @@ def test_the_demo_console_names_the_privacy_office_a_viewer_and_gives_it_a_token
     assert config.audit_key is not None and config.master is not None and config.signing_key_path.exists()
     again, _ = demo_console(ws.root)  # a second --serve keeps the one viewers: line
     assert (ws.root / "piitracer.yaml").read_text().count("viewers") == 1
+
+
+def test_serve_finds_the_consoles_keys_as_the_cli_does_and_says_what_is_off(tmp_path: Path) -> None:
+    from piitracer.audit import AuditKeyError
+    from piitracer.console.app import server_config
+    from piitracer.crypto.signing import generate_signing_key
+
+    ws = workspace(tmp_path / "ws")
+    config, notes = server_config(ws, environ={})
+    assert config.audit_key is None and config.signing_key_path is None and config.master is None
+    assert [n.split(":")[0] for n in notes] == ["no audit key", "no signing key", "no master key"]
+    signing = tmp_path / "signing.key"
+    generate_signing_key(signing)
+    config, notes = server_config(ws, master=object(), environ={"PIITRACER_AUDIT_KEY": "k" * 32,
+                                                                 "PIITRACER_SIGNING_KEY_FILE": str(signing)})
+    assert config.audit_key is not None and config.signing_key_path == signing and notes == []
+    with pytest.raises(AuditKeyError, match="missing.key"):
+        server_config(ws, audit_key_file=tmp_path / "missing.key", environ={})

@@ -335,3 +335,34 @@ def _cookie(response: Response, request: Request, name: str, value: str, path: s
 def _safe_name(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[:120]
 
+
+
+def server_config(workspace: Workspace, master: Any = None, audit_key_file: Path | None = None,
+                  signing_key_file: Path | None = None, environ: dict[str, str] | None = None) -> tuple[ConsoleConfig, list[str]]:
+    """The console's keys for ``piitracer serve``, as the CLI finds them elsewhere: the audit key
+    from ``audit_key_file``, ``$PIITRACER_AUDIT_KEY`` or ``$PIITRACER_AUDIT_KEY_FILE``; the signing
+    key from ``signing_key_file`` or ``$PIITRACER_SIGNING_KEY_FILE``. A key given by option must
+    load (its error stops the server); one merely absent leaves that part of the console off, and
+    the returned lines say which."""
+    import os
+
+    from piitracer.audit.keys import AuditKeyError, load_audit_key
+    from piitracer.crypto.signing import ENV_SIGNING_KEY_FILE, load_signing_key
+
+    environ = dict(os.environ) if environ is None else environ
+    notes: list[str] = []
+    try:
+        audit_key = load_audit_key(key_file=audit_key_file, environ=environ, option="--audit-key-file")
+    except AuditKeyError:
+        if audit_key_file is not None:
+            raise
+        audit_key = None
+        notes.append("no audit key: the console shows the board only (no plan, evidence or attestation)")
+    signing = signing_key_file or (Path(environ[ENV_SIGNING_KEY_FILE]) if environ.get(ENV_SIGNING_KEY_FILE) else None)
+    if signing is not None:
+        load_signing_key(signing, option="--signing-key")  # a bad key stops the server now, not at a download
+    else:
+        notes.append("no signing key: certificates are issued with piitracer audit certificate")
+    if master is None:
+        notes.append("no master key: owners cannot attest here")
+    return ConsoleConfig(workspace, audit_key=audit_key, master=master, signing_key_path=signing), notes
