@@ -106,3 +106,37 @@ def test_serve_finds_the_consoles_keys_as_the_cli_does_and_says_what_is_off(tmp_
     assert config.audit_key is not None and config.signing_key_path == signing and notes == []
     with pytest.raises(AuditKeyError, match="missing.key"):
         server_config(ws, audit_key_file=tmp_path / "missing.key", environ={})
+
+
+def test_behind_a_tls_proxy_the_cookies_are_secure(tmp_path: Path) -> None:
+    """uvicorn trusts X-Forwarded-Proto from 127.0.0.1 (its default forwarded_allow_ips): a proxy
+    there that ends TLS makes every console cookie Secure; plain http on loopback does not."""
+    import socket
+    import threading
+    import time
+
+    import requests
+    import uvicorn
+
+    from piitracer.console.app import ConsoleConfig, create_server
+    from piitracer.serve.app import create_app
+
+    ws = workspace(tmp_path / "ws")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_server(ConsoleConfig(ws), create_app(ws.root)), host="127.0.0.1",
+                                           port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            time.sleep(0.05)
+        url = f"http://127.0.0.1:{port}/console/sign-in"
+        proxied = requests.get(url, headers={"X-Forwarded-Proto": "https"}).headers["set-cookie"]
+        direct = requests.get(url).headers["set-cookie"]
+        assert "Secure" in proxied and "HttpOnly" in proxied
+        assert "Secure" not in direct and "HttpOnly" in direct
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
