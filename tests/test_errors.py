@@ -64,12 +64,12 @@ def test_every_user_facing_error_is_a_piitracer_error() -> None:
 
 
 def test_a_bug_is_a_traceback_not_a_user_error(monkeypatch, tmp_path: Path) -> None:
-    import piitracer.cli.main as main
+    import piitracer.cli.common as common  # where the CLI reads request files
 
     def broken(*args, **kwargs):
         raise KeyError("a bug")
 
-    monkeypatch.setattr(main, "read_labelled_requests", broken)
+    monkeypatch.setattr(common, "read_labelled_requests", broken)
     requests = tmp_path / "r.csv"
     requests.write_text("value\n1\n")
     result = CliRunner().invoke(cli, ["--workspace", str(Path(__file__).parents[1] / "lineage_fixtures"), "plan",
@@ -95,9 +95,10 @@ def test_the_cli_catches_piitracer_errors_only() -> None:
     assert caught, "the CLI catches at least PiitracerError"
     for where, name in caught:
         assert isinstance(name, ast.Name), f"{where}: a bare or dotted except"
-        kind = getattr(main, name.id, None) or getattr(__import__("builtins"), name.id, None)
+        module = importlib.import_module(f"piitracer.cli.{where.split('.py:')[0]}")
+        kind = getattr(module, name.id, None) or getattr(__import__("builtins"), name.id, None)
         if kind is None:  # imported inside the function: find it where the CLI imports it from
-            source = Path(main.__file__).read_text()
+            source = Path(module.__file__).read_text()
             line = next(l for l in source.splitlines() if "import" in l and f" {name.id}" in l)
             kind = getattr(importlib.import_module(line.split()[1]), name.id)
         assert isinstance(kind, type) and issubclass(kind, PiitracerError), f"{where}: catches {name.id}"

@@ -1,6 +1,7 @@
 """Shared wiring of the use cases: a workspace's file store, its datasets' locations, the
-warehouse roots and protected places, the executor's context (journal), the request store, and
-private files. Rooms: model, storage, ingest (the workspace), executor (its context), requests."""
+warehouse roots and protected places, the executor's context and what its journal holds of a plan,
+the request store, and private files. Rooms: model, storage, ingest (the workspace), executor (its
+context and journal), requests."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from pathlib import Path
 from typing import Collection, Sequence
 
 from piitracer.crypto.envelope import KeyWrapper, ValueCipher
+from piitracer.executor.journal import Journal
 from piitracer.executor.runner import ExecutionContext
 from piitracer.ingest.workspace_loader import Workspace, WorkspaceError
+from piitracer.model.steps import StepRecord
 from piitracer.requests.store import RequestStore
 from piitracer.storage.locations import Location, LocationError
 from piitracer.storage.store import Store
@@ -102,3 +105,16 @@ def request_store(workspace: Workspace, master: KeyWrapper | None = None):
     """The workspace's request store (created on first use). ``master`` (the master key, or a KMS
     wrapper) is needed to add requests and to read or seal their values."""
     return RequestStore(request_store_path(workspace), master)
+
+
+def journal_steps(workspace: Workspace, plan_id: str) -> list[StepRecord]:
+    """Every journaled step of a plan (empty when it never ran): what :func:`record_run` records
+    when a run stopped with an error instead of returning its summary."""
+    path = execution_context(workspace).journal_path
+    if not path.exists():
+        return []
+    journal = Journal(path)
+    try:
+        return journal.records(plan_id)
+    finally:
+        journal.close()

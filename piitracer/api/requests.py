@@ -1,7 +1,8 @@
-"""Erasure requests: queue them (values only under per-request data keys), move them through their
-states with an audit entry per move, plan the due ones as one batch window, settle them by what
-verification found, re-verify the watched ones, and close them (crypto-shred). Rooms: requests
-(the store), audit, executor (journal), ingest (rejected OpenLineage bodies), crypto, planner."""
+"""Erasure requests: queue them (values only under per-request data keys), list them (the board),
+move them through their states with an audit entry per move, keep a plan's requests as planned,
+plan the due ones as one batch window (estimated, within a budget), settle them by what
+verification found, and close them (crypto-shred). Rooms: requests (the store), audit, executor
+(journal, estimate), ingest (rejected OpenLineage bodies), crypto, planner."""
 
 from __future__ import annotations
 
@@ -9,15 +10,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Sequence
 
-from piitracer.api._wiring import execution_context
-from piitracer.api.audit import record_verification
-from piitracer.api.execute import estimate_plan_cost
+from piitracer.api._wiring import execution_context, request_store, request_store_path
+from piitracer.api.audit import audit_log, record_plan
 from piitracer.api.lineage import lineage_graph_for
-from piitracer.api.plan import parse_plan, plan_deletion, plan_file_text, plan_requests, source_key_types
-from piitracer.api.verify import attested_steps, verify_plan
-from piitracer.audit import AuditLog, record_request_entry
-from piitracer.crypto.envelope import ShreddedError
+from piitracer.api.plan import plan_deletion, plan_file_text, plan_requests, seal_plan, source_key_types
+from piitracer.audit import AuditKey, AuditLog, record_estimate_entry, record_request_entry
+from piitracer.crypto.envelope import KeyWrapper, ShreddedError
 from piitracer.crypto.sealed_body import BodySealer
+from piitracer.executor.estimate import estimate_plan
 from piitracer.executor.journal import Journal
 from piitracer.ingest.received_events import forget_values, has_rejected
 from piitracer.ingest.workspace_loader import Workspace
@@ -223,32 +223,94 @@ def _forget_rejected_events(workspace: Workspace, store, request, pairs: list[tu
             "rejected_events_deleted_unreadable": done.deleted_unreadable}
 
 
-def reverify_requests(workspace: Workspace, store, log: AuditLog, sweep: str | None = "catalog") -> list[tuple[str, bool]]:
-    """Verify again every watching request's plan (and sweep beyond it): a finding moves the request
-    back to ``executed`` with the reason, while its values still exist. Returns (request, complete)."""
-    results = []
-    plans: dict[str, list[str]] = {}
-    for request in store.all():
-        if request.state is RequestState.WATCHING and request.plan_id:
-            plans.setdefault(request.plan_id, []).append(request.request_id)
-    for plan_id, request_ids in sorted(plans.items()):
-        text = store.plan_json(plan_id)
-        plan = _plan_from_text(text, store)
-        closed = {r.request_id for r in store.all() if r.plan_id == plan_id and r.state is RequestState.CLOSED}
-        report = verify_plan(workspace, plan, attested=attested_steps(log, plan), sweep=sweep,
-                             cipher=store.cipher(plan_requests(plan)), skip_requests=closed)
-        record_verification(log, plan, report)
-        if not report.complete:
-            found = sorted({d.state.value for d in report.open_items()})
-            for request_id in request_ids:
-                move_request(store, log, request_id, RequestState.EXECUTED, "re-verified: subject data again",
-                             plan_id=plan_id, reason=f"{', '.join(found)} in " + ", ".join(d.dataset for d in report.open_items()))
-        else:
-            for request_id in request_ids:
-                store.note(request_id, "re-verified: still erased")
-        results += [(request_id, report.complete) for request_id in request_ids]
-    return results
+def estimate_plan_cost(workspace: Workspace, plan: DeletionPlan):
+    """What ``plan`` will rewrite and cost (``executor.estimate``), with the throughput measured on
+    this workspace's journal."""
+    context = execution_context(workspace)
+    journal = Journal(context.journal_path) if context.journal_path.exists() else None
+    try:
+        return estimate_plan(plan, workspace.config.catalog, context.locations, context.store,
+                             workspace.config.pricing, journal)
+    finally:
+        if journal is not None:
+            journal.close()
 
 
-def _plan_from_text(text: str, store) -> DeletionPlan:
-    return parse_plan(text, "the request store's copy of the plan", store.cipher)
+# ---- the commands' use cases: each opens the workspace's request store and audit log itself ------
+
+
+def keep_plan(workspace: Workspace, plan: DeletionPlan, *, audit_key: AuditKey, master: KeyWrapper,
+              action: str = "planned") -> str:
+    """``plan -o``: queue the plan's requests in the request store (planned), record the plan's id
+    and its subjects' keyed digests in the audit log (execute runs only plans recorded here), and
+    return the plan file's text, every subject value sealed under its request's data key."""
+    with request_store(workspace, master) as store:
+        with audit_log(workspace, key=audit_key) as log:
+            register_plan_requests(workspace, store, log, plan, action)
+            record_plan(log, plan)
+        return plan_file_text(plan, store.cipher(plan_requests(plan)))
+
+
+def request_board(workspace: Workspace, state: RequestState | str | None = None, overdue: bool = False,
+                  now: datetime | None = None) -> list[ErasureRequest]:
+    """The request queue (``piitracer requests``): every request, or those in ``state``; with
+    ``overdue``, only those past their deadline (at ``now``) and not yet proven erased."""
+    now = now or datetime.now(timezone.utc)
+    wanted = RequestState(state) if state is not None else None
+    with request_store(workspace) as store:
+        return [r for r in store.all() if (wanted is None or r.state is wanted) and (not overdue or r.overdue(now))]
+
+
+def queue_requests(workspace: Workspace, sources: Sequence[str], subjects: Sequence[Subject], labels: Sequence[str] = (),
+                   *, audit_key: AuditKey, master: KeyWrapper) -> list[ErasureRequest]:
+    """``requests add``: :func:`add_requests` in the workspace's request store and audit log."""
+    with request_store(workspace, master) as store, audit_log(workspace, key=audit_key) as log:
+        return add_requests(workspace, store, log, sources, subjects, labels)
+
+
+def shred_request(workspace: Workspace, request_id: str, now_reason: str | None = None, *, audit_key: AuditKey,
+                  master: KeyWrapper) -> str:
+    """``requests close``: :func:`close_request` in the workspace's request store and audit log;
+    the destroyed data key's fingerprint."""
+    with request_store(workspace, master) as store, audit_log(workspace, key=audit_key) as log:
+        return close_request(workspace, store, log, request_id, now_reason)
+
+
+def note_attestation(workspace: Workspace, plan: DeletionPlan, step_id: str, attested_by: str) -> None:
+    """Note an attestation on each of the plan's requests the request store holds (no store: nothing)."""
+    if not request_store_path(workspace).exists():
+        return
+    with request_store(workspace) as store:
+        for request_id in plan_requests(plan):
+            if store.has(request_id):
+                store.note(request_id, f"attested {step_id} by {attested_by.strip()}")
+
+
+@dataclass
+class BatchWindow:
+    """What ``batch plan`` did: the requests chosen (:class:`BatchPlan`), whether its estimate is over
+    the budget, and the plan file's text (values sealed) when the plan was kept, else None."""
+
+    chosen: BatchPlan
+    over_budget: bool
+    text: str | None = None
+
+
+def plan_batch_window(workspace: Workspace, due_within: timedelta | None, sources: Sequence[str] = (), *,
+                      audit_key: AuditKey, master: KeyWrapper, budget: float | None = None,
+                      over_budget_ok: bool = False) -> BatchWindow:
+    """``batch plan``: :func:`batch_plan`, then, unless nothing is due or the estimate is over
+    ``budget`` (and ``over_budget_ok`` is not given), the plan sealed, its requests planned, the
+    plan and its estimate recorded in the audit log."""
+    with request_store(workspace, master) as store:
+        chosen = batch_plan(workspace, store, due_within, sources)
+        estimate = chosen.estimate
+        over = budget is not None and estimate is not None and estimate.cost > budget
+        if chosen.plan is None or (over and not over_budget_ok):
+            return BatchWindow(chosen, over)
+        plan = seal_plan(chosen.plan, audit_key)
+        with audit_log(workspace, key=audit_key) as log:
+            register_plan_requests(workspace, store, log, plan, "planned (batch)")
+            record_plan(log, plan)
+            record_estimate_entry(log, plan, estimate.as_dict())
+        return BatchWindow(chosen, over, plan_file_text(plan, store.cipher(plan_requests(plan))))

@@ -1,0 +1,77 @@
+"""What every command shares: exit codes, the workspace of ``--workspace``, the key options, and
+subjects read from ``--subject`` values or a requests file (labelled by position, never by value)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+
+import piitracer
+from piitracer.api import write_private
+from piitracer.audit import load_audit_key
+from piitracer.audit.keys import ENV_KEY, ENV_KEY_FILE
+from piitracer.ingest.requests import read_labelled_requests
+from piitracer.model.plan import Subject
+from piitracer.planner.build import PlanningError
+
+EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
+
+MASTER_OPTION = click.option("--master-key-file", type=click.Path(dir_okay=False, path_type=Path),
+                             help="The master key (default: $PIITRACER_MASTER_KEY_FILE, then $PIITRACER_MASTER_KEY).")
+AUDIT_OPTION = click.option("--audit-key-file", type=click.Path(dir_okay=False, path_type=Path),
+                            help="File holding the audit key (default: $PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE).")
+
+
+def open_workspace(ctx: click.Context) -> piitracer.Workspace:
+    """The workspace of ``--workspace``; its warnings (missing locations, locations outside the
+    warehouse roots) go to stderr once per command."""
+    workspace = piitracer.load_workspace(ctx.obj["workspace"])
+    for warning in workspace.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    return workspace
+
+
+def aware(moment: datetime | None) -> datetime:
+    if moment is None:
+        return datetime.now(timezone.utc).replace(microsecond=0)
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def labelled_subjects(subject_values, requests_file: Path | None, request_id: str | None, arrived: datetime,
+                      id_prefix: str, stdin: bool = False) -> tuple[list[str], list[Subject]]:
+    """(labels, subjects) from repeated --subject values or a --requests file (with ``stdin``,
+    ``-`` reads JSON lines from standard input). A label names each value's position for errors
+    (``--subject #2``, ``batch.csv:7``), never the value; --subject values without --request-id
+    share one id made of ``id_prefix`` and the arrival time."""
+    if requests_file is not None:
+        if stdin and str(requests_file) == "-":
+            with tempfile.TemporaryDirectory() as folder:  # private: the values never sit in a named file
+                path = Path(folder) / "stdin.jsonl"
+                write_private(path, sys.stdin.read())
+                labelled = read_labelled_requests(path, default_request_id=request_id, default_received_at=arrived)
+                labelled = [(label.replace(str(path), "<stdin>"), subject) for label, subject in labelled]
+        else:
+            labelled = read_labelled_requests(requests_file, default_request_id=request_id, default_received_at=arrived)
+        return [label for label, _ in labelled], [subject for _, subject in labelled]
+    labels = [f"--subject #{number}" for number in range(1, len(subject_values) + 1)]
+    default_id = request_id or f"{id_prefix}-{arrived:%Y%m%dT%H%M%S}"
+    return labels, [_subject(value, label, default_id, arrived) for value, label in zip(subject_values, labels)]
+
+
+def _subject(value: str, label: str, request_id: str, received_at: datetime) -> Subject:
+    if not value.strip():
+        raise PlanningError(f"{label}: a subject value must not be empty")
+    return Subject(value=value, request_id=request_id, received_at=received_at)
+
+
+def optional_audit_key(key_file: Path | None):
+    """The audit key when one is given or in the environment, else None (planning and dry runs
+    work without one); a key that is given but unusable is still an error."""
+    if key_file is None and not os.environ.get(ENV_KEY) and not os.environ.get(ENV_KEY_FILE):
+        return None
+    return load_audit_key(key_file=key_file, option="--audit-key-file")

@@ -1,0 +1,34 @@
+"""``piitracer demo``: the whole erasure on the demo lakehouse, end to end. Use case:
+:mod:`piitracer.api.demo`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from piitracer.api import run_demo
+from piitracer.cli.common import EXIT_FOUND, EXIT_OK
+from piitracer.cli.terminal import console, demo_summary, err_console
+
+
+@click.command("demo")
+@click.option("--dir", "folder", type=click.Path(file_okay=False, path_type=Path), default=Path("demo"), show_default=True,
+              help="Demo workspace folder (the fixture workspace is copied there once).")
+@click.option("--subjects", type=click.IntRange(min=1), help="Erase N random users that have rows, as one batch (default: user 8841302).")
+@click.option("--rows", type=click.IntRange(min=100), help="Payments to generate when building (default 100,000).")
+@click.option("--rebuild", is_flag=True, help="Delete the demo lakehouse and build it again.")
+@click.option("--no-attest", is_flag=True, help="Stop after the first verification, leaving the person steps open "
+              "(attest them yourself with piitracer attest, then piitracer verify).")
+@click.option("--no-close", is_flag=True, help="Leave the request open at the end (verified, watching) instead of "
+              "closing it: its values stay (encrypted) so you can explore and verify again.")
+def demo_command(folder: Path, subjects: int | None, rows: int | None, rebuild: bool, no_attest: bool,
+                 no_close: bool) -> None:
+    """Build the demo lakehouse (once), plan and execute the erasure of a user, verify, attest the
+    person steps as their simulated owners, verify again, close the request (piitracer's own copies
+    of the person shredded) and write the signed certificate; print what it took."""
+    result = run_demo(folder, subjects=subjects, rows=rows, rebuild=rebuild, attest=not no_attest, close=not no_close,
+                      progress=lambda line: err_console.print(line, highlight=False, markup=False))
+    console.print(demo_summary(result))
+    sys.exit(EXIT_OK if result.verification is not None and result.verification.complete else EXIT_FOUND)

@@ -1,0 +1,77 @@
+"""``piitracer lineage``: the workspace's column-level lineage (counts, diagram, store rebuild).
+Use case: :mod:`piitracer.api.lineage`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+import piitracer
+from piitracer.api import rebuild_lineage_store
+from piitracer.cli.common import open_workspace
+from piitracer.cli.terminal import console, err_console, lineage_stats_table
+from piitracer.model.lineage import ProblemSeverity
+from piitracer.render.lineage_diagram import lineage_diagram, render_lineage
+
+
+def _graph(ctx: click.Context) -> piitracer.LineageGraph:
+    return piitracer.build_lineage_graph(open_workspace(ctx))
+
+
+@click.group()
+def lineage() -> None:
+    """Column-level lineage of the workspace."""
+
+
+@lineage.command("stats")
+@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.pass_context
+def lineage_stats(ctx: click.Context, output: str) -> None:
+    """Counts of datasets, columns and edges by type, and every ingest problem."""
+    graph = _graph(ctx)
+    stats = graph.stats()
+    problems = [str(p) for p in graph.problems]
+    if output == "json":
+        click.echo(json.dumps({**stats, "problems": problems}, indent=2))
+        return
+    console.print(lineage_stats_table(stats))
+    if stats["datasets_not_in_catalog"]:
+        console.print("datasets in lineage but not in the catalog: " + ", ".join(stats["datasets_not_in_catalog"]))
+    for problem in graph.problems:
+        # Info lines lose nothing (a bare SELECT, an INSERT of constants): not in a warning's colour.
+        colour = "dim" if problem.severity is ProblemSeverity.INFO else "yellow"
+        console.print(f"[{colour}]{problem}[/]", highlight=False)
+
+
+@lineage.command("rebuild")
+@click.pass_context
+def lineage_rebuild(ctx: click.Context) -> None:
+    """Forget the workspace's lineage store (.piitracer/lineage/store.sqlite) and read every
+    lineage source again. Needed only if the store is suspected wrong: every command already
+    re-reads a source whose files changed."""
+    update = rebuild_lineage_store(open_workspace(ctx))
+    err_console.print(f"lineage store rebuilt: {len(update.parsed)} units read", highlight=False)
+
+
+@lineage.command("show")
+@click.option("--from", "start", metavar="DATASET[.COLUMN]", help="Show only what this reaches.")
+@click.option("--format", "fmt", type=click.Choice(["dot", "svg", "png", "json"]), default="dot", show_default=True)
+@click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout.")
+@click.pass_context
+def lineage_show(ctx: click.Context, start: str | None, fmt: str, out: Path | None) -> None:
+    """The lineage diagram (graphviz) or the graph as JSON."""
+    graph = _graph(ctx)
+    origin = piitracer.parse_column(start, graph) if start else None
+    if fmt == "json":
+        data = (json.dumps(graph.to_json(origin), indent=2) + "\n").encode()
+    else:
+        data = render_lineage(lineage_diagram(graph, origin), fmt)
+    if out is None:
+        if fmt == "png":
+            raise click.UsageError("--format png needs -o FILE")
+        click.echo(data.decode(), nl=False)
+    else:
+        out.write_bytes(data)
+        err_console.print(f"wrote {out}", highlight=False)

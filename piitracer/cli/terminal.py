@@ -1,0 +1,252 @@
+"""What a person sees in a terminal: the two consoles (stdout, stderr) and every table and summary
+the commands print. Names (datasets, steps, requests) are printed whole, never wrapped or cut
+(:mod:`piitracer.render.tables`); output piped to a file or a CI log is not squeezed to 80 columns."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+
+from rich.table import Table
+from rich.text import Text
+
+from piitracer.api import DemoResult
+from piitracer.executor.runner import RunSummary
+from piitracer.model.plan import DeletionPlan
+from piitracer.model.verification import ErasureState, VerificationReport
+from piitracer.model.workspace import setting_text
+from piitracer.render import tables
+
+console = tables.console()
+err_console = tables.console(stderr=True)
+
+
+def lineage_stats_table(stats: dict) -> Table:
+    """``lineage stats``: counts of datasets, columns and edges by type."""
+    table = Table(title="lineage", show_header=False)
+    for key in ("datasets", "columns", "column_edges", "masked_edges", "units_read", "ingest_problems", "ingest_info"):
+        table.add_row(key.replace("_", " "), str(stats[key]))
+    for edge_type, count in stats["column_edges_by_type"].items():
+        table.add_row(f"  {edge_type}", str(count))
+    for relation, count in stats["dataset_edges_by_relation"].items():
+        table.add_row(f"  dataset {relation}", str(count))
+    return table
+
+
+def discovery_table(title: str, discovery) -> Table:
+    """``catalog discover``: a row per discovered table (what its own metadata says) and per view."""
+    table = Table(title=title)
+    for column in ("dataset", "format", "location", "columns", "write mode", "retention", "notes"):
+        table.add_column(column)
+    for found in discovery.tables:
+        notes = [*found.refs, *found.features, *(f"problem: {p}" for p in found.problems)]
+        if found.shallow_clone_of is not None:
+            notes.insert(0, f"shallow clone of {found.shallow_clone_of}")
+        if found.format_version:
+            notes.insert(0, f"format v{found.format_version}")
+        table.add_row(Text(found.table or found.name), found.format.value, Text(str(found.location)),
+                      Text(", ".join(found.columns)), found.write_mode.value if found.write_mode else "",
+                      Text(retention_text(found.retention)), Text("; ".join(notes)))
+    for view, columns in sorted(discovery.views.items()):
+        table.add_row(Text(view), "view", "", Text(", ".join(columns)), "", "", "kept by the Spark catalog")
+    return table
+
+
+def discovered_json(found) -> dict:
+    """One discovered table as ``catalog discover --output json`` lists it."""
+    return {"dataset": found.name, "format": found.format.value,
+            "location": str(found.location), "table": found.table, "columns": list(found.columns),
+            "write_mode": found.write_mode.value if found.write_mode else None,
+            "retention": {k: setting_text(v) for k, v in found.retention.items()},
+            "format_version": found.format_version, "refs": list(found.refs),
+            "shallow_clone_of": str(found.shallow_clone_of) if found.shallow_clone_of else None,
+            "partition_columns": list(found.partition_columns), "features": list(found.features),
+            "problems": list(found.problems)}
+
+
+def retention_text(retention: dict) -> str:
+    return ", ".join(f"{k}: {setting_text(v)}" for k, v in retention.items())
+
+
+def classification_table(verdicts) -> Table:
+    """``catalog classify``: a row per column classified as personal data."""
+    table = Table(title="personal data columns (a proposal: confirm before relying on it)")
+    for column in ("dataset", "column", "kind", "confidence", "valid/sampled", "reasons"):
+        table.add_column(column)
+    for verdict in verdicts:
+        if verdict.kind:
+            counts = f"{verdict.valid}/{verdict.sampled}" if verdict.valid is not None and verdict.sampled else ""
+            table.add_row(Text(verdict.dataset), Text(verdict.shown), Text(verdict.words or ""),
+                          f"{verdict.confidence:.2f}", counts, Text("; ".join(verdict.reasons)))
+    return table
+
+
+def drift_table(differences) -> Table:
+    """``catalog check``: a row per difference between the catalog and the lakehouse."""
+    table = Table(title="catalog vs lakehouse")
+    for column in ("dataset", "field", "catalog", "lakehouse", ""):
+        table.add_column(column)
+    for d in differences:
+        table.add_row(Text(d.dataset), Text(d.field), Text(d.catalog), Text(d.lakehouse),
+                      "drift" if d.drift else "override")
+    return table
+
+
+def request_board_table(shown, now: datetime) -> Table:
+    """``piitracer requests``: a row per request, its deadline, days left and state."""
+    table = Table(title=f"requests ({len(shown)})")
+    tables.name_column(table, "request", [r.request_id for r in shown])
+    for name in ("received", "deadline"):
+        tables.name_column(table, name, ["0000-00-00"])
+    tables.name_column(table, "days left", [], justify="right")
+    tables.name_column(table, "subjects", [], justify="right")
+    tables.name_column(table, "state", [r.state.value for r in shown] + ["awaiting_attestation"])
+    tables.text_column(table, "last action")
+    for r in shown:
+        flag = " OVERDUE" if r.overdue(now) else ""
+        table.add_row(r.request_id, f"{r.received_at:%Y-%m-%d}", f"{r.deadline_at:%Y-%m-%d}", f"{r.days_left(now)}{flag}",
+                      str(r.subjects), r.state.value, f"{r.last_action} ({r.last_action_at:%Y-%m-%d %H:%M})")
+    return table
+
+
+def print_batch(chosen, budget: float | None, over: bool, out: Path | None) -> None:
+    for request in chosen.cannot_wait:
+        console.print(f"[yellow]cannot wait[/]: request {request.request_id} is due {request.deadline_at:%Y-%m-%d}, before "
+                      "the next window; plan it now (--due-within a longer window, or plan it alone)", highlight=False)
+    if chosen.plan is None:
+        console.print("no queued request is due within the window: nothing planned", highlight=False)
+        return
+    estimate = chosen.estimate
+    table = Table(title=f"batch of {len(chosen.requests)} request(s): estimate from table metadata")
+    tables.name_column(table, "step", [s.step_id for s in estimate.steps])
+    tables.name_column(table, "dataset", [s.dataset for s in estimate.steps])
+    tables.name_column(table, "action", [s.action for s in estimate.steps])
+    for name in ("files", "bytes", f"cost ({estimate.currency})"):
+        tables.name_column(table, name, [], justify="right")
+    tables.text_column(table, "basis")
+    for step in estimate.steps:
+        table.add_row(step.step_id, step.dataset, step.action, f"{step.files:,}", f"{step.bytes:,}", f"{step.cost:,.2f}",
+                      step.basis + (f"; restore delay {step.delay}" if step.delay else ""))
+    console.print(table)
+    seconds = estimate.seconds
+    timing = (f"about {seconds:,.0f} s at {estimate.throughput:,.0f} bytes/s measured here" if seconds is not None
+              else "run time unknown: no rewrite measured on this lakehouse yet")
+    console.print(f"total: {estimate.files:,} files, {estimate.bytes:,} bytes, {estimate.cost:,.2f} {estimate.currency}; "
+                  f"{timing}", highlight=False)
+    if over:
+        console.print(f"[red]over budget[/]: {estimate.cost:,.2f} > {budget:,.2f} {estimate.currency}; top costs: " + ", ".join(
+            f"{s.step_id} {s.dataset} {s.cost:,.2f}" for s in estimate.top_costs(3)), highlight=False)
+    if out is not None:
+        console.print(f"wrote {out}: requests {', '.join(r.request_id for r in chosen.requests)} planned", highlight=False)
+    else:
+        console.print("nothing written (--over-budget OK writes it anyway)", highlight=False)
+
+
+def chunk_summary(report: VerificationReport) -> str:
+    """One line: how the Parquet column chunks of every dataset were proven or decoded, and bytes read."""
+    methods = ("dictionary", "statistics", "page_index", "bloom", "type")
+    counts = {m: sum(getattr(d.chunk_proofs, m) for d in report.datasets) for m in (*methods, "decoded")}
+    read, total = (sum(d.chunk_proofs.bytes_read for d in report.datasets),
+                   sum(d.chunk_proofs.bytes_total for d in report.datasets))
+    how = ", ".join(f"{m.replace('_', ' ')} {counts[m]:,}" for m in methods if counts[m])
+    proven = sum(counts[m] for m in methods)
+    return (f"Parquet column chunks: {counts['decoded']:,} decoded, {proven:,} proven without decoding"
+            + (f" ({how})" if how else "") + f"; read {read:,} of {total:,} bytes")
+
+
+STATE_STYLE = {ErasureState.ERASED: "green", ErasureState.ATTESTED: "green", ErasureState.NO_ACTION: "dim",
+               ErasureState.PENDING: "yellow", ErasureState.AWAITING_ATTESTATION: "yellow", ErasureState.FOUND: "red",
+               ErasureState.UNPLANNED: "red", ErasureState.NOT_CHECKED: "red"}
+
+
+def verification_table(report: VerificationReport) -> Table:
+    """One row per dataset: state, files scanned, snapshots checked, findings, pending-until/reason."""
+    table = Table(title=f"verification of plan {report.plan_id[:12]} at {report.checked_at:%Y-%m-%d %H:%M:%S} UTC")
+    tables.name_column(table, "dataset", [d.dataset for d in report.datasets])
+    tables.name_column(table, "state", [d.state.value for d in report.datasets])
+    for name in ("files", "snapshots", "findings"):
+        tables.name_column(table, name, [], justify="right")
+    tables.text_column(table, "pending until / reason")
+    for item in report.datasets:
+        detail = item.pending_until or item.reason or ""
+        if item.notes:
+            detail = (detail + "; " if detail else "") + "; ".join(item.notes)
+        table.add_row(Text(item.dataset), Text(item.state.value, style=STATE_STYLE[item.state]), str(item.files_scanned),
+                      str(item.snapshots_checked), str(len(item.findings)), Text(detail))
+    return table
+
+
+def demo_summary(result: DemoResult) -> Table:
+    """Datasets erased, rows removed, files rewritten, bytes removed, time per phase, the files written."""
+    totals = result.totals()
+    build = result.build
+    if result.verification is not None and result.verification.complete:
+        status = "complete (verified" + (", closed)" if result.closed else ")")
+    else:
+        status = result.run.status if result.run else "not executed"
+    table = Table(title=f"piitracer demo: {status}", show_header=False)
+    table.add_row("lakehouse", f"{'reused' if build.reused else 'built'}: {build.rows:,} payments up to {build.anchor}")
+    table.add_row("subjects", f"{result.subjects} ({result.subject_rows} source rows before the erasure)")
+    if result.subject_rows == 0:
+        table.add_row("", "[yellow]already erased in this lakehouse: use --rebuild or --subjects N[/]")
+    table.add_row("datasets erased", str(totals["datasets_erased"]))
+    table.add_row("rows removed", f"{totals['rows_deleted']:,}")
+    table.add_row("files rewritten / removed", f"{totals['files_rewritten']:,} / {totals['files_removed']:,}")
+    table.add_row("bytes removed", f"{totals['bytes_removed']:,}")
+    if result.run is not None and result.run.awaiting():
+        table.add_row("after execute", f"{result.run.status}: {len(result.run.awaiting())} step(s) awaiting attestation: "
+                      + ", ".join(f"{r.step.id} {r.step.action.value} {r.step.dataset}" for r in result.run.awaiting()))
+    if result.first_verification is not None and result.first_verification is not result.verification:
+        table.add_row("first verification", "not complete: verify exits 1 while person steps are open")
+    if result.attestations:
+        table.add_row("attested (simulated)", ", ".join(f"{e.body['step_id']} by {e.body['attested_by']}"
+                                                        for e in result.attestations))
+    if result.verification is not None:
+        states = Counter(d.state.value for d in result.verification.datasets)
+        verdict = ("[green]complete: no subject data found, every person step attested[/]" if result.verification.complete
+                   else "[red]not complete: subject data found, pending or awaiting attestation[/]")
+        table.add_row("verification", f"{verdict} ({', '.join(f'{n} {state}' for state, n in sorted(states.items()))})")
+    if result.closed:
+        table.add_row("closed", f"{', '.join(result.closed)}: data key destroyed, piitracer's own copies shredded")
+    elif result.verification is not None and result.verification.complete:
+        table.add_row("not closed", "watching (--no-close); PIITRACER_MASTER_KEY_FILE="
+                      f"{result.folder / '.piitracer' / 'demo-master.key'} opens the plan for verify")
+    if result.audit_intact is not None:
+        table.add_row("audit trail", "recorded, chain intact" if result.audit_intact else "[red]chain broken[/]")
+    for phase, seconds in result.seconds.items():
+        table.add_row(f"time: {phase}", f"{seconds:.1f} s")
+    table.add_row("time: total", f"{sum(result.seconds.values()):.1f} s")
+    table.add_row("plan", str(result.plan_path))
+    table.add_row("lineage diagram", str(result.diagram_path))
+    if result.report_path is not None:
+        table.add_row("audit report", str(result.report_path))
+    if result.certificate_path is not None:
+        table.add_row("erasure certificate", f"{result.certificate_path} (check: piitracer audit check-certificate "
+                      f"{result.certificate_path} --public-key {result.public_key_path})")
+    return table
+
+
+def summary_table(summary: RunSummary) -> Table:
+    """Datasets, rows removed, files rewritten/removed, bytes removed, time."""
+    seconds: dict[str, float] = {}
+    for result in summary.results:
+        seconds[result.step.dataset] = seconds.get(result.step.dataset, 0.0) + result.seconds
+    table = Table(title=f"run {summary.run_id[:12]}: {summary.status} in {summary.seconds:.1f} s")
+    tables.name_column(table, "dataset", list(summary.by_dataset()))
+    for name in ("rows deleted", "files rewritten", "files removed", "bytes removed", "seconds"):
+        tables.name_column(table, name, [], justify="right")
+    for dataset, totals in summary.by_dataset().items():
+        table.add_row(dataset, str(totals["rows_deleted"]), str(totals["files_rewritten"]), str(totals["files_removed"]),
+                      f"{totals['bytes_removed']:,}", f"{seconds.get(dataset, 0.0):.1f}")
+    return table
+
+
+def redacted_json(plan: DeletionPlan) -> str:
+    """The plan as JSON for a terminal or a pipe, without -o: subject values replaced (a value must
+    not reach a terminal or a CI log); -o writes the executable file, values encrypted."""
+    data = json.loads(plan.to_json())
+    for number, subject in enumerate(data["subjects"], start=1):
+        subject["value"] = f"<redacted subject #{number}>"
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
