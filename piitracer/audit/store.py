@@ -28,8 +28,9 @@ from typing import Any, Sequence
 from piitracer.audit.anchor import AnchorFile
 from piitracer.audit.hashing import canonical_json, entry_hash, merkle_root
 from piitracer.audit.keys import AuditKey
-from piitracer.model.audit import AUDIT_SCHEMA_VERSION, GENESIS_HASH, AuditEntry, EntryKind, SubjectDigest
-from piitracer.model.errors import PiitracerError
+from piitracer.audit.rows import ENTRY_COLUMNS, AuditError, entry_from_row
+from piitracer.audit.verify import VerifyResult, verify_log
+from piitracer.model.audit import AUDIT_SCHEMA_VERSION, GENESIS_HASH, AuditEntry, EntryKind
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -48,12 +49,7 @@ CREATE TABLE IF NOT EXISTS request_roots (
 """
 EXPECTED_TABLES = {"entries", "meta", "request_roots"}
 EXPECTED_TRIGGERS = {"entries_no_update", "entries_no_delete"}
-ENTRY_COLUMNS = ("seq", "schema_version", "kind", "recorded_at", "plan_id", "request_ids", "subjects", "body",
-                 "prev_hash", "entry_hash", "seal")
-
-
-class AuditError(PiitracerError):
-    """The audit log cannot be used (wrong key, not an audit log, unreadable)."""
+__all__ = ["AuditError", "AuditLog", "ENTRY_COLUMNS", "entry_from_row", "utc_now"]  # the first and last two from rows
 
 
 def utc_now() -> str:
@@ -212,22 +208,12 @@ class AuditLog:
         rows = self._read("SELECT DISTINCT r.value FROM entries e, json_each(e.request_ids) r ORDER BY 1")
         return [row[0] for row in rows]
 
-    def verify(self, expect_head: str | None = None):
-        """Recompute everything (see :func:`piitracer.audit.verify.verify_log`)."""
-        from piitracer.audit.verify import verify_log  # verify reads the store: import here, not at the top
-
+    def verify(self, expect_head: str | None = None) -> VerifyResult:
+        """Recompute everything (see :func:`piitracer.audit.verify.verify_log`, which reads this
+        log through :class:`piitracer.audit.rows.LogReader`)."""
         return verify_log(self, expect_head=expect_head)
 
     def request_root(self, request_id: str) -> str:
         """The Merkle root recomputed from the request's entries."""
         return merkle_root(self._request_hashes(request_id))
 
-
-def entry_from_row(row: dict[str, Any]) -> AuditEntry:
-    """An entry from its stored columns (raises ValueError/TypeError on a malformed row)."""
-    return AuditEntry(
-        schema_version=row["schema_version"], seq=row["seq"], kind=row["kind"], recorded_at=row["recorded_at"],
-        plan_id=row["plan_id"], request_ids=tuple(json.loads(row["request_ids"])),
-        subjects=tuple(SubjectDigest(**s) for s in json.loads(row["subjects"])), body=json.loads(row["body"]),
-        prev_hash=row["prev_hash"], entry_hash=row["entry_hash"],
-    )

@@ -10,6 +10,9 @@ from outside the database: the log's structure (its append-only triggers were dr
 the anchor written outside the workspace at every append, and a head an auditor noted earlier
 (``expect_head``). The journal cross-check lives in ``piitracer.api`` (the audit layer does not
 read the executor's journal).
+
+The log is read through :class:`piitracer.audit.rows.LogReader` (the store implements it): this
+module does not import the store, so the store can call it without an import circle.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pydantic import ValidationError
 
 from piitracer.audit.anchor import Anchor
 from piitracer.audit.hashing import entry_hash, merkle_root
-from piitracer.audit.store import AuditError, AuditLog, entry_from_row
+from piitracer.audit.rows import AuditError, LogReader, entry_from_row
 from piitracer.model.audit import GENESIS_HASH, EntryKind
 
 
@@ -52,7 +55,7 @@ class VerifyResult:
 MIN_HEAD_PREFIX = 16
 
 
-def verify_log(log: AuditLog, expect_head: str | None = None) -> VerifyResult:
+def verify_log(log: LogReader, expect_head: str | None = None) -> VerifyResult:
     """Recompute chain, entry hashes, seals, sequence numbers, the head and the Merkle roots; then
     the log's structure, its anchor (when configured) and ``expect_head`` (a hash, or a prefix of
     at least 16 hex digits, of an entry the log must still hold)."""
