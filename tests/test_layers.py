@@ -1,7 +1,7 @@
 """Imports point one way only (design.md): model <- storage <- formats <- executor, verify;
 model, storage <- ingest (lineage files are listed through the store), audit (its anchor is written
-through it); model, storage, formats <- discover (catalog discovery); model <- crypto; graph <- planner <- executor, verify, audit, render <- console (the web console, on
-top of serve) <- cli. The planner is pure:
+through it); model, storage, formats <- discover (catalog discovery); model <- crypto; graph <- planner <- executor, verify, audit, render <- api
+(one module per use case, wiring the rooms) <- console (the web console, on top of serve) <- cli. The planner is pure:
 no Spark, no file I/O. Relative imports and imports by name (``importlib.import_module``,
 ``__import__``) count like any other."""
 
@@ -36,7 +36,11 @@ LOWER["serve"] = {"model", "ingest"}
 # imports the console (test_only_the_cli_imports_the_console).
 LOWER["console"] = {"model", "ingest", "graph", "planner", "storage", "crypto", "audit", "render", "requests", "serve",
                     "api"}
-WIRING = {"cli", "__init__", "api"}  # may import every layer
+# The API wires the rooms: one module per use case, above every room, below the CLI and the console.
+LOWER["api"] = set(LOWER) - {"console"}
+# The CLI parses, calls one use case of the API and prints: on top of everything.
+LOWER["cli"] = set(LOWER) | {"__init__"}  # ``import piitracer``: the package's names are the API's
+WIRING = {"__init__"}  # piitracer/__init__.py re-exports the API's names (lazily): it may import every layer
 # What "touches files or Spark" means for the pure layers.
 IMPURE_MODULES = {
     "pyspark", "deltalake", "pyiceberg", "pyarrow", "fastavro", "pandas", "os", "pathlib", "io",
@@ -72,8 +76,8 @@ def imported_modules(source: str, package: str = "piitracer") -> list[tuple[int,
     return found
 
 
-def layer_of(path: Path) -> str:
-    relative = path.relative_to(PACKAGE)
+def layer_of(path: Path, root: Path = PACKAGE) -> str:
+    relative = path.relative_to(root)
     return relative.parts[0] if len(relative.parts) > 1 else relative.stem
 
 
@@ -96,8 +100,8 @@ def violations(layer: str, source: str, where: str, package: str | None = None) 
     return problems
 
 
-def package_modules() -> list[Path]:
-    return sorted(PACKAGE.rglob("*.py"))
+def package_modules(root: Path = PACKAGE) -> list[Path]:
+    return sorted(root.rglob("*.py"))
 
 
 def test_every_layer_is_known() -> None:
@@ -106,16 +110,22 @@ def test_every_layer_is_known() -> None:
         assert layer in LOWER or layer in WIRING, f"{path}: unknown layer {layer!r}; add it to design.md and here"
 
 
-def package_of(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+def package_of(path: Path, root: Path = PACKAGE) -> str:
+    parts = path.relative_to(root.parent).with_suffix("").parts
     return ".".join(parts if path.name == "__init__.py" else parts[:-1]).removesuffix(".__init__")
 
 
-def test_imports_point_one_way() -> None:
+def all_violations(root: Path = PACKAGE) -> list[str]:
+    """Every wrong-way import of the package at ``root`` (tests/test_layout.py runs it on a copy)."""
     problems = []
-    for path in package_modules():
-        problems += violations(layer_of(path), path.read_text(), str(path.relative_to(PACKAGE.parent)), package_of(path))
-    assert problems == []
+    for path in package_modules(root):
+        problems += violations(layer_of(path, root), path.read_text(), str(path.relative_to(root.parent)),
+                               package_of(path, root))
+    return problems
+
+
+def test_imports_point_one_way() -> None:
+    assert all_violations() == []
 
 
 def test_only_the_cli_imports_the_console() -> None:
@@ -148,6 +158,13 @@ def test_only_the_cli_imports_the_console() -> None:
         ("serve", "from piitracer.console.app import create_server"),
         ("console", "from piitracer.cli.main import cli"),
         ("requests", "from piitracer.console import tokens"),
+        ("api", "from piitracer.cli.main import cli"),
+        ("api", "from piitracer.cli import terminal"),
+        ("api", "from piitracer.console.app import create_server"),
+        ("verify", "from piitracer.api import verify_plan"),
+        ("audit", "from piitracer.api.audit import audit_log"),
+        ("requests", "import piitracer.cli.terminal"),
+        ("executor", "from piitracer.api._wiring import execution_context"),
     ],
 )
 def test_the_check_catches_a_wrong_import(layer: str, source: str) -> None:
@@ -159,3 +176,6 @@ def test_the_check_allows_the_right_direction() -> None:
     assert violations("formats", "from . import iceberg\nfrom ..storage.guard import canonical", "x.py", "piitracer.formats") == []
     assert violations("executor", "from piitracer.formats import table_schema", "x.py") == []
     assert violations("cli", "import pyspark\nfrom piitracer.executor import x", "x.py") == []
+    assert violations("cli", "from piitracer.api import plan_deletion\nfrom piitracer.console import app", "x.py") == []
+    assert violations("api", "from piitracer.verify import verify_datasets\nfrom piitracer.demo import x", "x.py") == []
+    assert violations("api", "from .plan import seal_plan", "x.py", "piitracer.api") == []
