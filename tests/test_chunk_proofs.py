@@ -309,6 +309,10 @@ def test_cli_explain_json_and_report_say_how_chunks_were_proven_without_a_value(
     assert explained == [f"leak.parquet row group {g} column note: values may sit inside text; plain-encoded data "
                          "pages (dictionary fallback); a page holds a searched value's text" for g in range(3)], text.stdout
     assert "crm.people: 3 Parquet column chunk(s) decoded" in text.stdout
+    searched = [line.strip() for line in text.stdout.splitlines() if "searched for" in line]
+    assert searched == ["column email: searched for whole values of crm.people.email",
+                        "column user_id: searched for whole values of crm.people.user_id",
+                        "column note: searched for inside text", "every other column: searched for inside text"]
 
     document = json.loads(run("verify", str(plan_file), "--output", "json", "--no-record").stdout)
     proofs = document["datasets"][0]["chunk_proofs"]

@@ -237,6 +237,11 @@ def verify_command(ctx, plan_file: Path, output: str, sweep: str | None, audit_k
             for chunk in item.decoded_chunks:
                 console.print(f"  {chunk.file} row group {chunk.row_group} column {chunk.column}: {chunk.why}",
                               highlight=False, markup=False)
+            # Which search each column got (verify.scope): value-set names, never a value.
+            for column in item.column_search:
+                name = "every other column" if column.column == "*" else f"column {column.column}"
+                sets = f" of {', '.join(column.value_sets)}" if column.value_sets else ""
+                console.print(f"  {name}: searched for {column.search}{sets}", highlight=False, markup=False)
         verdict = ("complete: no subject data found, every person's step attested" if report.complete else
                    "not complete: " + ", ".join(f"{n} {state}" for state, n in
                                                 sorted(Counter(d.state.value for d in report.open_items()).items())))

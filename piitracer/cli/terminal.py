@@ -146,7 +146,7 @@ def print_batch(chosen, budget: float | None, over: bool, out: Path | None) -> N
 
 def chunk_summary(report: VerificationReport) -> str:
     """One line: how the Parquet column chunks of every dataset were proven or decoded, and bytes read."""
-    methods = ("dictionary", "statistics", "page_index", "bloom", "type")
+    methods = ("dictionary", "pages", "statistics", "page_index", "bloom", "type")
     counts = {m: sum(getattr(d.chunk_proofs, m) for d in report.datasets) for m in (*methods, "decoded")}
     read, total = (sum(d.chunk_proofs.bytes_read for d in report.datasets),
                    sum(d.chunk_proofs.bytes_total for d in report.datasets))
