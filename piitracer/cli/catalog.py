@@ -7,10 +7,12 @@ import json
 import sys
 
 import click
+from rich.text import Text
 
 from piitracer.api import catalog_drift, classify_catalog, discover_catalog, lineage_only_datasets, warehouse_roots, \
     write_discovered_catalog
 from piitracer.cli.common import EXIT_FOUND, EXIT_OK, open_workspace
+from piitracer.storage.locations import Location
 from piitracer.cli.terminal import classification_table, console, discovered_json, discovery_table, drift_table, \
     err_console
 
@@ -36,7 +38,7 @@ def catalog_discover(ctx: click.Context, output: str, write: bool, spark_views: 
     partition columns. A table whose metadata cannot be read is listed with the reason."""
     workspace = open_workspace(ctx)
     with err_console.status("discovering tables") as status:
-        discovery = discover_catalog(workspace, lambda place: status.update(f"reading {place}"), spark_views)
+        discovery = discover_catalog(workspace, lambda place: status.update(Text(f"reading {place}")), spark_views)
     tables = discovery.tables
     lineage_only = [d for d in lineage_only_datasets(workspace, discovery) if d not in discovery.views]
     for root, why in sorted(discovery.unreadable_roots.items()):
@@ -51,8 +53,9 @@ def catalog_discover(ctx: click.Context, output: str, write: bool, spark_views: 
                                "unreadable_catalogs": discovery.unreadable_catalogs,
                                "seen_in_lineage_not_found_in_storage": lineage_only}, indent=2))
         return
+    root = Location.parse(workspace.root)
     console.print(discovery_table(f"{len(tables)} tables under {', '.join(str(r) for r in warehouse_roots(workspace))}",
-                                  discovery))
+                                  discovery, lambda location: root.relative(location) or str(location)))
     for dataset in lineage_only:
         console.print(f"seen in lineage, not found in storage: {dataset}", highlight=False, markup=False)
 

@@ -112,7 +112,9 @@ def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bo
     # it prints is what execute would run), then stops.
     key = load_audit_key(key_file=audit_key_file, option="--audit-key-file")
     master = load_master_key(master_key_file)
-    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn())
+    # markup=False: a step's description holds dataset names, printed as they are
+    columns = (TextColumn("{task.description}", markup=False), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+               TimeElapsedColumn())
     progress = Progress(*columns, console=err_console, transient=False)
     task = None
 
@@ -140,7 +142,7 @@ def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bo
         console.print("complete: every step committed or attested", highlight=False)
     else:
         heading = f"incomplete: {len(awaiting)} step(s) awaiting attestation" if awaiting else "incomplete"
-        console.print(f"[yellow]{heading}[/]", highlight=False)
+        console.print(heading, style="yellow", highlight=False)
         for result in summary.results:
             if result.state in ("blocked", "pending", "awaiting_attestation"):
                 owner = f" (owner {result.step.owner})" if result.step.owner else ""

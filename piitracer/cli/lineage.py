@@ -42,7 +42,7 @@ def lineage_stats(ctx: click.Context, output: str) -> None:
     for problem in graph.problems:
         # Info lines lose nothing (a bare SELECT, an INSERT of constants): not in a warning's colour.
         colour = "dim" if problem.severity is ProblemSeverity.INFO else "yellow"
-        console.print(f"[{colour}]{problem}[/]", highlight=False)
+        console.print(str(problem), style=colour, highlight=False)
 
 
 @lineage.command("rebuild")

@@ -1,14 +1,26 @@
 """What a person sees in a terminal: the two consoles (stdout, stderr) and every table and summary
-the commands print. Names (datasets, steps, requests) are printed whole, never wrapped or cut
-(:mod:`piitracer.render.tables`); output piped to a file or a CI log is not squeezed to 80 columns."""
+the commands print.
+
+- Names print as they are: the consoles read no markup, so a dbt node id such as
+  ``[model.shop.orders]`` in a dataset name, a reason or a path is never taken for a style tag;
+  colours are given as styles (``style=``, :class:`~rich.text.Text`), never inside a string.
+- In a terminal, tables fit its width: names (datasets, steps, requests, states) are kept whole
+  (:mod:`piitracer.render.tables`), reasons and notes wrap, locations are shown relative to the
+  workspace.
+- Piped (a file, a CI log, grep), the output is plain (no colour) and complete: every row on one
+  line, nothing folded or cut, whatever its length.
+"""
 
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
+from typing import Callable
 
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -19,8 +31,20 @@ from piitracer.model.verification import ErasureState, VerificationReport
 from piitracer.model.workspace import setting_text
 from piitracer.render import tables
 
-console = tables.console()
-err_console = tables.console(stderr=True)
+# Piped output's width: wide enough that no row of any table is folded or cut (rich pads nothing
+# to the width: a table is as wide as its longest row).
+PIPED_WIDTH = 100_000
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A console that prints text as it is (no markup): the terminal's width, or a line per row
+    when piped."""
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, markup=False, width=None if stream.isatty() else PIPED_WIDTH)
+
+
+console = make_console()
+err_console = make_console(stderr=True)
 
 
 def lineage_stats_table(stats: dict) -> Table:
@@ -35,18 +59,24 @@ def lineage_stats_table(stats: dict) -> Table:
     return table
 
 
-def discovery_table(title: str, discovery) -> Table:
-    """``catalog discover``: a row per discovered table (what its own metadata says) and per view."""
+def discovery_table(title: str, discovery, place: Callable[[object], str] = str) -> Table:
+    """``catalog discover``: a row per discovered table (what its own metadata says) and per view;
+    ``place`` shows a location (relative to the workspace when inside it)."""
     table = Table(title=title)
-    for column in ("dataset", "format", "location", "columns", "write mode", "retention", "notes"):
-        table.add_column(column)
+    tables.name_column(table, "dataset", [t.table or t.name for t in discovery.tables] + list(discovery.views))
+    tables.name_column(table, "format", [t.format.value for t in discovery.tables] + ["view"])
+    tables.text_column(table, "location")
+    tables.text_column(table, "columns")
+    tables.name_column(table, "write mode", [t.write_mode.value for t in discovery.tables if t.write_mode])
+    tables.text_column(table, "retention")
+    tables.text_column(table, "notes")
     for found in discovery.tables:
         notes = [*found.refs, *found.features, *(f"problem: {p}" for p in found.problems)]
         if found.shallow_clone_of is not None:
             notes.insert(0, f"shallow clone of {found.shallow_clone_of}")
         if found.format_version:
             notes.insert(0, f"format v{found.format_version}")
-        table.add_row(Text(found.table or found.name), found.format.value, Text(str(found.location)),
+        table.add_row(Text(found.table or found.name), found.format.value, Text(place(found.location)),
                       Text(", ".join(found.columns)), found.write_mode.value if found.write_mode else "",
                       Text(retention_text(found.retention)), Text("; ".join(notes)))
     for view, columns in sorted(discovery.views.items()):
@@ -73,8 +103,13 @@ def retention_text(retention: dict) -> str:
 def classification_table(verdicts) -> Table:
     """``catalog classify``: a row per column classified as personal data."""
     table = Table(title="personal data columns (a proposal: confirm before relying on it)")
-    for column in ("dataset", "column", "kind", "confidence", "valid/sampled", "reasons"):
-        table.add_column(column)
+    shown = [v for v in verdicts if v.kind]
+    tables.name_column(table, "dataset", [v.dataset for v in shown])
+    tables.name_column(table, "column", [v.shown for v in shown])
+    tables.name_column(table, "kind", [v.words or "" for v in shown])
+    tables.name_column(table, "confidence", [], justify="right")
+    tables.name_column(table, "valid/sampled", [], justify="right")
+    tables.text_column(table, "reasons")
     for verdict in verdicts:
         if verdict.kind:
             counts = f"{verdict.valid}/{verdict.sampled}" if verdict.valid is not None and verdict.sampled else ""
@@ -86,8 +121,11 @@ def classification_table(verdicts) -> Table:
 def drift_table(differences) -> Table:
     """``catalog check``: a row per difference between the catalog and the lakehouse."""
     table = Table(title="catalog vs lakehouse")
-    for column in ("dataset", "field", "catalog", "lakehouse", ""):
-        table.add_column(column)
+    tables.name_column(table, "dataset", [d.dataset for d in differences])
+    tables.name_column(table, "field", [d.field for d in differences])
+    tables.text_column(table, "catalog")
+    tables.text_column(table, "lakehouse")
+    tables.name_column(table, "", ["override"])
     for d in differences:
         table.add_row(Text(d.dataset), Text(d.field), Text(d.catalog), Text(d.lakehouse),
                       "drift" if d.drift else "override")
@@ -113,8 +151,9 @@ def request_board_table(shown, now: datetime) -> Table:
 
 def print_batch(chosen, budget: float | None, over: bool, out: Path | None) -> None:
     for request in chosen.cannot_wait:
-        console.print(f"[yellow]cannot wait[/]: request {request.request_id} is due {request.deadline_at:%Y-%m-%d}, before "
-                      "the next window; plan it now (--due-within a longer window, or plan it alone)", highlight=False)
+        console.print(Text.assemble(("cannot wait", "yellow"), f": request {request.request_id} is due "
+                                    f"{request.deadline_at:%Y-%m-%d}, before the next window; plan it now (--due-within "
+                                    "a longer window, or plan it alone)"))
     if chosen.plan is None:
         console.print("no queued request is due within the window: nothing planned", highlight=False)
         return
@@ -136,8 +175,9 @@ def print_batch(chosen, budget: float | None, over: bool, out: Path | None) -> N
     console.print(f"total: {estimate.files:,} files, {estimate.bytes:,} bytes, {estimate.cost:,.2f} {estimate.currency}; "
                   f"{timing}", highlight=False)
     if over:
-        console.print(f"[red]over budget[/]: {estimate.cost:,.2f} > {budget:,.2f} {estimate.currency}; top costs: " + ", ".join(
-            f"{s.step_id} {s.dataset} {s.cost:,.2f}" for s in estimate.top_costs(3)), highlight=False)
+        console.print(Text.assemble(("over budget", "red"), f": {estimate.cost:,.2f} > {budget:,.2f} {estimate.currency}; "
+                                    "top costs: " + ", ".join(f"{s.step_id} {s.dataset} {s.cost:,.2f}"
+                                                              for s in estimate.top_costs(3))))
     if out is not None:
         console.print(f"wrote {out}: requests {', '.join(r.request_id for r in chosen.requests)} planned", highlight=False)
     else:
@@ -190,7 +230,7 @@ def demo_summary(result: DemoResult) -> Table:
     table.add_row("lakehouse", f"{'reused' if build.reused else 'built'}: {build.rows:,} payments up to {build.anchor}")
     table.add_row("subjects", f"{result.subjects} ({result.subject_rows} source rows before the erasure)")
     if result.subject_rows == 0:
-        table.add_row("", "[yellow]already erased in this lakehouse: use --rebuild or --subjects N[/]")
+        table.add_row("", Text("already erased in this lakehouse: use --rebuild or --subjects N", style="yellow"))
     table.add_row("datasets erased", str(totals["datasets_erased"]))
     table.add_row("rows removed", f"{totals['rows_deleted']:,}")
     table.add_row("files rewritten / removed", f"{totals['files_rewritten']:,} / {totals['files_removed']:,}")
@@ -205,16 +245,17 @@ def demo_summary(result: DemoResult) -> Table:
                                                         for e in result.attestations))
     if result.verification is not None:
         states = Counter(d.state.value for d in result.verification.datasets)
-        verdict = ("[green]complete: no subject data found, every person step attested[/]" if result.verification.complete
-                   else "[red]not complete: subject data found, pending or awaiting attestation[/]")
-        table.add_row("verification", f"{verdict} ({', '.join(f'{n} {state}' for state, n in sorted(states.items()))})")
+        verdict = (Text("complete: no subject data found, every person step attested", style="green")
+                   if result.verification.complete
+                   else Text("not complete: subject data found, pending or awaiting attestation", style="red"))
+        table.add_row("verification", Text.assemble(verdict, f" ({', '.join(f'{n} {state}' for state, n in sorted(states.items()))})"))
     if result.closed:
         table.add_row("closed", f"{', '.join(result.closed)}: data key destroyed, piitracer's own copies shredded")
     elif result.verification is not None and result.verification.complete:
         table.add_row("not closed", "watching (--no-close); PIITRACER_MASTER_KEY_FILE="
                       f"{result.folder / '.piitracer' / 'demo-master.key'} opens the plan for verify")
     if result.audit_intact is not None:
-        table.add_row("audit trail", "recorded, chain intact" if result.audit_intact else "[red]chain broken[/]")
+        table.add_row("audit trail", "recorded, chain intact" if result.audit_intact else Text("chain broken", style="red"))
     for phase, seconds in result.seconds.items():
         table.add_row(f"time: {phase}", f"{seconds:.1f} s")
     table.add_row("time: total", f"{sum(result.seconds.values()):.1f} s")
