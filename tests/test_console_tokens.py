@@ -140,3 +140,20 @@ def test_behind_a_tls_proxy_the_cookies_are_secure(tmp_path: Path) -> None:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def test_owners_add_prints_the_token_once_and_refuses_an_unlisted_name(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from piitracer.cli.main import cli
+
+    ws = workspace(tmp_path / "ws")
+    done = CliRunner().invoke(cli, ["--workspace", str(ws.root), "owners", "add", "streaming-team"])
+    assert done.exit_code == 0, done.output
+    token = done.stdout.strip()
+    assert check_token(ws, token).name == "streaming-team" and token not in tokens_path(ws.root).read_text()
+    refused = CliRunner().invoke(cli, ["--workspace", str(ws.root), "owners", "add", "mallory"])
+    assert refused.exit_code == 2 and "Traceback" not in refused.output
+    assert refused.output.strip().splitlines() == [
+        f"error: {ws.root / 'piitracer.yaml'}: 'mallory' is not listed under owners: or viewers: (add it there first: "
+        "the workspace says who may sign in to the console)"]

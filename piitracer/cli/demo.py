@@ -23,12 +23,33 @@ from piitracer.cli.terminal import console, demo_summary, err_console
               "(attest them yourself with piitracer attest, then piitracer verify).")
 @click.option("--no-close", is_flag=True, help="Leave the request open at the end (verified, watching) instead of "
               "closing it: its values stay (encrypted) so you can explore and verify again.")
+@click.option("--serve", "serve_console", is_flag=True, help="Then keep the console running on the demo's workspace "
+              "(127.0.0.1 only), printing its address and a viewer token, until Ctrl-C.")
+@click.option("--port", default=5000, show_default=True, type=click.IntRange(1, 65535), help="The console's port (--serve).")
 def demo_command(folder: Path, subjects: int | None, rows: int | None, rebuild: bool, no_attest: bool,
-                 no_close: bool) -> None:
+                 no_close: bool, serve_console: bool, port: int) -> None:
     """Build the demo lakehouse (once), plan and execute the erasure of a user, verify, attest the
     person steps as their simulated owners, verify again, close the request (piitracer's own copies
-    of the person shredded) and write the signed certificate; print what it took."""
+    of the person shredded) and write the signed certificate; print what it took. With --serve,
+    the console then shows the request, its evidence and its certificate in a browser."""
     result = run_demo(folder, subjects=subjects, rows=rows, rebuild=rebuild, attest=not no_attest, close=not no_close,
                       progress=lambda line: err_console.print(line, highlight=False, markup=False))
     console.print(demo_summary(result))
-    sys.exit(EXIT_OK if result.verification is not None and result.verification.complete else EXIT_FOUND)
+    complete = result.verification is not None and result.verification.complete
+    if serve_console:
+        _serve_demo(result.folder, port)
+    sys.exit(EXIT_OK if complete else EXIT_FOUND)
+
+
+def _serve_demo(folder: Path, port: int) -> None:
+    import uvicorn  # only when serving
+
+    from piitracer.console.app import create_server
+    from piitracer.console.demo import DEMO_VIEWER, demo_console
+    from piitracer.serve.app import create_app
+
+    config, token = demo_console(folder)
+    # Loopback only: the demo's console is for the person at this machine (no TLS, no lineage token).
+    click.echo(f"console: http://127.0.0.1:{port}/console/ (Ctrl-C stops it)\n"
+               f"sign in as {DEMO_VIEWER} (read-only) with this token, shown once:\n{token}")
+    uvicorn.run(create_server(config, create_app(folder)), host="127.0.0.1", port=port, log_level="warning")

@@ -1,5 +1,6 @@
-"""``piitracer serve``: receive OpenLineage events over HTTP into the workspace's lineage store.
-Rooms: serve (the ASGI app), crypto (rejected bodies sealed under the master key)."""
+"""``piitracer serve``: receive OpenLineage events over HTTP into the workspace's lineage store,
+and serve the console on the same port. Rooms: serve (the ASGI app), crypto (rejected bodies
+sealed under the master key), console (the privacy office's board, owners' attestations)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import click
 
 from piitracer.cli.common import open_workspace
 from piitracer.cli.terminal import err_console
+from piitracer.console.app import create_server, server_config
 from piitracer.crypto.envelope import has_master_key, load_master_key
 from piitracer.crypto.sealed_body import BodySealer
 from piitracer.planner.build import PlanningError
@@ -29,14 +31,22 @@ from piitracer.serve.app import create_app, is_loopback
                    "$PIITRACER_MASTER_KEY); without one only a rejected body's SHA-256 is kept.")
 @click.option("--rejected-retention-days", default=30, show_default=True, type=click.IntRange(min=1),
               help="Days a rejected record is kept; older ones are deleted at start and on a later receive.")
+@click.option("--audit-key-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="The audit key the console reads the log and records owners' attestations with (default: "
+                   "$PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE); without one the console shows the board only.")
+@click.option("--signing-key", type=click.Path(dir_okay=False, path_type=Path),
+              help="Ed25519 key that signs the certificates the console hands out (default: "
+                   "$PIITRACER_SIGNING_KEY_FILE); without one the console says how to issue them.")
 @click.pass_context
 def serve(ctx: click.Context, host: str, port: int, token_file: Path | None, master_key_file: Path | None,
-          rejected_retention_days: int) -> None:
+          rejected_retention_days: int, audit_key_file: Path | None, signing_key: Path | None) -> None:
     """Receive OpenLineage events over HTTP (POST /api/v1/lineage, as Marquez does) into the
     workspace's lineage store (.piitracer/lineage/events.jsonl), which every later command reads.
     A malformed event is answered 400 with its defects and kept in .piitracer/lineage/rejected/
     (its body encrypted under the master key, else only its digest); a body over 16 MiB, sent or
-    inflated, is answered 413."""
+    inflated, is answered 413. The console is at /console/ on the same port: people sign in with
+    a token from `piitracer owners add NAME`; the server holds the audit, master and signing keys.
+    Put TLS in front of it (a reverse proxy on this machine) when it is reachable from others."""
     import uvicorn  # here, not at the top: the web server and its event loop load only when serving
 
     workspace = open_workspace(ctx)
@@ -53,4 +63,7 @@ def serve(ctx: click.Context, host: str, port: int, token_file: Path | None, mas
                          "; no master key: only a rejected body's SHA-256 is kept"), highlight=False)
     app = create_app(workspace.root, token, cipher=BodySealer(master) if master else None,
                      retention=timedelta(days=rejected_retention_days))
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    config, notes = server_config(workspace, master, audit_key_file, signing_key)
+    err_console.print(f"piitracer: console on http://{host}:{port}/console/ (sign in with a token from piitracer owners "
+                      "add NAME" + ("".join(f"; {note}" for note in notes)) + ")", highlight=False)
+    uvicorn.run(create_server(config, app), host=host, port=port, log_level="warning")

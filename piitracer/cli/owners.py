@@ -1,0 +1,30 @@
+"""``piitracer owners add NAME``: a console sign-in token for a person the workspace names under
+``owners:`` or ``viewers:``. Room: console (tokens kept only as scrypt hashes, 0600)."""
+
+from __future__ import annotations
+
+import click
+
+from piitracer.cli.common import open_workspace
+from piitracer.console.tokens import add_token, tokens_path
+
+
+@click.group("owners")
+def owners_group() -> None:
+    """Console users: dataset owners (``owners:`` in piitracer.yaml), who attest the person steps
+    of the datasets whose catalog owner: names them, and read-only viewers (``viewers:``)."""
+
+
+@owners_group.command("add")
+@click.argument("name")
+@click.pass_context
+def owners_add(ctx: click.Context, name: str) -> None:
+    """Make a sign-in token for NAME (listed under owners: or viewers:) and print it once: only its
+    scrypt hash is kept (.piitracer/console-tokens.json, 0600). Adding NAME again replaces its token;
+    removing NAME from piitracer.yaml revokes it."""
+    workspace = open_workspace(ctx)
+    token = add_token(workspace, name)
+    role = "owner" if name in workspace.config.owners else "viewer"
+    click.echo(f"console token for {name} ({role}), shown once: only its hash is kept in "
+               f"{tokens_path(workspace.root)}", err=True)
+    click.echo(token)
