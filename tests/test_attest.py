@@ -80,8 +80,8 @@ def test_person_steps_keep_the_erasure_open_until_attested(planned, tmp_path: Pa
 
     code, out = cli_run(ws, "verify", str(plan_file))
     assert code == 1
-    assert states(out) == {"crm.users": "erased", "ml.tokens": "awaiting_attestation", "an.daily": "awaiting_attestation",
-                           "stream.cdc": "awaiting_attestation"}
+    assert states(out) == {"crm.users": "erased", "ml.tokens": "awaiting attestation", "an.daily": "awaiting attestation",
+                           "stream.cdc": "awaiting attestation"}
 
     ticket = tmp_path / "ticket.txt"
     ticket.write_text("CDC topic compacted, tombstones written; see INC-2291\n")
@@ -90,7 +90,7 @@ def test_person_steps_keep_the_erasure_open_until_attested(planned, tmp_path: Pa
     assert code == 0 and f"attested {person['stream.cdc']} manual stream.cdc by streaming-team" in out
     assert hashlib.sha256(ticket.read_bytes()).hexdigest() in out
     code, out = cli_run(ws, "verify", str(plan_file))
-    assert code == 1 and states(out)["stream.cdc"] == "attested" and states(out)["ml.tokens"] == "awaiting_attestation"
+    assert code == 1 and states(out)["stream.cdc"] == "attested" and states(out)["ml.tokens"] == "awaiting attestation"
 
     for dataset in ("ml.tokens", "an.daily"):
         code, out = cli_run(ws, "attest", str(plan_file), "--step", person[dataset], "--by", "data-eng",

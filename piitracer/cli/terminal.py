@@ -47,6 +47,12 @@ console = make_console()
 err_console = make_console(stderr=True)
 
 
+def in_words(state: str) -> str:
+    """A state as a table shows it: ``awaiting_attestation`` -> ``awaiting attestation`` (the JSON
+    output and the audit log keep the identifier)."""
+    return state.replace("_", " ")
+
+
 def lineage_stats_table(stats: dict) -> Table:
     """``lineage stats``: counts of datasets, columns and edges by type."""
     table = Table(title="lineage", show_header=False)
@@ -140,12 +146,12 @@ def request_board_table(shown, now: datetime) -> Table:
         tables.name_column(table, name, ["0000-00-00"])
     tables.name_column(table, "days left", [], justify="right")
     tables.name_column(table, "subjects", [], justify="right")
-    tables.name_column(table, "state", [r.state.value for r in shown] + ["awaiting_attestation"])
+    tables.name_column(table, "state", [in_words(r.state.value) for r in shown] + ["awaiting attestation"])
     tables.text_column(table, "last action")
     for r in shown:
         flag = " OVERDUE" if r.overdue(now) else ""
         table.add_row(r.request_id, f"{r.received_at:%Y-%m-%d}", f"{r.deadline_at:%Y-%m-%d}", f"{r.days_left(now)}{flag}",
-                      str(r.subjects), r.state.value, f"{r.last_action} ({r.last_action_at:%Y-%m-%d %H:%M})")
+                      str(r.subjects), in_words(r.state.value), f"{r.last_action} ({r.last_action_at:%Y-%m-%d %H:%M})")
     return table
 
 
@@ -205,7 +211,7 @@ def verification_table(report: VerificationReport) -> Table:
     """One row per dataset: state, files scanned, snapshots checked, findings, pending-until/reason."""
     table = Table(title=f"verification of plan {report.plan_id[:12]} at {report.checked_at:%Y-%m-%d %H:%M:%S} UTC")
     tables.name_column(table, "dataset", [d.dataset for d in report.datasets])
-    tables.name_column(table, "state", [d.state.value for d in report.datasets])
+    tables.name_column(table, "state", [in_words(d.state.value) for d in report.datasets])
     for name in ("files", "snapshots", "findings"):
         tables.name_column(table, name, [], justify="right")
     tables.text_column(table, "pending until / reason")
@@ -213,7 +219,7 @@ def verification_table(report: VerificationReport) -> Table:
         detail = item.pending_until or item.reason or ""
         if item.notes:
             detail = (detail + "; " if detail else "") + "; ".join(item.notes)
-        table.add_row(Text(item.dataset), Text(item.state.value, style=STATE_STYLE[item.state]), str(item.files_scanned),
+        table.add_row(Text(item.dataset), Text(in_words(item.state.value), style=STATE_STYLE[item.state]), str(item.files_scanned),
                       str(item.snapshots_checked), str(len(item.findings)), Text(detail))
     return table
 
