@@ -119,7 +119,7 @@ def cli_commands() -> set[str]:
 
 def test_every_cli_command_says_which_keys_it_needs() -> None:
     commands, rows = cli_commands(), key_rows()
-    assert {"piitracer plan", "piitracer execute", "piitracer verify"} <= commands
+    assert {"piitracer plan", "piitracer execute", "piitracer verify", "piitracer init"} <= commands
     assert sorted(commands - set(rows)) == []  # a command without a row in reference/cli.md's keys table
     assert sorted(set(rows) - commands) == []  # a row for a command that no longer exists
     assert rows["piitracer execute"][:2] == ("required (also `--dry-run`)", "required")

@@ -17,6 +17,7 @@ from piitracer.cli.catalog import catalog_group
 from piitracer.cli.common import EXIT_ERROR
 from piitracer.cli.demo import demo_command
 from piitracer.cli.erasure import attest_command, execute_command, plan_command, verify_command
+from piitracer.cli.init import init_command
 from piitracer.cli.lineage import lineage
 from piitracer.cli.owners import owners_group
 from piitracer.cli.requests import batch_group, requests_group
@@ -85,7 +86,7 @@ def cli(ctx: click.Context, workspace: Path, log_level: str, log_file: Path | No
 
 # In the order `piitracer --help` has always listed them (click sorts them by name anyway).
 for _command in (lineage, plan_command, execute_command, attest_command, catalog_group, requests_group, batch_group, audit,
-                 verify_command, serve, demo_command, owners_group):
+                 verify_command, serve, demo_command, init_command, owners_group):
     cli.add_command(_command)
 
 
