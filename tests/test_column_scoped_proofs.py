@@ -286,3 +286,34 @@ def test_verify_reports_each_columns_search_and_the_sweep_reports_its_chunk_proo
     assert [(c.column, c.search) for c in swept.column_search] == [("*", "inside text")]  # no plan: the full search
     assert swept.chunk_proofs.bytes_total == (other / "part-0.parquet").stat().st_size
     assert "inside text" in mine.model_dump_json() and SUBJECT_PAN not in report.model_dump_json()
+
+
+def test_identifiers_classify_only_proposed_keep_the_full_search(tmp_path: Path) -> None:
+    """``classified_by: auto`` (catalog classify's unconfirmed proposal): its identifiers narrow
+    nothing, so a PAN inside the pan column's text is found; the plan's key column still gets whole
+    values (its erasure matches whole values)."""
+    import yaml
+
+    import piitracer
+    from piitracer.api import plan_deletion, verify_plan
+    from piitracer.model.plan import Subject
+
+    people = tmp_path / "people"
+    people.mkdir()
+    pq.write_table(pa.table({"user_id": pa.array([SUBJECT_ID + 1], pa.int64()), "pan": [f"old {SUBJECT_PAN}"]}),
+                   people / "part-0.parquet")
+    folder = tmp_path / "ws"
+    (folder / "sql").mkdir(parents=True)
+    (folder / "sql" / "none.sql").write_text("-- no pipelines\n")
+    catalog = {"crm.people": {"format": "parquet", "location": str(people), "columns": ["user_id", "pan"],
+                              "identifiers": ["user_id", "pan"], "subject_key": "user_id", "classified_by": "auto"}}
+    (folder / "piitracer.yaml").write_text(yaml.safe_dump({"lineage": {"sql": [{"path": "sql"}]}, "catalog": catalog}))
+    ws = piitracer.load_workspace(folder)
+    plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), ["crm.people.user_id"],
+                         [Subject(value=str(SUBJECT_ID), request_id="r1", received_at="2026-11-20T09:00:00Z")])
+    values = {"crm.people.user_id": [SUBJECT_ID], "crm.people.pan": [SUBJECT_PAN]}
+    mine = verify_plan(ws, plan, values, {s.id: "committed" for s in plan.steps}).result("crm.people")
+    assert [(c.column, c.search) for c in mine.column_search] == [
+        ("user_id", "whole values"), ("pan", "inside text"), ("*", "inside text")]
+    assert {(f.where, f.value_set) for f in mine.findings if f.kind == "data"} == {
+        ("column pan (inside text)", "crm.people.pan")}
