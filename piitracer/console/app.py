@@ -273,8 +273,7 @@ class _Console:
                 entry = attest(self.workspace, store, audit, self.config.audit_key, session.user, request_id, step_id,
                                text, upload)
         except ConsoleRefused as error:
-            status = 403 if not session.user.can_attest or "belongs to" in str(error) else 409
-            return self.request_page(request, session, request_id, error=str(error), status=status)
+            return self.request_page(request, session, request_id, error=str(error), status=error.status)
         log.info("console: %s attested step %s of request %s (audit entry %d)", session.user.name, step_id,
                  request_id, entry.seq)
         return RedirectResponse(f"{CONSOLE}/requests/{quote(request_id)}?attested={quote(step_id)}", status_code=303)

@@ -37,7 +37,7 @@ BASE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{% block title %}piitracer console{% endblock %}</title>
 <link rel="stylesheet" href="/console/static/console.css"></head><body>
 <header><a href="/console/board">piitracer console</a>
-{% if user %}{% if user.can_attest %}<a href="/console/owners/{{ user.name }}">my steps</a>{% endif %}
+{% if user %}{% if user.can_attest %}<a href="/console/owners/{{ user.name|urlencode }}">my steps</a>{% endif %}
 <span class="who">signed in as <strong id="who">{{ user.name }}</strong> ({{ user.role }})
 <form method="post" action="/console/sign-out"><input type="hidden" name="csrf" value="{{ csrf }}">
 <button type="submit">sign out</button></form></span>{% endif %}</header>
@@ -65,7 +65,7 @@ BOARD = """{% extends "base.html" %}{% block title %}Requests: piitracer console
 <table id="board"><thead><tr><th>request</th><th>received</th><th>deadline</th><th>days left</th><th>state</th>
 <th>subjects</th><th>last action</th></tr></thead><tbody>
 {% for row in rows %}<tr data-request="{{ row.request.request_id }}">
-<td><a href="/console/requests/{{ row.request.request_id }}">{{ row.request.request_id }}</a></td>
+<td><a href="/console/requests/{{ row.request.request_id|urlencode }}">{{ row.request.request_id }}</a></td>
 <td>{{ row.request.received_at.strftime('%Y-%m-%d') }}</td><td class="deadline">{{ row.request.deadline_at.strftime('%Y-%m-%d') }}</td>
 <td class="num">{{ row.days_left }}{% if row.overdue %} <span class="overdue">OVERDUE</span>{% endif %}</td>
 <td><span class="state state-{{ row.request.state.value }}">{{ row.request.state.value }}</span></td>
@@ -101,7 +101,7 @@ REQUEST = """{% extends "base.html" %}{% block title %}{{ request_id }}: piitrac
 {% for s in view.open_steps %}<tr data-step="{{ s.step_id }}"><td>{{ s.step_id }}</td><td>{{ s.dataset }}</td><td>{{ s.action }}</td>
 <td>{{ s.catalog_owner or 'no owner in the catalog' }}</td><td><span class="state state-{{ s.state }}">{{ s.state }}</span></td><td>
 {% if user.can_attest and s.owner == user.name and r and r.state.value != 'closed' %}
-<form class="attest" method="post" action="/console/requests/{{ request_id }}/attest" enctype="multipart/form-data">
+<form class="attest" method="post" action="/console/requests/{{ request_id|urlencode }}/attest" enctype="multipart/form-data">
 <input type="hidden" name="csrf" value="{{ csrf }}"><input type="hidden" name="step_id" value="{{ s.step_id }}">
 <textarea name="evidence_text" placeholder="evidence: a ticket, a run log, a statement (only its SHA-256 is kept)"></textarea><br>
 or a file <input type="file" name="evidence_file"> <button type="submit" class="attest-button">Attest as {{ user.name }}</button></form>
@@ -115,7 +115,7 @@ or a file <input type="file" name="evidence_file"> <button type="submit" class="
 
 <h2>Certificate</h2>
 {% if view.complete and certificate_available %}
-<p><a id="certificate" href="/console/requests/{{ request_id }}/certificate.json" download>Download the signed erasure certificate</a>
+<p><a id="certificate" href="/console/requests/{{ request_id|urlencode }}/certificate.json" download>Download the signed erasure certificate</a>
 (issued now from the audit log, signed by the server's key). Check it anywhere, without piitracer's secrets:</p>
 <pre><code id="check-command">piitracer audit check-certificate certificate-{{ request_id }}.json --public-key {{ public_key_name }}</code></pre>
 {% elif view.complete %}<p>The erasure is proven; this server has no signing key, so issue the certificate with
@@ -155,7 +155,7 @@ OWNER = """{% extends "base.html" %}{% block title %}{{ owner }}: piitracer cons
 <h1>Steps waiting for <span id="owner">{{ owner }}</span></h1>
 <p class="muted">Person steps of open requests on datasets whose catalog owner is {{ owner }}.</p>
 <table id="waiting"><thead><tr><th>request</th><th>deadline</th><th>step</th><th>dataset</th><th>action</th></tr></thead><tbody>
-{% for w in waiting %}<tr><td><a href="/console/requests/{{ w.request_id }}">{{ w.request_id }}</a></td>
+{% for w in waiting %}<tr><td><a href="/console/requests/{{ w.request_id|urlencode }}">{{ w.request_id }}</a></td>
 <td>{{ w.deadline_at.strftime('%Y-%m-%d') }}{% if w.overdue %} <span class="overdue">OVERDUE</span>{% endif %}</td>
 <td>{{ w.step.step_id }}</td><td>{{ w.step.dataset }}</td><td>{{ w.step.action }}</td></tr>
 {% else %}<tr><td colspan="5">Nothing is waiting for {{ owner }}.</td></tr>{% endfor %}</tbody></table>

@@ -27,7 +27,13 @@ PERSON_ACTION_NAMES = frozenset(action.value for action in PERSON_ACTIONS)
 
 
 class ConsoleRefused(PiitracerError):
-    """What a signed-in user asked for cannot be done (not theirs, not open, no evidence)."""
+    """What a signed-in user asked for cannot be done (not theirs, not open, no evidence);
+    ``status`` is the HTTP answer (403: not this user's to do, 409: not in a state for it, 400:
+    the form lacks something)."""
+
+    def __init__(self, message: str, status: int = 409) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def owner_name(catalog_owner: str | None) -> str | None:
@@ -200,7 +206,7 @@ def attest(workspace: Workspace, store, log: AuditLog, key: AuditKey, user: Cons
     from piitracer.api import Evidence, attest_step, check_plan_seal, parse_plan, plan_requests
 
     if not user.can_attest:
-        raise ConsoleRefused(f"{user.name} is a viewer: only owners attest")
+        raise ConsoleRefused(f"{user.name} is a viewer: only owners attest", 403)
     request = store.get(request_id)
     if request.state is RequestState.CLOSED:
         raise ConsoleRefused(f"request {request_id} is closed: nothing is left to attest")
@@ -214,14 +220,14 @@ def attest(workspace: Workspace, store, log: AuditLog, key: AuditKey, user: Cons
     owner = dataset_owner(workspace, step.dataset)
     if owner != user.name:
         raise ConsoleRefused(f"step {step_id} ({step.dataset}) belongs to {owner or 'no owner in the catalog'}, "
-                             f"not {user.name}: an owner attests only the steps of the datasets they own")
+                             f"not {user.name}: an owner attests only the steps of the datasets they own", 403)
     if evidence_file is not None:
         name, data = evidence_file
         evidence = Evidence(hashlib.sha256(data).hexdigest(), "file", name or None)
     elif evidence_text.strip():
         evidence = Evidence(hashlib.sha256(evidence_text.encode("utf-8")).hexdigest(), "text")
     else:
-        raise ConsoleRefused("give evidence: a text (a ticket, a statement) or a file; only its SHA-256 is kept")
+        raise ConsoleRefused("give evidence: a text (a ticket, a statement) or a file; only its SHA-256 is kept", 400)
     entry = attest_step(log, plan, step.id, user.name, evidence)
     for rid in plan_requests(plan):
         if store.has(rid):
