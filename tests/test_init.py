@@ -152,3 +152,14 @@ def test_init_asks_for_the_roots_on_a_terminal(tmp_path: Path) -> None:
     assert len(exported(out.decode())) == 2
     config = yaml.safe_load((tmp_path / "ws" / "piitracer.yaml").read_text())
     assert config["warehouse_roots"] == [str(Path.cwd() / "lake"), "s3://bucket/warehouse/"]
+
+
+def test_the_api_makes_a_workspace_the_loader_accepts(tmp_path: Path) -> None:
+    from piitracer.api import init_workspace
+    from piitracer.ingest.workspace_loader import load_workspace
+
+    made = init_workspace(tmp_path / "ws", ["s3://lake/warehouse/", " "], keys_dir=tmp_path / "keys")
+    assert made.warehouse_roots == ("s3://lake/warehouse/",)
+    assert made.environment() == [f"export PIITRACER_AUDIT_KEY_FILE={tmp_path / 'keys' / 'audit.key'}",
+                                  f"export PIITRACER_MASTER_KEY_FILE={tmp_path / 'keys' / 'master.key'}"]
+    assert load_workspace(tmp_path / "ws").config.warehouse_roots == ("s3://lake/warehouse/",)

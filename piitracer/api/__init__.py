@@ -8,6 +8,7 @@
 - :mod:`piitracer.api.audit`: the audit log, its verification, report and erasure certificate
 - :mod:`piitracer.api.requests`: the request store, the board, request states, batch windows (estimated), close
 - :mod:`piitracer.api.demo`: the demo flow
+- :mod:`piitracer.api.workspace_init`: ``piitracer init``: a new workspace and its two keys, kept outside it
 - :mod:`piitracer.api._wiring`: what they share (workspace -> file store, locations, roots, journal, request store)
 
 The functions named after a command (``execute_recorded``, ``verify_recorded``, ``keep_plan``,
@@ -61,6 +62,8 @@ _EXPORTS = {
     # piitracer.api.demo
     "DEMO_SOURCE": "demo", "DemoResult": "demo", "demo_audit_key": "demo", "demo_master_key": "demo",
     "demo_signing_key": "demo", "plan_diagram": "demo", "run_demo": "demo",
+    # piitracer.api.workspace_init
+    "InitRefused": "workspace_init", "InitResult": "workspace_init", "init_workspace": "workspace_init",
     # piitracer.api._wiring
     "audit_log_path": "_wiring", "dataset_locations": "_wiring", "execution_context": "_wiring", "journal_steps": "_wiring",
     "protected_places": "_wiring", "request_store": "_wiring", "request_store_path": "_wiring",
@@ -94,6 +97,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
                                         register_plan_requests, request_board, settle_after_verify, shred_request)
     from piitracer.api.demo import (demo_audit_key, demo_master_key, demo_signing_key, DEMO_SOURCE, DemoResult,
                                     plan_diagram, run_demo)
+    from piitracer.api.workspace_init import InitRefused, InitResult, init_workspace
     from piitracer.api._wiring import (audit_log_path, dataset_locations, execution_context, journal_steps,
                                        protected_places, request_store, request_store_path, warehouse_roots,
                                        workspace_store, write_private)
