@@ -350,8 +350,11 @@ def test_after_verify_and_close_the_board_shows_the_closed_request_and_its_certi
     site.keep(link, answer.text)
     certificate = site.folder / "certificate-console.json"
     certificate.write_text(answer.text)
-    document, problem = piitracer.api.check_certificate(certificate, site.folder / ".piitracer" / "demo-signing.key.pub")
+    public_key = site.folder / "signing-key.pub"  # as the page says: the key downloaded beside the certificate
+    public_key.write_bytes(viewer.get(browser.find_element(By.ID, "public-key").get_attribute("href")).content)
+    document, problem = piitracer.api.check_certificate(certificate, public_key)
     assert problem is None and document["certificate"]["request_id"] == request_id
+    assert public_key.read_bytes() == (site.folder / ".piitracer" / "demo-signing.key.pub").read_bytes()
 
 
 def test_demo_serve_gives_a_viewer_token_that_opens_the_closed_request_and_its_certificate(site: Site, browser) -> None:

@@ -116,6 +116,10 @@ def create_server(config: ConsoleConfig, lineage_app: FastAPI) -> FastAPI:
     async def certificate(request: Request, request_id: str) -> Response:
         return await console.page(request, console.certificate, request_id)
 
+    @app.get(f"{CONSOLE}/signing-key.pub")
+    async def public_key(request: Request) -> Response:
+        return await console.page(request, console.public_key)
+
     @app.get(CONSOLE + "/owners/{owner}")
     async def owner_page(request: Request, owner: str) -> Response:
         return await console.page(request, console.owner_page, owner)
@@ -236,7 +240,7 @@ class _Console:
                           diagram=diagram, diagram_problem=problem, error=error, notice=notice,
                           legend=[(s, STATE_LABELS[s]) for s in STATES],
                           certificate_available=public_key is not None and self.config.audit_key is not None,
-                          public_key_name=f"{public_key.name}.pub" if public_key else "KEY.pub")
+                          public_key_name="signing-key.pub")
 
     def owner_page(self, request: Request, session: Session, owner: str) -> Response:
         if session.user.role == OWNER and owner != session.user.name:
@@ -261,6 +265,15 @@ class _Console:
         text = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
         return Response(text, media_type="application/json", headers={
             "Content-Disposition": f'attachment; filename="certificate-{_safe_name(request_id)}.json"'})
+
+    def public_key(self, request: Request, session: Session) -> Response:
+        """The certificates' public key (PEM): what an auditor checks a downloaded certificate with."""
+        from piitracer.crypto.signing import public_key_path
+
+        if self.config.signing_key_path is None or not public_key_path(self.config.signing_key_path).exists():
+            return self.refused(request, 404, "this server has no certificate signing key", session)
+        return Response(public_key_path(self.config.signing_key_path).read_bytes(), media_type="application/x-pem-file",
+                        headers={"Content-Disposition": 'attachment; filename="signing-key.pub"'})
 
     def attest(self, request: Request, session: Session, request_id: str, step_id: str, text: str,
                upload: tuple[str, bytes] | None) -> Response:

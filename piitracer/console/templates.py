@@ -116,7 +116,8 @@ or a file <input type="file" name="evidence_file"> <button type="submit" class="
 <h2>Certificate</h2>
 {% if view.complete and certificate_available %}
 <p><a id="certificate" href="/console/requests/{{ request_id|urlencode }}/certificate.json" download>Download the signed erasure certificate</a>
-(issued now from the audit log, signed by the server's key). Check it anywhere, without piitracer's secrets:</p>
+(issued now from the audit log, signed by the server's key) and <a id="public-key" href="/console/signing-key.pub" download>its
+public key</a>. Check it anywhere, without piitracer's secrets:</p>
 <pre><code id="check-command">piitracer audit check-certificate certificate-{{ request_id }}.json --public-key {{ public_key_name }}</code></pre>
 {% elif view.complete %}<p>The erasure is proven; this server has no signing key, so issue the certificate with
 <code>piitracer audit certificate {{ request_id }} --signing-key KEY -o certificate.json</code> and check it with
