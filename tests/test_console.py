@@ -1,6 +1,8 @@
-"""Console users (issue 33): the workspace names them (``owners:``, ``viewers:``), their tokens are
-kept only as scrypt hashes in a 0600 file, a token stops working when it is replaced or its name
-leaves the workspace, and an owner owns the datasets whose catalog ``owner:`` names them."""
+"""The console (issue 33) below the browser: users the workspace names (``owners:``, ``viewers:``),
+their tokens kept only as scrypt hashes in a 0600 file, a token that stops working when it is
+replaced or its name leaves the workspace, owners owning the datasets whose catalog ``owner:``
+names them, an evidence file attested as ``piitracer attest`` records one, the server's keys,
+``owners add`` and secure cookies behind TLS. The browser tests are in test_console_browser.py."""
 
 from __future__ import annotations
 
@@ -157,3 +159,45 @@ def test_owners_add_prints_the_token_once_and_refuses_an_unlisted_name(tmp_path:
     assert refused.output.strip().splitlines() == [
         f"error: {ws.root / 'piitracer.yaml'}: 'mallory' is not listed under owners: or viewers: (add it there first: "
         "the workspace says who may sign in to the console)"]
+
+
+def test_an_evidence_file_is_attested_as_the_cli_records_one_and_no_evidence_is_refused(tmp_path: Path) -> None:
+    import hashlib
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from piitracer.api import audit_log, keep_plan, plan_erasure, request_store
+    from piitracer.audit import load_audit_key
+    from piitracer.console.tokens import ConsoleUser
+    from piitracer.console.views import ConsoleRefused, attest
+    from piitracer.crypto.envelope import write_master_key
+    from piitracer.model.plan import Subject
+
+    root = tmp_path / "ws"
+    (root / "users").mkdir(parents=True)
+    pq.write_table(pa.table({"user_id": pa.array([7_000_000_001, 8_000_000_002], pa.int64())}),
+                   root / "users" / "part-0.parquet")
+    (root / "sql").mkdir()
+    (root / "sql" / "p.sql").write_text("INSERT INTO stream.cdc SELECT user_id FROM crm.users;\n")
+    (root / "piitracer.yaml").write_text(yaml.safe_dump({
+        "lineage": {"sql": [{"path": "sql"}]}, "owners": ["streaming-team"],
+        "catalog": {"crm.users": {"format": "parquet", "location": "users", "columns": ["user_id"],
+                                  "identifiers": ["user_id"], "subject_key": "user_id"},
+                    "stream.cdc": {"format": "external", "owner": "streaming-team (topic cdc)", "columns": ["user_id"]}}}))
+    ws = piitracer.load_workspace(root)
+    key, master = load_audit_key("console-test-audit-key-0123456789"), write_master_key(tmp_path / "master.key")
+    plan = plan_erasure(ws, ["crm.users.user_id"], [Subject(value="7000000001", request_id="r1",
+                                                             received_at="2026-11-20T09:00:00Z")], audit_key=key)
+    keep_plan(ws, plan, audit_key=key, master=master)
+    (step,) = [s for s in plan.steps if s.dataset == "stream.cdc"]
+    owner = ConsoleUser("streaming-team", "owner")
+    with request_store(ws, master) as store, audit_log(ws, key=key) as log:
+        with pytest.raises(ConsoleRefused, match="give evidence") as refused:
+            attest(ws, store, log, key, owner, "r1", step.id, "  ", None)
+        assert refused.value.status == 400
+        entry = attest(ws, store, log, key, owner, "r1", step.id, "", ("ticket-4411.pdf", b"%PDF the ticket"))
+        assert store.get("r1").last_action == f"attested {step.id} by streaming-team"
+    assert entry.body["evidence_kind"] == "file" and entry.body["statement"] == "evidence file ticket-4411.pdf"
+    assert entry.body["evidence_sha256"] == hashlib.sha256(b"%PDF the ticket").hexdigest()
+    assert entry.body["attested_by"] == "streaming-team" and entry.request_ids == ("r1",)
