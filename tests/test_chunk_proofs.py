@@ -331,9 +331,9 @@ def test_cli_explain_json_and_report_say_how_chunks_were_proven_without_a_value(
     assert report.returncode == 0, report.stderr
     assert "How Parquet column chunks were proven" in report.stdout
     table = report.stdout[report.stdout.index("How Parquet column chunks were proven"):]
-    assert "<td>crm.people</td>" + "".join(f'<td class="num"><!--num-->{n}</td>' for n in (3, 12, 0, 0, 0, 3)) in table
+    assert "<td>crm.people</td>" + "".join(f'<td class="num"><!--num-->{n}</td>' for n in (3, 12, 0, 0, 0, 0, 3)) in table
     markdown = run("audit", "report", "--request", "r1", "--format", "md").stdout
-    assert "| crm.people | 3 | 12 | 0 | 0 | 0 | 3 |" in markdown
+    assert "| crm.people | 3 | 12 | 0 | 0 | 0 | 0 | 3 |" in markdown
 
     unknown = run("verify", str(plan_file), "--explain", "crm.nope", "--no-record")
     assert unknown.returncode == 2 and len(unknown.stderr.strip().splitlines()) == 1
@@ -406,3 +406,17 @@ def test_decoded_chunks_are_all_counted_and_the_first_ten_thousand_listed() -> N
     assert total.decoded == total.by_method["decoded"] == 3 * (DECODED_LISTED // 2 + 1)
     assert total.proven == total.by_method["dictionary"] == 3
     assert len(total.decoded_chunks) == DECODED_LISTED and total.decoded_chunks[0].file == "f0.parquet"
+
+
+def test_the_reports_proof_table_has_a_column_per_rule_pages_included() -> None:
+    """Every rule the verifier counts (model.verification.ChunkProofs) has its column in the
+    report's proof table, in the order of its headers."""
+    from piitracer.model.verification import ChunkProofs
+    from piitracer.render.report_facts import PROOF_HEADERS, PROOF_METHODS, proof_rows
+
+    counted = set(ChunkProofs.model_fields) - {"bytes_read", "bytes_total"}
+    assert counted == set(PROOF_METHODS)
+    proofs = {method: position + 1 for position, method in enumerate(PROOF_METHODS)}
+    rows = proof_rows({"datasets": [{"dataset": "crm.people", "chunk_proofs": {**proofs, "bytes_read": 7, "bytes_total": 70}}]})
+    assert rows == [["crm.people", *range(1, len(PROOF_METHODS) + 1), 7, 70]]
+    assert PROOF_HEADERS[PROOF_METHODS.index("pages") + 1] == "pages" and len(PROOF_HEADERS) == len(rows[0])

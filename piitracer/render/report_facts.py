@@ -164,8 +164,8 @@ def deadline_status(plan: dict[str, Any], steps: list[dict[str, Any]], datasets:
 
 # How the verifier proved a dataset's Parquet column chunks (design.md "Proof at scale"), in the
 # report's column order; verification entries recorded before these counts existed show none.
-PROOF_METHODS = ("dictionary", "statistics", "page_index", "bloom", "type", "decoded")
-PROOF_HEADERS = ["dataset", "dictionary", "statistics", "page index", "Bloom filter", "type", "decoded",
+PROOF_METHODS = ("dictionary", "statistics", "page_index", "bloom", "pages", "type", "decoded")
+PROOF_HEADERS = ["dataset", "dictionary", "statistics", "page index", "Bloom filter", "pages", "type", "decoded",
                  "bytes read", "of bytes"]
 
 
