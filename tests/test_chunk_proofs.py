@@ -327,6 +327,13 @@ def test_cli_explain_json_and_report_say_how_chunks_were_proven_without_a_value(
     assert proofs["bytes_total"] == total and 0 < proofs["bytes_read"] < total
     assert document["datasets"][0]["decoded_chunks"] == []  # only with --explain
 
+    # The audit log records the claim with the counts: which search each column got.
+    from piitracer.api import audit_log
+    from piitracer.model.audit import EntryKind
+
+    recorded = [e for e in audit_log(ws.root, key).entries() if e.kind is EntryKind.VERIFICATION]
+    assert recorded and recorded[-1].body["datasets"][0]["column_search"] == document["datasets"][0]["column_search"]
+
     report = run("audit", "report", "--request", "r1", "--format", "html")
     assert report.returncode == 0, report.stderr
     assert "How Parquet column chunks were proven" in report.stdout

@@ -81,6 +81,8 @@ def verification_body(report: VerificationReport) -> dict[str, Any]:
                 "reason": d.reason,
                 # how its Parquet column chunks were proven or decoded, and bytes read (counts only)
                 "chunk_proofs": d.chunk_proofs.model_dump(),
+                # the claim those proofs are of: which search each column got (value-set names only)
+                "column_search": [search.model_dump(mode="json") for search in d.column_search],
             }
             for d in report.datasets
         ],
