@@ -14,8 +14,9 @@ from pathlib import Path
 import click
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from piitracer.api import attest_recorded, execute_recorded, keep_plan, plan_erasure, plan_requests, verify_recorded, \
-    write_private
+# The use cases by attribute: piitracer.api loads each one's module on first use, so `plan` does not
+# import the verifier or the executor's run wiring.
+import piitracer.api as api
 from piitracer.audit import load_audit_key
 from piitracer.crypto.envelope import has_master_key, load_master_key
 from piitracer.cli.common import EXIT_FOUND, EXIT_OK, aware, labelled_subjects, open_workspace, optional_audit_key
@@ -63,16 +64,16 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
     # Keys first: a plan that would be written but cannot be recorded or encrypted is refused before work.
     key = load_audit_key(key_file=audit_key_file, option="--audit-key-file") if out is not None else optional_audit_key(audit_key_file)
     master = load_master_key(master_key_file) if out is not None else None
-    plan = plan_erasure(workspace, sources, subjects, labels, audit_key=key)
+    plan = api.plan_erasure(workspace, sources, subjects, labels, audit_key=key)
     if plan.deadline_at < datetime.now(timezone.utc):
         err_console.print(f"warning: the deadline {plan.deadline_at:%Y-%m-%d %H:%M} UTC has already passed "
                           "(--received-at or the requests' received_at)", highlight=False)
-    text = keep_plan(workspace, plan, audit_key=key, master=master) if out is not None else None
+    text = api.keep_plan(workspace, plan, audit_key=key, master=master) if out is not None else None
     if out is not None:
-        write_private(out, text)
+        api.write_private(out, text)
         sealed = "sealed" if plan.seal else "NOT sealed (no audit key: execute will need --unsealed)"
         err_console.print(f"wrote {out} (mode 0600; subject values encrypted; {sealed}); requests "
-                          f"{', '.join(plan_requests(plan))} planned", highlight=False)
+                          f"{', '.join(api.plan_requests(plan))} planned", highlight=False)
     if explain_dataset:
         click.echo(explain_text(plan, explain_dataset.lower()))
     elif output == "json":
@@ -127,8 +128,8 @@ def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bo
         progress.update(task, advance=1, description=f"{result.step.id} {result.step.action.value} {result.step.dataset}: {result.state}")
 
     try:
-        summary = execute_recorded(workspace, plan_file, options, audit_key=key, master=master, on_start=on_start,
-                                   on_step=on_step)
+        summary = api.execute_recorded(workspace, plan_file, options, audit_key=key, master=master, on_start=on_start,
+                                       on_step=on_step)
     finally:
         if task is not None:  # stopping a progress display that never started still prints a line
             progress.stop()
@@ -172,8 +173,8 @@ def attest_command(ctx, plan_file: Path, step_id: str, attested_by: str, evidenc
     verify counts the step's dataset as attested once nothing of the subjects is found in it."""
     workspace = open_workspace(ctx)
     key = load_audit_key(key_file=audit_key_file, option="--audit-key-file")
-    entry = attest_recorded(workspace, plan_file, step_id, attested_by, evidence, audit_key=key,
-                            master_key_file=master_key_file)
+    entry = api.attest_recorded(workspace, plan_file, step_id, attested_by, evidence, audit_key=key,
+                                master_key_file=master_key_file)
     body = entry.body
     if output == "json":
         click.echo(json.dumps({"seq": entry.seq, "entry_hash": entry.entry_hash, **body}, indent=2))
@@ -213,8 +214,8 @@ def verify_command(ctx, plan_file: Path, output: str, sweep: str | None, audit_k
     key = optional_audit_key(audit_key_file) if no_record else load_audit_key(key_file=audit_key_file, option="--audit-key-file")
     # The master key is loaded when a sealed value must be opened (a plan and journal the CLI wrote).
     master = load_master_key(master_key_file) if master_key_file or has_master_key() else None
-    verified = verify_recorded(workspace, plan_file, audit_key=key, master=master, record=not no_record, sweep=sweep,
-                               engine=TaskEngine(engine) if engine else None, explain=explain)
+    verified = api.verify_recorded(workspace, plan_file, audit_key=key, master=master, record=not no_record, sweep=sweep,
+                                   engine=TaskEngine(engine) if engine else None, explain=explain)
     report = verified.report
     for request_id in verified.closed:
         err_console.print(f"request {request_id} is closed: its values were shredded at close; the certificate is its "

@@ -5,24 +5,65 @@ lives in its own module (one per use case) and prints through :mod:`piitracer.cl
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 
 import click
 
 import piitracer
-from piitracer.cli.audit import audit
-from piitracer.cli.catalog import catalog_group
 from piitracer.cli.common import EXIT_ERROR
-from piitracer.cli.demo import demo_command
-from piitracer.cli.erasure import attest_command, execute_command, plan_command, verify_command
-from piitracer.cli.init import init_command
-from piitracer.cli.lineage import lineage
-from piitracer.cli.owners import owners_group
-from piitracer.cli.requests import batch_group, requests_group
-from piitracer.cli.serve import serve
 from piitracer.model.errors import PiitracerError
+
+# Every command: its name -> "module:attribute". A command's module, and the use cases it imports,
+# load when that command runs (or when --help lists them all): a cold `piitracer plan` does not
+# import the verifier, the console's web framework or the demo's lakehouse builder (issue 29).
+COMMANDS = {
+    "lineage": "piitracer.cli.lineage:lineage",
+    "plan": "piitracer.cli.erasure:plan_command",
+    "execute": "piitracer.cli.erasure:execute_command",
+    "attest": "piitracer.cli.erasure:attest_command",
+    "catalog": "piitracer.cli.catalog:catalog_group",
+    "requests": "piitracer.cli.requests:requests_group",
+    "batch": "piitracer.cli.requests:batch_group",
+    "audit": "piitracer.cli.audit:audit",
+    "verify": "piitracer.cli.erasure:verify_command",
+    "serve": "piitracer.cli.serve:serve",
+    "demo": "piitracer.cli.demo:demo_command",
+    "init": "piitracer.cli.init:init_command",
+    "owners": "piitracer.cli.owners:owners_group",
+}
+
+
+class LazyCommands(MutableMapping):
+    """The root group's commands (click reads ``group.commands`` as a mapping): each imported from
+    :data:`COMMANDS` the first time it is looked up; iterating lists the names without importing."""
+
+    def __init__(self, where: dict[str, str]) -> None:
+        self._where = dict(where)
+        self._loaded: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._loaded:
+            module, attribute = self._where[name].split(":")  # KeyError: no such command
+            self._loaded[name] = getattr(importlib.import_module(module), attribute)
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._loaded[name] = command
+        self._where.setdefault(name, "")
+
+    def __delitem__(self, name: str) -> None:
+        del self._where[name]
+        self._loaded.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._where))
+
+    def __len__(self) -> int:
+        return len(self._where)
 
 
 def configure_logging(level: str, log_file: Path | None) -> None:
@@ -84,10 +125,7 @@ def cli(ctx: click.Context, workspace: Path, log_level: str, log_file: Path | No
     ctx.obj = {"workspace": workspace}
 
 
-# In the order `piitracer --help` has always listed them (click sorts them by name anyway).
-for _command in (lineage, plan_command, execute_command, attest_command, catalog_group, requests_group, batch_group, audit,
-                 verify_command, serve, demo_command, init_command, owners_group):
-    cli.add_command(_command)
+cli.commands = LazyCommands(COMMANDS)  # a new command: add it to COMMANDS
 
 
 def main() -> None:

@@ -18,14 +18,12 @@ import sys
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from piitracer.api import DemoResult
-from piitracer.executor.runner import RunSummary
 from piitracer.model.plan import DeletionPlan
 from piitracer.model.verification import ErasureState, VerificationReport
 from piitracer.model.workspace import setting_text
@@ -42,6 +40,10 @@ def make_console(stderr: bool = False) -> Console:
     stream = sys.stderr if stderr else sys.stdout
     return Console(stderr=stderr, markup=False, width=None if stream.isatty() else PIPED_WIDTH)
 
+
+if TYPE_CHECKING:  # only named in annotations: importing them would load the demo and the executor
+    from piitracer.api import DemoResult
+    from piitracer.executor.runner import RunSummary
 
 console = make_console()
 err_console = make_console(stderr=True)
