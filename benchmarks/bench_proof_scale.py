@@ -199,7 +199,9 @@ def bloom_only(root: Path, names: list[str], value_sets: dict) -> dict:
     value set (``verify.scope``); the chunks a filter admits are counted, not decoded here."""
     from piitracer.storage.locations import Location
     from piitracer.storage.store import Store
-    from piitracer.verify.parquet_proofs import CountingFile, ParquetProver, _bloom_may_hold, read_metadata
+    from piitracer.verify.parquet_bloom import _bloom_may_hold
+    from piitracer.verify.parquet_pages import CountingFile, read_metadata
+    from piitracer.verify.parquet_proofs import ParquetProver
     from piitracer.verify.scope import ScopedIndex
 
     scoped, store = ScopedIndex.build(value_sets, sorted(value_sets), scope(value_sets)), Store()

@@ -218,7 +218,8 @@ def test_bloom_filter_of_every_written_value_admits_it(tmp_path: Path) -> None:
     """The filter reader and the pure-Python xxHash64 agree with pyarrow's writer on every value
     written (a Bloom filter has no false negatives), for int32, int64 and strings of every length
     around xxHash's 4, 8 and 32-byte lanes."""
-    from piitracer.verify.parquet_proofs import CountingFile, _bloom_may_hold, xxh64
+    from piitracer.verify.parquet_bloom import _bloom_may_hold, xxh64
+    from piitracer.verify.parquet_pages import CountingFile
 
     rng = random.Random(1)
     strings = ["".join(rng.choice("abcxyz@.") for _ in range(length)) for length in range(0, 70)]

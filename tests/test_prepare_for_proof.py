@@ -307,7 +307,8 @@ def test_iceberg_rewrite_data_files_writes_bloom_filters_then_restores_the_table
 def _admitted(path: str, column: str, encoded: list[bytes]) -> list[bool]:
     """Per value (its plain encoding), whether the verifier's Bloom probe of every row group's
     chunk of ``column`` may hold it."""
-    from piitracer.verify.parquet_proofs import CountingFile, _bloom_may_hold, xxh64
+    from piitracer.verify.parquet_bloom import _bloom_may_hold, xxh64
+    from piitracer.verify.parquet_pages import CountingFile
 
     with pa.OSFile(path, "rb") as raw:
         handle = CountingFile(raw)

@@ -251,7 +251,7 @@ def _parquet(source: FileSource, index: ValueIndex, in_log: bool, chunks: ChunkC
              scope: ScopedIndex | None = None) -> Iterator[tuple[str, set[str], str]]:
     import pyarrow.parquet as pq
 
-    from piitracer.verify.parquet_proofs import CountingFile, read_metadata
+    from piitracer.verify.parquet_pages import CountingFile, read_metadata
 
     with CountingFile(source.open()) as counted:
         try:

@@ -43,114 +43,19 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from piitracer.verify.columns import candidates_for, column_hits
-from piitracer.verify.parquet_thrift import (BINARY, I32, I64, LIST, STRUCT, ThriftError, read_struct,
-                                             write_struct)
+from piitracer.verify.parquet_bloom import _bloom_may_hold, _hashes
+from piitracer.verify.parquet_pages import (DATA_PAGE, DATA_PAGE_V2, DECOMPRESS, DICTIONARY_PAGE, PLAIN,
+                                            PLAIN_DICTIONARY, RLE_DICTIONARY, CountingFile, PageHeader,
+                                            _BytesAt, chunk_start, decode_dictionary, parse_footer,
+                                            read_page_headers)
+from piitracer.verify.parquet_thrift import ThriftError, read_struct
 from piitracer.verify.values import ValueIndex
 
 METHODS = ("type", "statistics", "page_index", "bloom", "dictionary", "pages", "decoded")
 PROVING_METHODS = METHODS[:-1]
 
-# parquet.thrift enums
-DATA_PAGE, INDEX_PAGE, DICTIONARY_PAGE, DATA_PAGE_V2 = 0, 1, 2, 3
-PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY = 0, 2, 8
-CODECS = {"UNCOMPRESSED": 0, "SNAPPY": 1, "GZIP": 2, "LZO": 3, "BROTLI": 4, "LZ4": 5, "ZSTD": 6, "LZ4_RAW": 7}
-PHYSICAL = {"BOOLEAN": 0, "INT32": 1, "INT64": 2, "INT96": 3, "FLOAT": 4, "DOUBLE": 5, "BYTE_ARRAY": 6,
-            "FIXED_LEN_BYTE_ARRAY": 7}
-HEADER_WINDOW = 256  # bytes read for a Bloom filter header of unknown length
-READ_AHEAD = 8192  # bytes read for page headers at once; grown when one header (its statistics) is longer
-MAX_HEADER = 1 << 20
-
-
-class CountingFile:
-    """A random-access file that counts the bytes read through it (the report's "bytes read"), and
-    serves a read again from its last few reads: pyarrow decoding a small chunk whose page headers
-    were just read with it reads nothing twice."""
-
-    RECENT = 4
-
-    def __init__(self, handle) -> None:
-        self.handle = handle
-        self.bytes_read = 0
-        self._recent: list[tuple[int, bytes]] = []  # (offset, data) of the last reads, newest last
-
-    def _cached(self, offset: int, nbytes: int) -> bytes | None:
-        pieces, position, end = [], offset, offset + nbytes
-        while position < end:
-            found = next(((start, data) for start, data in reversed(self._recent)
-                          if start <= position < start + len(data)), None)
-            if found is None:
-                return None
-            start, data = found
-            pieces.append(data[position - start:min(end, start + len(data)) - start])
-            position = start + len(data) if end > start + len(data) else end
-        return b"".join(pieces)
-
-    def _remember(self, offset: int, data: bytes) -> None:
-        self.bytes_read += len(data)
-        self._recent = [*self._recent[-(self.RECENT - 1):], (offset, data)]
-
-    def read(self, nbytes: int = -1) -> bytes:
-        position = self.handle.tell()
-        if nbytes is not None and nbytes >= 0:
-            cached = self._cached(position, nbytes)
-            if cached is not None:
-                self.handle.seek(position + nbytes)
-                return cached
-        data = self.handle.read(nbytes) if nbytes is not None and nbytes >= 0 else self.handle.read()
-        self._remember(position, data)
-        return data
-
-    def read_at(self, nbytes: int, offset: int) -> bytes:
-        cached = self._cached(offset, nbytes)
-        if cached is not None:
-            return cached
-        data = self.handle.read_at(nbytes, offset)
-        self._remember(offset, data)
-        return data
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return self.handle.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self.handle.tell()
-
-    def size(self) -> int:
-        return self.handle.size()
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def writable(self) -> bool:
-        return False
-
-    @property
-    def closed(self) -> bool:
-        return self.handle.closed
-
-    def close(self) -> None:
-        self.handle.close()
-
-    def __enter__(self) -> "CountingFile":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
 
 FALLBACK = "plain-encoded data pages (dictionary fallback)"
-
-
-class _BytesAt:
-    """A chunk's bytes, read once, served at their file offsets (for :func:`read_page_headers`)."""
-
-    def __init__(self, data: bytes, start: int) -> None:
-        self.data, self.start = data, start
-
-    def read_at(self, nbytes: int, offset: int) -> bytes:
-        return self.data[offset - self.start:offset - self.start + nbytes]
 
 
 @dataclass(frozen=True)
@@ -444,70 +349,6 @@ def _excluded_by_statistics(chunk, values: list[Any]) -> bool:
         return False
 
 
-# ---- page headers ---------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class PageHeader:
-    type: int
-    offset: int  # of the header
-    header_size: int
-    compressed_size: int
-    uncompressed_size: int
-    num_values: int
-    encoding: int
-    levels_size: int = 0  # a v2 data page: its levels' bytes, stored uncompressed before the values
-    values_compressed: bool = True  # a v2 data page: whether its values are compressed (is_compressed)
-
-
-def chunk_start(chunk) -> int:
-    """Where a column chunk's first page starts (its dictionary page, when it has one)."""
-    start = chunk.data_page_offset
-    if chunk.has_dictionary_page and chunk.dictionary_page_offset is not None and 0 < chunk.dictionary_page_offset < start:
-        start = chunk.dictionary_page_offset
-    return start
-
-
-def read_page_headers(handle: CountingFile, chunk, until_plain: bool = False) -> list[PageHeader] | None:
-    """Every page header of a column chunk, reading only the headers (a page's body is skipped
-    unless it lies in the same read as a header: small pages cost one read for many headers, which
-    matters on object storage); None when the pages do not exactly fill ``total_compressed_size``.
-    ``until_plain``: stop after the first data page that is not dictionary-encoded (the chunk will
-    be decoded: the rest need not be read)."""
-    position = chunk_start(chunk)
-    end = position + chunk.total_compressed_size
-    pages = []
-    buffer_start, buffer = position, b""
-    while position < end:
-        window = READ_AHEAD
-        while True:
-            offset = position - buffer_start
-            if 0 <= offset < len(buffer):
-                try:
-                    fields, after = read_struct(buffer, offset)
-                    break
-                except ThriftError:
-                    if buffer_start + len(buffer) >= end or window > MAX_HEADER:
-                        return None  # the header runs past the chunk, or is absurdly long
-            buffer_start, buffer = position, handle.read_at(min(window, end - position), position)
-            if not buffer:
-                return None
-            window *= 4
-        size = after - offset
-        kind, uncompressed, compressed = fields.get(1), fields.get(2), fields.get(3)
-        if kind is None or compressed is None or uncompressed is None or compressed < 0:
-            return None
-        detail = {DATA_PAGE: 5, DICTIONARY_PAGE: 7, DATA_PAGE_V2: 8}.get(kind)
-        sub = fields.get(detail, {}) if detail else {}
-        encoding = sub.get(4 if kind == DATA_PAGE_V2 else 2, -1)
-        levels = (sub.get(5, 0) + sub.get(6, 0)) if kind == DATA_PAGE_V2 else 0
-        pages.append(PageHeader(kind, position, size, compressed, uncompressed, sub.get(1, 0), encoding, levels,
-                                sub.get(7, True) is not False))
-        position += size + compressed
-        if until_plain and kind != DICTIONARY_PAGE and encoding not in (PLAIN_DICTIONARY, RLE_DICTIONARY):
-            return pages
-    return pages if position == end else None
-
-
 # ---- dictionary pages -----------------------------------------------------------------------------
 
 def _dictionary_type(kind: pa.DataType, physical: str) -> pa.DataType | None:
@@ -526,10 +367,6 @@ def _dictionary_type(kind: pa.DataType, physical: str) -> pa.DataType | None:
     if physical == "FIXED_LEN_BYTE_ARRAY" and pa.types.is_fixed_size_binary(kind):
         return kind
     return None
-
-
-# Parquet codecs pyarrow.decompress reads as they are stored (LZ4 is Hadoop-framed: not here).
-DECOMPRESS = {"SNAPPY": "snappy", "GZIP": "gzip", "BROTLI": "brotli", "ZSTD": "zstd", "LZ4_RAW": "lz4_raw"}
 
 
 def literal_prefilter(whole: list[str], re2: str | None) -> str | None:
@@ -593,159 +430,3 @@ def _may_hold(body: bytes, compression: str, page: PageHeader, prefilter: str) -
         return True
     whole = pa.Array.from_buffers(pa.large_binary(), 1, [None, pa.array([0, raw.size], pa.int64()).buffers()[1], raw])
     return bool(pc.match_substring_regex(whole, prefilter)[0].as_py())
-
-
-def decode_dictionary(body: bytes, chunk, page: PageHeader, descr, kind: pa.DataType) -> pa.Array | None:
-    """The dictionary page's values as Arrow type ``kind``: its bytes (``body``, as stored,
-    compressed) are wrapped as the one PLAIN data page of a required column in a one-row-group
-    file, which pyarrow decodes; None when the codec or type is not one pyarrow reads."""
-    codec = CODECS.get(chunk.compression)
-    physical = PHYSICAL.get(descr.physical_type)
-    if codec is None or physical is None or page.num_values < 0:
-        return None
-    header = write_struct([(1, I32, DATA_PAGE), (2, I32, page.uncompressed_size), (3, I32, page.compressed_size),
-                           (5, STRUCT, [(1, I32, page.num_values), (2, I32, PLAIN), (3, I32, 3), (4, I32, 3)])])
-    leaf = [(1, I32, physical)] + ([(2, I32, descr.length)] if physical == PHYSICAL["FIXED_LEN_BYTE_ARRAY"] else []) \
-        + [(3, I32, 0), (4, BINARY, "v")]
-    size = len(header) + len(body)
-    column = [(1, I32, physical), (2, LIST, (I32, [PLAIN])), (3, LIST, (BINARY, ["v"])), (4, I32, codec),
-              (5, I64, page.num_values), (6, I64, len(header) + page.uncompressed_size), (7, I64, size), (9, I64, 4)]
-    footer = write_struct([
-        (1, I32, 1),
-        (2, LIST, (STRUCT, [[(4, BINARY, "schema"), (5, I32, 1)], leaf])),
-        (3, I64, page.num_values),
-        (4, LIST, (STRUCT, [[(1, LIST, (STRUCT, [[(2, I64, 4), (3, STRUCT, column)]])), (2, I64, size),
-                             (3, I64, page.num_values)]])),
-    ])
-    data = b"PAR1" + header + body + footer + len(footer).to_bytes(4, "little") + b"PAR1"
-    values = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False).column(0).combine_chunks()
-    return _as_type(values, kind)
-
-
-def _as_type(values: pa.Array, kind: pa.DataType) -> pa.Array:
-    if pa.types.is_unsigned_integer(kind) and kind.bit_width in (32, 64):
-        return values.view(kind)  # stored as the same bits, signed
-    if pa.types.is_date32(kind):
-        return values.view(pa.date32())
-    return values.cast(kind)  # checked: a string's bytes are validated as UTF-8, a narrow int's range
-
-
-# ---- Bloom filters ----------------------------------------------------------------------------
-
-SALT = (0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D, 0x705495C7, 0x2DF1424B, 0x9EFC4947, 0x5C6BFB31)
-
-
-def _hashes(candidates: pa.Array | None, values: list[Any], physical: str, kind: pa.DataType,
-            bound_format: str | None, length: int | None) -> list[int] | None:
-    """xxHash64 of every candidate's plain encoding, or None when this column's values are not
-    hashed here (floats, decimals...: decoded instead)."""
-    if candidates is None:
-        return None
-    if bound_format is not None:
-        return [xxh64(struct.pack(bound_format, v)) for v in values]
-    if physical == "BYTE_ARRAY" and (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
-        return [xxh64(v.encode("utf-8")) for v in candidates.to_pylist()]
-    if physical == "BYTE_ARRAY" and (pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
-        return [xxh64(v) for v in candidates.to_pylist()]
-    if physical == "FIXED_LEN_BYTE_ARRAY" and pa.types.is_fixed_size_binary(kind):
-        return [xxh64(v) for v in candidates.to_pylist() if len(v) == length]
-    return None
-
-
-def _bloom_may_hold(handle: CountingFile, chunk, hashes: list[int]) -> bool:
-    """Whether the chunk's split-block Bloom filter may hold any of ``hashes`` (parquet-format
-    BloomFilter.md); a filter of another algorithm, hash or compression raises ValueError."""
-    offset, length = chunk.bloom_filter_offset, chunk.bloom_filter_length
-    data = handle.read_at(length if length else HEADER_WINDOW, offset)
-    header, size = read_struct(data)
-    if header.get(2) != {1: {}} or header.get(3) != {1: {}} or header.get(4) != {1: {}}:
-        raise ValueError("Bloom filter of an unknown algorithm, hash or compression")
-    count = header.get(1, 0)
-    if count <= 0 or count % 32:
-        raise ValueError("Bloom filter bitset size")
-    bitset = data[size:size + count]
-    if len(bitset) < count:
-        bitset = handle.read_at(count, offset + size)
-    if len(bitset) != count:
-        raise ValueError("truncated Bloom filter")
-    blocks = count // 32
-    for value in hashes:
-        block = ((value >> 32) * blocks) >> 32
-        key = value & 0xFFFFFFFF
-        words = struct.unpack_from("<8I", bitset, block * 32)
-        if all((word >> (((key * salt) & 0xFFFFFFFF) >> 27)) & 1 for word, salt in zip(words, SALT)):
-            return True
-    return False
-
-
-_P1, _P2, _P3, _P4, _P5 = (11400714785074694791, 14029467366897019727, 1609587929392839161,
-                           9650029242287828579, 2870177450012600261)
-_M = (1 << 64) - 1
-
-
-def _rotl(x: int, r: int) -> int:
-    return ((x << r) | (x >> (64 - r))) & _M
-
-
-def _round(acc: int, lane: int) -> int:
-    return (_rotl((acc + lane * _P2) & _M, 31) * _P1) & _M
-
-
-def xxh64(data: bytes, seed: int = 0) -> int:
-    """xxHash64 (the Parquet Bloom filter hash); pure Python, as only the few searched values are hashed."""
-    n, i = len(data), 0
-    if n >= 32:
-        v = [(seed + _P1 + _P2) & _M, (seed + _P2) & _M, seed & _M, (seed - _P1) & _M]
-        while i + 32 <= n:
-            v = [_round(v[k], struct.unpack_from("<Q", data, i + 8 * k)[0]) for k in range(4)]
-            i += 32
-        h = (_rotl(v[0], 1) + _rotl(v[1], 7) + _rotl(v[2], 12) + _rotl(v[3], 18)) & _M
-        for lane in v:
-            h = (((h ^ _round(0, lane)) * _P1) + _P4) & _M
-    else:
-        h = (seed + _P5) & _M
-    h = (h + n) & _M
-    while i + 8 <= n:
-        h ^= _round(0, struct.unpack_from("<Q", data, i)[0])
-        h = (_rotl(h, 27) * _P1 + _P4) & _M
-        i += 8
-    if i + 4 <= n:
-        h ^= (struct.unpack_from("<I", data, i)[0] * _P1) & _M
-        h = (_rotl(h, 23) * _P2 + _P3) & _M
-        i += 4
-    while i < n:
-        h ^= (data[i] * _P5) & _M
-        h = (_rotl(h, 11) * _P1) & _M
-        i += 1
-    h ^= h >> 33
-    h = (h * _P2) & _M
-    h ^= h >> 29
-    h = (h * _P3) & _M
-    return h ^ (h >> 32)
-
-
-# ---- footer -------------------------------------------------------------------------------------
-
-TAIL_WINDOW = 8192  # one read usually holds the whole footer; pyarrow's own first read is 64 KiB
-
-
-def read_metadata(handle: CountingFile) -> tuple[pq.FileMetaData, bytes]:
-    """The file's footer, read with the fewest bytes (its tail, then the rest of the footer if
-    longer), parsed by pyarrow; and the footer's Thrift bytes (for :func:`parse_footer`)."""
-    size = handle.size()
-    window = min(size, TAIL_WINDOW)
-    tail = handle.read_at(window, size - window)
-    if len(tail) < 12 or tail[-4:] != b"PAR1":
-        raise ValueError("no Parquet footer magic")
-    length = int.from_bytes(tail[-8:-4], "little")
-    if length + 12 > size:
-        raise ValueError("Parquet footer longer than the file")
-    if length + 8 > len(tail):
-        tail = handle.read_at(length + 8 - len(tail), size - length - 8) + tail
-    footer = tail[len(tail) - 8 - length:len(tail) - 8]
-    return pq.read_metadata(pa.BufferReader(b"PAR1" + footer + tail[-8:])), footer
-
-
-def parse_footer(footer: bytes) -> dict[int, Any]:
-    """The FileMetaData struct (for what pyarrow does not expose: page index offsets)."""
-    return read_struct(footer)[0]

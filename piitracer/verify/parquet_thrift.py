@@ -1,6 +1,6 @@
 """Thrift compact protocol, just enough of it to read Parquet's page headers, Bloom filter headers,
 page indexes and footer, and to write the two structs of a one-page Parquet file
-(:func:`piitracer.verify.parquet_proofs.decode_dictionary`).
+(:func:`piitracer.verify.parquet_pages.decode_dictionary`).
 
 A struct is read generically as ``{field id: value}`` (lists as Python lists, binaries as bytes,
 nested structs as dicts): the reader needs no schema, and the caller picks the field ids the
