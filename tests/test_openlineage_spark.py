@@ -27,7 +27,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from piitracer.ingest.openlineage import GAP_FACETS, NO_LINEAGE_FACETS, READ_FACETS, ingest_openlineage_text
+from piitracer.ingest.openlineage import ingest_openlineage_text
+from piitracer.ingest.openlineage_facets import GAP_FACETS, NO_LINEAGE_FACETS, READ_FACETS
 from piitracer.model.naming import DatasetNamer, normalise_location, split_table_name
 
 FIXTURES = Path(__file__).parent / "fixtures" / "openlineage_spark"

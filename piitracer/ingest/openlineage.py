@@ -37,15 +37,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from piitracer.ingest.openlineage_columns import ColumnLineageReader, EdgeRow, Typing
-from piitracer.ingest.pydantic_problems import describe, validate_part
+from piitracer.ingest.openlineage_facets import (GAP_FACETS, NO_LINEAGE_FACETS, READ_FACETS, _schema_columns,
+                                                 _symlinks)
+from piitracer.ingest.openlineage_models import (_DatasetEventModel, _DatasetModel, _JobEventModel, _JobModel,
+                                                 _RunEventModel, _validate_event)
 from piitracer.ingest.source_files import display_path, files_under
 from piitracer.model.gc_pause import cyclic_gc_paused
 from piitracer.model.lineage import (
@@ -70,112 +72,6 @@ EVENT_SUFFIXES = JSON_SUFFIXES | LINE_SUFFIXES
 TOO_DEEP = "invalid JSON: nested deeper than the JSON parser's limit (about 1,000 levels)"
 
 RUN_STATES = ("START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER")
-
-# Facets read (dataset facets).
-READ_FACETS = frozenset({"schema", "symlinks", "columnLineage"})
-# Facets whose content, by the spec or the producer's documentation, is no flow of values between
-# datasets (where a dataset lives, its version, statistics, quality, ownership, how the job ran).
-NO_LINEAGE_FACETS = frozenset({
-    # dataset, input and output facets
-    "dataSource", "version", "datasetVersion", "storage", "catalog", "lifecycleStateChange", "ownership",
-    "documentation", "datasetType", "tags", "hierarchy", "subset", "dataQualityMetrics", "dataQualityAssertions",
-    "inputStatistics", "outputStatistics", "columnMetrics", "icebergScanReport", "icebergCommitReport",
-    # run facets
-    "processing_engine", "spark_properties", "spark_version", "spark.logicalPlan", "spark_jobDetails",
-    "spark_applicationDetails", "environment-properties", "environmentVariables", "parent", "nominalTime",
-    "errorMessage", "executionParameters", "externalQuery", "jobDependencies", "test", "debug",
-    "hive_properties", "hive_query", "hive_session", "gcp_dataproc", "gcp_lineage",
-    # job facets
-    "jobType", "sql", "sourceCode", "sourceCodeLocation",
-})
-# Facets saying the event's lineage may be incomplete, and why: a WARNING per job.
-GAP_FACETS = {
-    "spark_unknown": "the Spark integration met plan nodes it does not understand: this job's lineage may be incomplete",
-    "extractionError": "the producer reports errors extracting lineage: this job's lineage may be incomplete",
-    "lineage": "explicit lineage piitracer does not read yet: the flows it names are not in the graph",
-}
-
-
-# ---- event models ------------------------------------------------------------------------------
-
-
-class _Lenient(BaseModel):
-    """The spec allows extra fields everywhere; producers add their own."""
-
-    model_config = ConfigDict(extra="allow")
-
-
-class _JobModel(_Lenient):
-    namespace: str
-    name: str
-
-
-class _RunModel(_Lenient):
-    runId: str  # noqa: N815 (spec field name)
-
-
-class _DatasetModel(_Lenient):
-    namespace: str
-    name: str
-    # Facets are free-form; the ones used are validated by their own models below.
-    facets: dict[str, Any] | None = None
-
-
-class _EventModel(_Lenient):
-    eventTime: datetime  # noqa: N815
-
-    @field_validator("eventTime", mode="before")
-    @classmethod
-    def _parse_time(cls, value: Any) -> datetime:
-        if not isinstance(value, str):
-            raise ValueError("expected a string")
-        try:
-            parsed = datetime.fromisoformat(value.strip().replace("z", "Z"))
-        except ValueError:
-            raise ValueError(f"expected an ISO 8601 date-time, got {value!r}") from None
-        # A time without offset is taken as UTC so that every eventTime can be compared.
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
-
-
-class _RunEventModel(_EventModel):
-    run: _RunModel
-    job: _JobModel
-    # Optional in the spec; an event without it is not a COMPLETE, so it only yields facts.
-    eventType: Literal["START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER"] | None = None  # noqa: N815
-    inputs: list[_DatasetModel] | None = None
-    outputs: list[_DatasetModel] | None = None
-
-
-class _JobEventModel(_EventModel):
-    job: _JobModel
-    inputs: list[_DatasetModel] | None = None
-    outputs: list[_DatasetModel] | None = None
-
-
-class _DatasetEventModel(_EventModel):
-    dataset: _DatasetModel
-
-
-# ---- facet models ------------------------------------------------------------------------------
-
-
-class _SchemaField(_Lenient):
-    name: str
-    fields: list[Any] | None = None  # nested struct fields: not columns of the dataset
-
-
-class _SchemaFacet(_Lenient):
-    fields: list[_SchemaField] | None = None
-
-
-class _Identifier(_Lenient):
-    namespace: str
-    name: str
-    type: str | None = None
-
-
-class _SymlinksFacet(_Lenient):
-    identifiers: list[_Identifier] | None = None
 
 
 # ---- parsed events -----------------------------------------------------------------------------
@@ -385,48 +281,6 @@ def _skip_space(text: str, pos: int) -> int:
 
 def _line_of(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
-
-
-# ---- validation --------------------------------------------------------------------------------
-
-def validate_event(value: Any) -> tuple[str | None, str | None]:
-    """(kind, None) when ``value`` is an OpenLineage event piitracer can read (kind: RunEvent,
-    JobEvent or DatasetEvent), else (None, why: every defect found, ``; `` separated): the file
-    ingest's rules, for events received over HTTP."""
-    model, reason = _validate_event(value)
-    if model is None:
-        return None, reason
-    return _EVENT_KINDS[type(model)], None
-
-
-def _validate_event(value: Any) -> tuple[BaseModel | None, str]:
-    """The event model for ``value``, or ``None`` and the reason it is not a valid event."""
-    if not isinstance(value, dict):
-        return None, f"expected a JSON object (an OpenLineage event), got {_json_type(value)}"
-    # The kind is read from the content: producers' schemaURL is not reliable.
-    if "run" in value or "eventType" in value:
-        model_type: type[BaseModel] = _RunEventModel
-    elif "dataset" in value and "job" not in value:
-        model_type = _DatasetEventModel
-    elif "job" in value:
-        model_type = _JobEventModel
-    else:
-        return None, (
-            "not an OpenLineage event: expected the fields of a RunEvent (run, job), "
-            "JobEvent (job) or DatasetEvent (dataset)"
-        )
-    try:
-        return model_type.model_validate(value), ""
-    except ValidationError as exc:
-        return None, describe(exc)
-
-
-_EVENT_KINDS = {_RunEventModel: "RunEvent", _JobEventModel: "JobEvent", _DatasetEventModel: "DatasetEvent"}
-
-
-def _json_type(value: Any) -> str:
-    names = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
-    return "null" if value is None else names.get(type(value), type(value).__name__)
 
 
 def _job_name(job: _JobModel) -> str:
@@ -688,37 +542,6 @@ def _resolve_dataset(builder: _Builder, event: _Event, path: str, dataset: _Data
     )
 
 
-# The schema and symlinks facets of every dataset of every event are read; well-formed ones (all
-# of them, in practice) are checked with plain type tests, as pydantic models per schema field
-# cost more than the event's JSON parse. Anything else goes through the models, which say why.
-
-
-def _schema_columns(facet: Any, path: str, notes: list[str]) -> tuple[str, ...] | None:
-    """Column names of a ``schema`` facet (top-level fields), or None when it is unusable."""
-    if type(facet) is dict:
-        fields = facet.get("fields")
-        if fields is None:
-            return ()
-        if type(fields) is list and all(type(f) is dict and type(f.get("name")) is str and (f.get("fields") is None or type(f["fields"]) is list)
-                                        for f in fields):
-            return tuple(f["name"] for f in fields)
-    schema = validate_part(_SchemaFacet, facet, path, notes)
-    return None if schema is None else tuple(f.name for f in schema.fields or [])
-
-
-def _symlinks(facet: Any, path: str, notes: list[str]) -> list[tuple[str, str, str | None]]:
-    """(namespace, name, type) of every identifier of a ``symlinks`` facet ([] when unusable)."""
-    if type(facet) is dict:
-        identifiers = facet.get("identifiers")
-        if identifiers is None:
-            return []
-        if type(identifiers) is list and all(type(i) is dict and type(i.get("namespace")) is str and type(i.get("name")) is str
-                                             and (i.get("type") is None or type(i["type"]) is str) for i in identifiers):
-            return [(i["namespace"], i["name"], i.get("type")) for i in identifiers]
-    symlinks = validate_part(_SymlinksFacet, facet, path, notes)
-    return [] if symlinks is None else [(i.namespace, i.name, i.type) for i in symlinks.identifiers or []]
-
-
 def _event_aliases(builder: _Builder, occurrences: list[_Occurrence]) -> dict[str, str]:
     """Naive id of every name an event's datasets go by -> their canonical id.
 
@@ -746,7 +569,6 @@ def _in_reading_order(problems: list[IngestProblem], files: list[str]) -> tuple[
     """Errors and warnings together, by file (as read) and line; stable for one place."""
     rank = {name: index for index, name in reversed(list(enumerate(files)))}
     return tuple(sorted(problems, key=lambda p: (rank.get(p.origin.file, -1), p.origin.line or 0)))
-
 
 
 __all__ = ["ingest_openlineage_paths", "ingest_openlineage_text"]
