@@ -19,7 +19,6 @@ LONGER_BECAUSE = "# Longer than 600 lines:"
 # their owners split them or put the LONGER_BECAUSE comment in them, then drop them from here.
 NOT_SPLIT_YET = {
     "formats/iceberg.py": "Iceberg's reader, writer and metadata in one format module (formats are one module each)",
-    "ingest/sql_scope.py": "the SQL scope resolver",
 }
 # An import circle that was there before issue 34 and is not the api's, cli's or audit's.
 KNOWN_CIRCLES = [["piitracer.demo", "piitracer.demo.builder"]]

@@ -21,8 +21,8 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
 
-from piitracer.ingest.sql_scope import QueryContext
 from piitracer.ingest.source_files import display_path, files_under
+from piitracer.ingest.sql_context import QueryContext
 from piitracer.ingest.sql_statements import split_statements
 from piitracer.ingest.sql_writes import NotAStatement, Write, writes_of
 from piitracer.model.lineage import (

@@ -10,20 +10,23 @@ Typing follows OpenLineage: a bare column is IDENTITY, a column inside an aggreg
 AGGREGATION, any other expression is TRANSFORMATION; a CASE/IF condition is a column-level
 CONDITIONAL influence and a window's PARTITION BY/ORDER BY a column-level WINDOW influence.
 
-Inner equi-joins add flows of their own: in ``FROM t JOIN a ON t.x = a.y`` every row has
-``t.x = a.y``, so a column that is (a deterministic transform of) ``t.x`` is also one of ``a.y``.
-Such a flow carries the equality text (``Flow.join_equality``) and lives only while it stays an
-IDENTITY or TRANSFORMATION: it is what the planner uses to find a subject's key on the other
-side of a join.
+Inner equi-joins add flows of their own (:mod:`~piitracer.ingest.sql_join_equalities`): such a
+flow carries the equality text and lives only while it stays an IDENTITY or TRANSFORMATION. The
+expression rules are :mod:`~piitracer.ingest.sql_expressions`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable, Mapping
+from typing import Iterable, Mapping
 
 from sqlglot import exp
 
+from piitracer.ingest.sql_context import QueryContext
+from piitracer.ingest.sql_expressions import (DIALECT, _FLATTEN_COLUMNS, _RANKINGS, _compose, _field_access,
+                                              _leaves, _masked, _merge, _merged, _output_name, _ranking_flows,
+                                              _reads_column, _role, _substitute, _unrepeatable, _unwrap,
+                                              _without_repeats, is_sequence, per_row_key)
+from piitracer.ingest.sql_join_equalities import JoinEqualities
 from piitracer.ingest.sql_relations import (
     ColumnLineage,
     DerivedRelation,
@@ -36,68 +39,9 @@ from piitracer.ingest.sql_relations import (
     TableRelation,
 )
 from piitracer.model.lineage import EdgeSubtype
-from piitracer.model.naming import DatasetNamer
-
-DIALECT = "spark"  # expressions are always printed in Spark SQL, whatever dialect was read
-
-_HASH_CLASSES = tuple(
-    getattr(exp, name) for name in ("SHA", "SHA2", "MD5", "MD5Digest", "SHA1Digest", "SHA2Digest") if hasattr(exp, name)
-)
-_HASH_NAMES = frozenset({"SHA", "SHA1", "SHA2", "MD5", "HASH", "XXHASH64", "CRC32"})
-_NONDETERMINISTIC_CLASSES = tuple(
-    getattr(exp, name)
-    for name in ("Rand", "Randn", "Uuid", "CurrentTimestamp", "CurrentDate")
-    if hasattr(exp, name)
-)
-_NONDETERMINISTIC_NAMES = frozenset(
-    {"RAND", "RANDN", "RANDOM", "UUID", "CURRENT_TIMESTAMP", "CURRENT_DATE", "NOW", "MONOTONICALLY_INCREASING_ID"}
-)
-# Window functions that pick a value of another row: sqlglot files them under AggFunc, but the
-# value is carried, not aggregated.
-_WINDOW_VALUE_FUNCTIONS = (exp.Lag, exp.Lead, exp.FirstValue, exp.LastValue, exp.NthValue)
-# Generators: one input row gives several output rows, so no per-row expression exists.
-_GENERATORS = (exp.Explode, exp.Inline, exp.Unnest)
-_COLUMN_INFLUENCES = frozenset({EdgeSubtype.CONDITIONAL, EdgeSubtype.WINDOW})
-_FLATTEN_COLUMNS = ("seq", "key", "path", "index", "value", "this")
-_VALUE_ROLES = frozenset({EdgeSubtype.IDENTITY, EdgeSubtype.TRANSFORMATION})  # what a join equality carries
-# Rankings number rows by their window's order: ordered by a person's key (and not restarted per
-# partition), the number is assigned per key value, a surrogate key of the person.
-_RANKINGS = (exp.RowNumber, exp.Rank, exp.DenseRank)
-# What a surrogate key can be assigned from: the key's value itself, or another surrogate of it.
-_KEY_ROLES = frozenset({EdgeSubtype.IDENTITY, EdgeSubtype.TRANSFORMATION, EdgeSubtype.SURROGATE})
-# A number (or id) drawn once per row written: a sequence, Spark's row id, a random UUID.
-_SEQUENCE_NAMES = frozenset({"NEXTVAL", "MONOTONICALLY_INCREASING_ID", "UUID", "SEQ8", "SEQ4"})
-
-@dataclass
-class QueryContext:
-    """What resolving names needs: the namer, known schemas, temp views; collects warnings and
-    info lines."""
-
-    namer: DatasetNamer
-    schemas: dict[str, list[str]]  # learnt target schemas are added to it
-    # Columns a table's DDL fills once per row written (``GENERATED ALWAYS AS IDENTITY``): dataset
-    # -> column -> how, for the INSERTs that leave them out.
-    generated: dict[str, dict[str, str]] = field(default_factory=dict)
-    default_database: str | None = None
-    temp_views: dict[str, DerivedRelation] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    infos: list[str] = field(default_factory=list)  # nothing lost, but worth a line (a bare SELECT)
-
-    def warn(self, message: str) -> None:
-        if message not in self.warnings:
-            self.warnings.append(message)
-
-    def info(self, message: str) -> None:
-        if message not in self.infos:
-            self.infos.append(message)
-
-    def dataset_id(self, table: exp.Table) -> str:
-        """Canonical id of a table node."""
-        name = ".".join(part for part in (table.catalog, table.db, table.name) if part)
-        return self.namer.from_table_name(name, self.default_database)
 
 
-class Scope:
+class Scope(JoinEqualities):
     """The sources visible to one SELECT (plus its parent, for correlated subqueries)."""
 
     def __init__(self, ctx: QueryContext, ctes: Mapping[str, Relation], parent: Scope | None = None):
@@ -417,104 +361,6 @@ class Scope:
             if inner and key != right:
                 self._equal((key, name), (right, name), f"{self._written(key)}.{name} = {self._written(right)}.{name}")
 
-    # ---- equi-join equalities -----------------------------------------------------------------
-
-    def equate(self, condition: exp.Expression) -> None:
-        """Remember the equalities of a condition that holds for every row the scope gives: an
-        inner join's ON or the WHERE. Only top-level AND-conjuncts count, and only ``x = y`` with
-        ``x`` and ``y`` bare columns of two different sources of this scope: OR, other
-        comparisons and functions (``lower(a.x) = b.y``) equate no values."""
-        for conjunct in _conjuncts(condition):
-            if not isinstance(conjunct, exp.EQ):
-                continue
-            left, right = _unwrap(conjunct.this), _unwrap(conjunct.expression)
-            if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
-                continue
-            a, b = self._locate(left), self._locate(right)
-            if a is not None and b is not None and a[0] != b[0]:
-                self._equal(a, b, conjunct.sql(dialect=DIALECT))
-
-    def _written(self, key: str) -> str:
-        """A source key as the query writes it: the alias, else the table's name."""
-        if not key.startswith("("):
-            return key
-        return next((path for path, k in sorted(self.paths.items(), key=lambda p: -len(p[0])) if k == key), "?")
-
-    def _equal(self, a: tuple[str, str], b: tuple[str, str], text: str) -> None:
-        self.equal.setdefault(a, {}).setdefault(b, text)
-        self.equal.setdefault(b, {}).setdefault(a, text)
-
-    def _locate(self, column: exp.Column) -> tuple[str, str] | None:
-        """(source key, column) a reference names in this scope, when it is a plain column of one
-        source (not a field, not a lateral alias, not a correlated reference, not ambiguous)."""
-        parts = [p.lower() for p in (column.catalog, column.db, column.table, column.name) if p]
-        name = parts[-1]
-        if len(parts) == 1:
-            if name in self.using or (name in self.lateral and not self.has_known_column(name)):
-                return None
-            keys = [k for k, r in self.sources.items() if r.has_column(name)]
-            if not keys:
-                keys = [k for k, r in self.sources.items() if r.column_names() is None]
-            return (keys[0], name) if len(keys) == 1 else None
-        key = self.paths.get(".".join(parts[:-1])) or (parts[0] if len(parts) == 2 else None)
-        if key in self.sources and (self.sources[key].column_names() is None or self.sources[key].has_column(name)):
-            return key, name
-        return None
-
-    def _equivalents(self, start: tuple[str, str]) -> list[tuple[tuple[str, str], str]]:
-        """Every column equal to ``start`` through a chain of equalities (a.x = b.y AND b.y = c.z),
-        with the chain's text, nearest first; deterministic."""
-        found: list[tuple[tuple[str, str], str]] = []
-        seen = {start}
-        frontier = [(start, "")]
-        while frontier:
-            following = []
-            for here, path in frontier:
-                for there, text in sorted(self.equal.get(here, {}).items()):
-                    if there in seen:
-                        continue
-                    seen.add(there)
-                    chain = f"{path} AND {text}" if path else text
-                    found.append((there, chain))
-                    following.append((there, chain))
-            frontier = following
-        return found
-
-    def _equality_flows(
-        self, root: exp.Expression, leaves: list[exp.Expression], resolved: list[ColumnLineage], repeatable: bool
-    ) -> set[Flow]:
-        """The flows an expression gets from the columns its columns are equated with: the same
-        IDENTITY or TRANSFORMATION, over the other side's column, marked with the equalities."""
-        if not self.equal:
-            return set()
-        places = [self._locate(leaf) if isinstance(leaf, exp.Column) else None for leaf in leaves]
-        flows: set[Flow] = set()
-        for leaf, place in zip(leaves, places):
-            if place is None or place not in self.equal:
-                continue
-            role, masked = _role(leaf, root), _masked(leaf, root)
-            if role not in _VALUE_ROLES:
-                continue
-            for (key, name), text in self._equivalents(place):
-                other = self.sources[key].column(name)
-                for flow in other.flows if other is not None else ():
-                    if flow.subtype not in _VALUE_ROLES:
-                        continue
-
-                    def path_tree(flow: Flow = flow, place: tuple[str, str] = place) -> exp.Expression | None:
-                        # Every reference to the equated column takes the other side's value.
-                        if not repeatable or flow.tree is None or any(r.tree is None for r in resolved):
-                            return None
-                        trees = [flow.tree if p == place else r.tree for p, r in zip(places, resolved)]
-                        return _substitute(root, leaves, trees)
-
-                    composed = _compose(flow, role, masked, path_tree)
-                    if composed is not None and composed.subtype in _VALUE_ROLES:
-                        chain = f"{flow.join_equality} AND {text}" if flow.join_equality else text
-                        flows.add(replace(composed, join_equality=chain))
-        return flows
-
-
     def has_known_column(self, name: str) -> bool:
         return any(r.has_column(name) for r in self.sources.values())
 
@@ -721,33 +567,6 @@ def _projections(select: exp.Select, scope: Scope) -> list[tuple[str, ColumnLine
     return columns
 
 
-def is_sequence(node: exp.Expression) -> bool:
-    """Whether ``node`` draws a new value per row: ``nextval('s')``, Snowflake's ``s.nextval``,
-    ``monotonically_increasing_id()``, ``uuid()``."""
-    if isinstance(node, exp.Column) and node.name.upper() == "NEXTVAL" and node.table:
-        return True
-    if hasattr(exp, "Uuid") and isinstance(node, exp.Uuid):
-        return True
-    return _function_name(node) in _SEQUENCE_NAMES
-
-
-def per_row_key(columns: list[tuple[str, ColumnLineage]], how: str) -> ColumnLineage:
-    """A key drawn once per row written: a surrogate key of every column the row copies as it is
-    (its natural key among them), which only the written table maps back."""
-    keys = {f.source for _, lineage in columns for f in lineage.flows
-            if f.subtype is EdgeSubtype.IDENTITY and f.join_equality is None}
-    return ColumnLineage(frozenset(Flow(source, EdgeSubtype.SURROGATE, expression=how) for source in keys))
-
-
-def _reads_column(expression: exp.Expression, name: str) -> bool:
-    return any(isinstance(c, exp.Column) and c.name.lower() == name for c in expression.walk())
-
-
-def _output_name(projection: exp.Expression) -> str:
-    """The alias, the column name, or (as Spark does) the expression's text."""
-    return (projection.alias_or_name or projection.sql(dialect=DIALECT)).lower()
-
-
 def _set_operation_relation(
     node: exp.SetOperation, ctx: QueryContext, ctes: Mapping[str, Relation], parent: Scope | None
 ) -> DerivedRelation:
@@ -776,190 +595,3 @@ def _set_operation_relation(
             scope.influence(part.this, EdgeSubtype.SORT, columns)
         relation = DerivedRelation(columns, relation.inputs, frozenset(indirect | scope.indirect))
     return relation
-
-
-def _merge(a: ColumnLineage, b: ColumnLineage) -> ColumnLineage:
-    """One column fed by two branches: all flows; a value tree only if both agree."""
-    same = a.tree is not None and b.tree is not None and a.tree == b.tree
-    return ColumnLineage(a.flows | b.flows, a.tree if same else None)
-
-
-def _merged(*lineages: ColumnLineage) -> ColumnLineage:
-    """The column of ``JOIN ... USING (c)``: equal on both sides, so every side's flows and the
-    first side's value."""
-    flows: frozenset[Flow] = frozenset().union(*(lineage.flows for lineage in lineages))
-    return ColumnLineage(flows, lineages[0].tree if lineages else None)
-
-
-def _field_access(lineage: ColumnLineage, fields: list[str]) -> ColumnLineage:
-    """``column.field[.field]``: a TRANSFORMATION of the column (its value is part of it)."""
-    if not fields:
-        return lineage
-
-    def access(tree: exp.Expression | None) -> exp.Expression | None:
-        if tree is None:
-            return None
-        for field_name in fields:
-            tree = exp.Dot(this=tree.copy(), expression=exp.to_identifier(field_name))
-        return tree
-
-    flows = set()
-    for flow in lineage.flows:
-        if not flow.direct or flow.subtype is EdgeSubtype.AGGREGATION:
-            flows.add(flow)
-            continue
-        tree = access(flow.tree)
-        expression = tree.sql(dialect=DIALECT) if tree is not None else None
-        flows.add(Flow(flow.source, EdgeSubtype.TRANSFORMATION, flow.masking, expression, tree, flow.join_equality))
-    return ColumnLineage(frozenset(flows), access(lineage.tree))
-
-
-# ---- expression helpers -------------------------------------------------------------------------
-
-
-def _unwrap(node: exp.Expression) -> exp.Expression:
-    while isinstance(node, (exp.Alias, exp.Paren)):
-        node = node.this
-    return node
-
-
-def _leaves(root: exp.Expression) -> list[exp.Expression]:
-    """Column references and nested queries of an expression, in a stable order.
-
-    Nested queries are leaves: their own columns belong to their own scope.
-    """
-
-    def nested(node: exp.Expression) -> bool:
-        return isinstance(node, (exp.Subquery, exp.Query))
-
-    return [
-        node
-        for node in root.walk(bfs=False, prune=nested)
-        if (isinstance(node, exp.Column) and not isinstance(node.this, exp.Star)) or nested(node)
-    ]
-
-
-def _substitute(
-    root: exp.Expression, leaves: list[exp.Expression], trees: list[exp.Expression | None]
-) -> exp.Expression | None:
-    """``root`` with every leaf replaced by its tree (unqualified base columns)."""
-    if any(tree is None for tree in trees):
-        return None
-    if len(leaves) == 1 and leaves[0] is root:
-        return trees[0].copy()
-    copy = root.copy()
-    for leaf, tree in zip(_leaves(copy), trees):
-        leaf.replace(tree.copy())
-    return copy
-
-
-def _ancestors(leaf: exp.Expression, root: exp.Expression) -> Iterable[tuple[exp.Expression, str]]:
-    """(ancestor, arg key it was reached through), from the leaf up to ``root``."""
-    child = leaf
-    while child is not root and child.parent is not None:
-        yield child.parent, child.arg_key
-        child = child.parent
-
-
-def _role(leaf: exp.Expression, root: exp.Expression) -> EdgeSubtype:
-    """How a leaf feeds the expression's value; the innermost condition or window wins."""
-    aggregated = False
-    for node, key in _ancestors(leaf, root):
-        if isinstance(node, exp.Window) and key != "this":
-            return EdgeSubtype.WINDOW
-        if isinstance(node, (exp.If, exp.Case)) and key == "this":
-            return EdgeSubtype.CONDITIONAL
-        if isinstance(node, exp.Filter) and key == "expression":  # agg(x) FILTER (WHERE c)
-            return EdgeSubtype.CONDITIONAL
-        if _is_aggregate(node):
-            aggregated = True
-    if aggregated:
-        return EdgeSubtype.AGGREGATION
-    return EdgeSubtype.IDENTITY if leaf is root else EdgeSubtype.TRANSFORMATION
-
-
-def _is_aggregate(node: exp.Expression) -> bool:
-    return isinstance(node, exp.AggFunc) and not isinstance(node, _WINDOW_VALUE_FUNCTIONS)
-
-
-def _masked(leaf: exp.Expression, root: exp.Expression) -> bool:
-    return any(_is_hash(node) for node, _ in _ancestors(leaf, root))
-
-
-def _function_name(node: exp.Expression) -> str:
-    return node.name.upper() if isinstance(node, exp.Anonymous) else ""
-
-
-def _is_hash(node: exp.Expression) -> bool:
-    return isinstance(node, _HASH_CLASSES) or _function_name(node) in _HASH_NAMES
-
-
-def _unrepeatable(root: exp.Expression) -> bool:
-    """Whether the value cannot be recomputed from one row: aggregates, windows, generators,
-    nested queries, non-deterministic functions."""
-    return any(
-        isinstance(node, (exp.AggFunc, exp.Window, exp.Subquery, exp.Query) + _GENERATORS + _NONDETERMINISTIC_CLASSES)
-        or _function_name(node) in _NONDETERMINISTIC_NAMES
-        for node in root.walk()
-    )
-
-
-def _compose(
-    flow: Flow, role: EdgeSubtype, masked: bool, path_tree: Callable[[], exp.Expression | None]
-) -> Flow | None:
-    """One more hop: ``flow`` reaches a leaf that feeds the new column as ``role``. A join-equality
-    flow that would stop being an IDENTITY or TRANSFORMATION is dropped (None): the column it was
-    equated with gives the aggregate or the influence already."""
-    if flow.join_equality and (role in _COLUMN_INFLUENCES or EdgeSubtype.AGGREGATION in (role, flow.subtype)):
-        return None
-    if role in _COLUMN_INFLUENCES:
-        # Everything the leaf depends on influences the new column the way the leaf does.
-        return Flow(flow.source, role)
-    if not flow.direct or role is EdgeSubtype.IDENTITY:
-        return flow
-    if EdgeSubtype.AGGREGATION in (role, flow.subtype):
-        return Flow(flow.source, EdgeSubtype.AGGREGATION, masked or flow.masking)
-    tree = path_tree()
-    expression = tree.sql(dialect=DIALECT) if tree is not None else None
-    return Flow(flow.source, EdgeSubtype.TRANSFORMATION, masked or flow.masking, expression, tree, flow.join_equality)
-
-
-def _without_repeats(flows: set[Flow]) -> frozenset[Flow]:
-    """Drop a join-equality flow that a plain flow already gives (``a JOIN a2 ON a.id = a2.id``)."""
-    plain = {(f.source, f.subtype, f.masking, f.expression) for f in flows if f.join_equality is None}
-    return frozenset(f for f in flows
-                     if f.join_equality is None or (f.source, f.subtype, f.masking, f.expression) not in plain)
-
-
-def _ranking_flows(
-    root: exp.Window, leaves: list[exp.Expression], resolved: list[ColumnLineage], flows: set[Flow]
-) -> set[Flow]:
-    """A ranking's flows: its WINDOW influences carry the ranking as text (so a plan can say why
-    a ranking is not an identifier), and when it has no PARTITION BY, every column its ORDER BY
-    reads by value gets a SURROGATE flow: equal keys get equal numbers and different keys
-    different ones (``row_number`` numbers every row apart), so the number follows the person.
-    With a PARTITION BY the numbers restart in every partition: one number belongs to many."""
-    trees = [r.tree for r in resolved]
-    shown = _substitute(root, leaves, trees) if all(t is not None for t in trees) else None
-    text = (shown if shown is not None else root).sql(dialect=DIALECT)
-    result = {Flow(f.source, f.subtype, expression=text) if f.subtype is EdgeSubtype.WINDOW else f for f in flows}
-    if root.args.get("partition_by"):
-        return result
-    order = root.args.get("order")
-    for leaf, lineage in zip(leaves, resolved):
-        if order is None or not any(node is order for node, _ in _ancestors(leaf, root)):
-            continue
-        for flow in lineage.flows:
-            if flow.subtype in _KEY_ROLES and flow.join_equality is None:
-                result.add(Flow(flow.source, EdgeSubtype.SURROGATE, expression=text))
-    return result
-
-
-def _conjuncts(condition: exp.Expression) -> Iterable[exp.Expression]:
-    condition = _unwrap(condition)
-    if isinstance(condition, exp.And):
-        yield from _conjuncts(condition.this)
-        yield from _conjuncts(condition.expression)
-    else:
-        yield condition
-

@@ -11,8 +11,10 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from piitracer.ingest.sql_context import QueryContext
+from piitracer.ingest.sql_expressions import per_row_key
 from piitracer.ingest.sql_relations import ColumnLineage, Influence, OpaqueRelation, Relation
-from piitracer.ingest.sql_scope import QueryContext, Scope, per_row_key, query_relation, with_ctes
+from piitracer.ingest.sql_scope import Scope, query_relation, with_ctes
 from piitracer.model.lineage import EdgeSubtype
 
 # Statements sqlglot keeps as opaque commands that write nothing (or nothing with lineage): they
