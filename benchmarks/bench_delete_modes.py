@@ -99,7 +99,7 @@ LOGICAL_MODES = ("positional", "equality", "copy-on-write")
 
 def logical_modes(spark, warehouse: Path, rows: int, files: int) -> None:
     """The plan's three logical-delete modes at K = 1 and 10,000 (see the module docstring)."""
-    from piitracer.formats.iceberg import IcebergEraser
+    from piitracer.formats.iceberg_eraser import IcebergEraser
     from piitracer.storage.locations import Location
 
     spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.modes")

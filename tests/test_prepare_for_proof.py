@@ -25,7 +25,7 @@ from piitracer.api import execute_plan, plan_deletion
 from piitracer.executor.runner import ExecuteOptions
 from piitracer.formats import delta as delta_eraser
 from piitracer.formats import parquet as parquet_eraser
-from piitracer.formats.iceberg import IcebergEraser
+from piitracer.formats.iceberg_eraser import IcebergEraser
 from piitracer.formats.prepare import bloom_filter_bytes
 from piitracer.model.errors import PiitracerError
 from piitracer.model.outcome import Attempt
