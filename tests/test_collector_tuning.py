@@ -25,3 +25,17 @@ def test_importing_the_api_leaves_the_callers_collector_alone():
     default = _thresholds_after("pass")
     assert default != COMMAND_THRESHOLDS
     assert _thresholds_after("import piitracer, piitracer.api; from piitracer.api import plan_deletion") == default
+
+
+def test_the_cli_process_freezes_what_is_alive_at_exit():
+    """The last full collection at exit skips what the command left alive (gc.freeze): a handler
+    registered before piitracer.cli's runs after its freeze and sees the frozen objects."""
+    code = ("import atexit, gc\n"
+            "atexit.register(lambda: print('frozen', gc.get_freeze_count()))\n"
+            "import piitracer.cli\n"
+            "kept = [object() for _ in range(1000)]\n")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
+    assert out[0] == "frozen" and int(out[1]) > 1000
+    library = subprocess.run([sys.executable, "-c", code.replace("piitracer.cli", "piitracer.api")], check=True,
+                             capture_output=True, text=True).stdout.split()
+    assert library == ["frozen", "0"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import gc
 from contextlib import contextmanager
 from typing import Iterator
@@ -33,7 +34,14 @@ COMMAND_THRESHOLDS = (100_000, 50, 100)
 
 
 def tune_collector_for_a_command() -> None:
-    """Collect generation 0 after ``COMMAND_THRESHOLDS[0]`` allocations instead of 700: for a
-    process that runs one piitracer command and ends (the CLI), not for a library's caller, whose
-    process piitracer does not own. Cycles are still collected, only less often."""
+    """Collect generation 0 after ``COMMAND_THRESHOLDS[0]`` allocations instead of 700, and freeze
+    what is alive when the process exits: for a process that runs one piitracer command and ends
+    (the CLI), not for a library's caller, whose process piitracer does not own. Cycles are still
+    collected during the command, only less often.
+
+    At exit CPython runs a last full collection over every object still alive; after a cold plan at
+    100k datasets that walk took ~1 s of a 5 s process (the catalog's 100k entries, the graph).
+    Frozen objects are left out of it (``gc.freeze``); nothing else changes: the atexit handlers
+    registered before this one still run after it, and every object is freed as before."""
     gc.set_threshold(*COMMAND_THRESHOLDS)
+    atexit.register(gc.freeze)
