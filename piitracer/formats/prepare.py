@@ -6,7 +6,7 @@ searched value, when it is wholly dictionary-encoded and its dictionary holds no
 through the page index. So a prepared rewrite writes Bloom filters on the dataset's identifier and
 key columns (the columns a subject's value can be searched in), keeps dictionary encoding and
 writes the page index with statistics. Each engine is driven through its own settings: pyarrow's
-writer here (plain Parquet and archives), Iceberg's table properties (``formats.iceberg``),
+writer here (plain Parquet and archives), Iceberg's table properties (``formats.iceberg_eraser``),
 delta-rs's ``WriterProperties`` (``formats.delta``).
 """
 
