@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run every benchmark with its default sizes (about 45 minutes on 2 cores; a quiet machine).
+# Run every benchmark with its default sizes (about 2 hours on 2 cores, most of it generating the proof-scale lakehouses; a quiet machine).
 # Figures go to benchmarks/results/<name>.json, printed output to benchmarks/results/<name>.txt.
 # Usage: benchmarks/run_all.sh [python]   (default: .venv/bin/python of this checkout)
 # Needs the bench extra: .venv/bin/pip install -e '.[bench]'
@@ -15,6 +15,12 @@ run lineage_store "$PY" benchmarks/bench_lineage_store.py
 run erasure "$PY" benchmarks/bench_erasure.py
 run delete_modes "$PY" benchmarks/bench_delete_modes.py
 run verify_engines "$PY" benchmarks/bench_verify_engines.py
+proof_dir=$(mktemp -d)  # the proof-scale lakehouses, generated once for both runs
+run proof_scale "$PY" benchmarks/bench_proof_scale.py --repeats 3 --sample 30 --keep "$proof_dir"
+run proof_scale_in_range "$PY" benchmarks/bench_proof_scale.py --repeats 3 --sample 30 --in-range 10 --keep "$proof_dir"
+rm -rf "$proof_dir"
+run prepare_write "$PY" benchmarks/bench_prepare_write.py
+run classify "$PY" benchmarks/bench_classify.py --seeds 4
 run rewrite_engines "$PY" benchmarks/bench_rewrite_engines.py
 run discovery "$PY" benchmarks/bench_discovery.py
 demo_dir=$(mktemp -d)
