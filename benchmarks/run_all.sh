@@ -18,6 +18,8 @@ run verify_engines "$PY" benchmarks/bench_verify_engines.py
 proof_dir=$(mktemp -d)  # the proof-scale lakehouses, generated once for both runs
 run proof_scale "$PY" benchmarks/bench_proof_scale.py --repeats 3 --sample 30 --keep "$proof_dir"
 run proof_scale_in_range "$PY" benchmarks/bench_proof_scale.py --repeats 3 --sample 30 --in-range 10 --keep "$proof_dir"
+run reader_choice "$PY" benchmarks/bench_reader_choice.py --lakes "$proof_dir" --files 500
+run reader_choice_in_range "$PY" benchmarks/bench_reader_choice.py --lakes "$proof_dir" --files 500 --in-range 10
 rm -rf "$proof_dir"
 run prepare_write "$PY" benchmarks/bench_prepare_write.py
 run classify "$PY" benchmarks/bench_classify.py --seeds 4
