@@ -328,7 +328,7 @@ class _Console:
         return audit_log(self.workspace, key=self.config.audit_key, create=False)
 
     def _diagram(self, facts) -> str:
-        from piitracer.console.diagram import lineage_svg
+        from piitracer.render.report import lineage_svg
 
         if self._graph is None:
             from piitracer.api import build_lineage_graph

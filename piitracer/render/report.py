@@ -45,7 +45,7 @@ def report_html(trail: RequestTrail, graph: LineageGraph | None, generated_at: d
         '<h2 id="lineage">Lineage and erasure state</h2>', _legend_html(),
     ]
     if graph is not None:
-        parts.append(f'<div class="diagram">{_diagram_svg(graph, facts)}</div>')
+        parts.append(f'<div class="diagram">{lineage_svg(graph, facts)}</div>')
     parts += [
         '<h2 id="datasets">Datasets</h2>',
         _html_table(["dataset", "format", "plan", "state", "key column", "files scanned", "findings", "note"],
@@ -186,7 +186,10 @@ def _integrity_rows(facts: ReportFacts, trail: RequestTrail) -> list[list[str]]:
     ]
 
 
-def _diagram_svg(graph: LineageGraph, facts: ReportFacts) -> str:
+def lineage_svg(graph: LineageGraph, facts: ReportFacts) -> str:
+    """The plan's datasets reached from every identifier of its sources, each coloured by its
+    erasure state, as an inline SVG element (no XML prolog or comments): the audit report's
+    diagram, and the console's request page."""
     # The plan reaches datasets through every identifier of its sources (the resolve step captures
     # them all: a PAN-only table is the subject's too), so draw the union of those reaches, limited
     # to the plan's datasets; the source key column is highlighted first.
