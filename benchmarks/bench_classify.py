@@ -1,5 +1,5 @@
 """Classification accuracy: ``catalog classify``'s classifier scored on the labelled corpus of
-tests/classify_corpus.py (Faker's locales, python-stdnum's valid and failing numbers, decoys of each
+tests/support/classify_corpus.py (Faker's locales, python-stdnum's valid and failing numbers, decoys of each
 kind, public column-name shapes; seeded, deterministic): precision, recall and F1 per kind and
 overall (binary: personal data or not; typed: the right kind), and the decoys flagged.
 
@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 from _common import peak_rss_mb, print_table, write_results  # noqa: E402
 
 

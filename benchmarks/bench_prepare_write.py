@@ -25,7 +25,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 from _common import pin_one_core, print_table, run_child, timed, write_results  # noqa: E402
 from bench_verify_engines import generate  # noqa: E402
 

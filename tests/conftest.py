@@ -22,3 +22,14 @@ os.environ.setdefault("PIITRACER_MASTER_KEY", secrets.token_hex(32))
 @pytest.fixture(scope="session")
 def warehouse(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("warehouse")
+
+
+INTEGRATION = Path(__file__).resolve().parent / "integration"
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Every test under tests/integration is marked ``integration``: a local loop runs
+    ``pytest tests/unit`` or ``-m "not integration"``; CI runs everything."""
+    for item in items:
+        if INTEGRATION in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.integration)

@@ -2,7 +2,7 @@
 
 - Under each command's heading it adds which keys the command needs, taken from the one table that
   says so (reference/cli.md, "Which keys each command needs"), so the generated reference and the
-  overview cannot disagree; tests/test_docs_site.py checks that the table has a row per command.
+  overview cannot disagree; tests/unit/architecture/test_docs_site.py checks that the table has a row per command.
 - mkdocs-click prints click 8.3's "no default" marker as ``Sentinel.UNSET``: shown as a dash.
 """
 

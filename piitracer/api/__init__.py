@@ -18,7 +18,7 @@ parses, calls one of them and prints.
 Every public name is also importable from here (``from piitracer.api import plan_deletion``). The
 names are imported on first use (PEP 562), so ``import piitracer.api.plan`` loads planning only, not
 the verifier, the audit trail, the demo or Spark: a cold ``piitracer plan`` pays for what it uses.
-Only ``piitracer.api`` and ``piitracer.cli`` import across layers (tests/test_layers.py).
+Only ``piitracer.api`` and ``piitracer.cli`` import across layers (tests/unit/architecture/test_layers.py).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
 from piitracer.model.errors import PiitracerError
 
-# Logs name steps, datasets and counts; never a subject value (tests/test_no_leaks.py).
+# Logs name steps, datasets and counts; never a subject value (tests/integration/test_no_leaks.py).
 log = logging.getLogger(__name__)
 
 class ExecutionError(PiitracerError, RuntimeError):

@@ -175,7 +175,7 @@ def _registry() -> dict[DatasetFormat, FormatSupport]:
 
 
 def support_for(fmt: DatasetFormat) -> FormatSupport:
-    """The support of a catalog format (every format has one: tests/test_formats_registry.py)."""
+    """The support of a catalog format (every format has one: tests/unit/formats/test_formats_registry.py)."""
     return _registry()[fmt]
 
 

@@ -11,7 +11,7 @@ Planning loads only part of it: the datasets downstream of the plan's sources (a
 closure over every edge and the catalog's copies, computed in SQLite) and every edge into them —
 everything the planner can follow from a source, and every edge that explains how a reached
 column got its values. The graph of that part plans exactly as the whole graph would
-(tests/test_lineage_store.py compares the plans byte for byte).
+(tests/unit/ingest/test_lineage_store.py compares the plans byte for byte).
 
 It is a cache: derived only from the workspace's own files, safe to delete; ``piitracer lineage
 rebuild`` starts it over, and a store of another schema version is rebuilt on open.

@@ -15,7 +15,7 @@ dialect, the schemas known: the catalog's, the events' schema facets, an earlier
 ``CREATE TABLE``). Its fingerprint is a hash of all of that, so the store re-reads a unit exactly
 when its result could differ. Fresh (:func:`ingest_workspace`) and stored
 (:func:`update_store` + :func:`batch_from_store`) ingest assemble the units the same way and give
-the same batch (tests/test_lineage_store.py).
+the same batch (tests/unit/ingest/test_lineage_store.py).
 """
 
 from __future__ import annotations
