@@ -233,7 +233,7 @@ def main() -> None:
 
 def _served_from_store(folder: Path) -> bool:
     """Whether a load of ``folder`` now would take the validated workspace from the store."""
-    from piitracer.ingest.workspace_cache import WorkspaceCache
+    from piitracer.ingest.workspace.cache import WorkspaceCache
 
     cache = WorkspaceCache.open(folder)
     return cache is not None and cache.workspace() is not None

@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import median_of, peak_rss_mb, pin_one_core, print_table, write_results  # noqa: E402
 
-from piitracer.ingest.openlineage import ingest_openlineage_text  # noqa: E402
+from piitracer.ingest.openlineage.events import ingest_openlineage_text  # noqa: E402
 from piitracer.model.naming import DatasetNamer  # noqa: E402
 
 SEED = 11

@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import median_of, pin_one_core, print_table, timed, write_results  # noqa: E402
 
-from piitracer.ingest.sql_lineage import ingest_sql_text  # noqa: E402
+from piitracer.ingest.sql.lineage import ingest_sql_text  # noqa: E402
 from piitracer.model.lineage import EdgeKind  # noqa: E402
 from piitracer.model.naming import DatasetNamer  # noqa: E402
 

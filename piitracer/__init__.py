@@ -27,9 +27,9 @@ _EXPORTS = {
     "LineageBatch": "piitracer.model.lineage",
     "LineageGraph": "piitracer.graph.lineage_graph",
     "Reach": "piitracer.graph.lineage_graph",
-    "Workspace": "piitracer.ingest.workspace_loader",
-    "WorkspaceError": "piitracer.ingest.workspace_loader",
-    "load_workspace": "piitracer.ingest.workspace_loader",
+    "Workspace": "piitracer.workspace.model",
+    "WorkspaceError": "piitracer.workspace.model",
+    "load_workspace": "piitracer.ingest.workspace.loader",
     "ingest_workspace": "piitracer.ingest.workspace_ingest",
     "build_lineage_graph": "piitracer.api.lineage",
     "lineage_graph_for": "piitracer.api.lineage",
@@ -43,7 +43,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from piitracer.api.lineage import build_lineage_graph, lineage_graph_for, parse_column
     from piitracer.graph.lineage_graph import LineageGraph, Reach
     from piitracer.ingest.workspace_ingest import ingest_workspace
-    from piitracer.ingest.workspace_loader import Workspace, WorkspaceError, load_workspace
+    from piitracer.workspace.model import Workspace, WorkspaceError
+    from piitracer.ingest.workspace.loader import load_workspace
     from piitracer.model.lineage import ColumnEdge, ColumnRef, EdgeKind, EdgeSubtype, LineageBatch
 
 

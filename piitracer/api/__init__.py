@@ -69,13 +69,13 @@ _EXPORTS = {
     "protected_places": "_wiring", "request_store": "_wiring", "request_store_path": "_wiring",
     "warehouse_roots": "_wiring", "workspace_store": "_wiring", "write_private": "_wiring",
     # re-exported from below, as the single-module api did
-    "load_workspace": "piitracer.ingest.workspace_loader",
+    "load_workspace": "piitracer.ingest.workspace.loader",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from piitracer.ingest.workspace_loader import load_workspace
+    from piitracer.ingest.workspace.loader import load_workspace
     from piitracer.api.lineage import (build_lineage_graph, lineage_graph_for, parse_column, rebuild_lineage_store,
                                        stored_graph_for)
     from piitracer.api.catalog import (catalog_drift, Classification, classify_catalog, discover_catalog,

@@ -12,7 +12,7 @@ from typing import Collection, Sequence
 from piitracer.crypto.envelope import KeyWrapper, ValueCipher
 from piitracer.executor.journal import Journal
 from piitracer.executor.runner import ExecutionContext
-from piitracer.ingest.workspace_loader import Workspace, WorkspaceError
+from piitracer.workspace.model import Workspace, WorkspaceError
 from piitracer.model.steps import StepRecord
 from piitracer.requests.store import RequestStore
 from piitracer.storage.locations import Location, LocationError

@@ -24,7 +24,8 @@ from piitracer.executor.journal import Journal
 from piitracer.executor.runner import RunSummary
 from piitracer.formats import support_for
 from piitracer.graph.lineage_graph import LineageGraph
-from piitracer.ingest.workspace_loader import Workspace, load_workspace
+from piitracer.workspace.model import Workspace
+from piitracer.ingest.workspace.loader import load_workspace
 from piitracer.model.audit import AuditEntry, RequestTrail
 from piitracer.model.errors import NotFoundError
 from piitracer.model.plan import DeletionPlan

@@ -22,8 +22,8 @@ from piitracer.discover.lakehouse import DiscoveredTable, Discovery, describe_ca
 from piitracer.executor.spark_catalog import list_catalogs
 from piitracer.executor.spark_session import spark_session
 from piitracer.formats import FormatError
-from piitracer.ingest.catalog_layers import DISCOVERED_FILE, DISCOVERED_HEADER
-from piitracer.ingest.workspace_loader import Workspace, WorkspaceError
+from piitracer.workspace.catalog_layers import DISCOVERED_FILE, DISCOVERED_HEADER
+from piitracer.workspace.model import Workspace, WorkspaceError
 from piitracer.model.lineage import ColumnRef
 from piitracer.model.workspace import REPLICA_SEPARATOR, DatasetFormat
 from piitracer.storage.guard import canonical
@@ -78,7 +78,7 @@ def catalog_drift(workspace: Workspace, tables: Sequence[DiscoveredTable] | None
 def write_discovered_catalog(workspace: Workspace, discovery: Discovery | None = None,
                              classification: "Classification | None" = None) -> tuple[Path, DiscoveredCatalog]:
     """Write ``catalog.discovered.yaml``: an entry per discovered table (and per view the lineage
-    creates), under the person's ``piitracer.yaml`` (:mod:`piitracer.ingest.catalog_layers`).
+    creates), under the person's ``piitracer.yaml`` (:mod:`piitracer.workspace.catalog_layers`).
     With ``classification``, its identifier columns are added as ``classified_by: auto``; without,
     the identifiers an earlier classification proposed are kept where their columns still exist."""
     if discovery is None:

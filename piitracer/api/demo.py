@@ -30,7 +30,8 @@ from piitracer.demo.workspace_files import prepare_workspace
 from piitracer.executor.runner import ExecuteOptions, RunSummary
 from piitracer.executor.spark_session import spark_session
 from piitracer.graph.lineage_graph import LineageGraph
-from piitracer.ingest.workspace_loader import Workspace, load_workspace
+from piitracer.workspace.model import Workspace
+from piitracer.ingest.workspace.loader import load_workspace
 from piitracer.model.audit import AuditEntry
 from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import PERSON_ACTIONS, DeletionPlan, Subject

@@ -18,7 +18,7 @@ from piitracer.audit import AuditKey
 from piitracer.crypto.envelope import KeyWrapper, ValueCipher
 from piitracer.executor.preflight import PlanRefused
 from piitracer.executor.runner import ExecuteOptions, ExecutionError, PlanExecutor, RunSummary, StepResult
-from piitracer.ingest.workspace_loader import Workspace
+from piitracer.workspace.model import Workspace
 from piitracer.model.plan import NO_FILE_WORK, Action, DeletionPlan
 from piitracer.model.requests import RequestState
 from piitracer.serve.emit import ChangedDataset, emit_run_event, run_uuid

@@ -12,7 +12,8 @@ from typing import Iterator, Mapping, Sequence
 from piitracer.graph.lineage_graph import LineageGraph
 from piitracer.ingest.lineage_store import STORE_FILE, LineageStore, open_store
 from piitracer.ingest.workspace_ingest import StoreUpdate, batch_from_store, ingest_workspace, update_store
-from piitracer.ingest.workspace_loader import Workspace, load_workspace
+from piitracer.workspace.model import Workspace
+from piitracer.ingest.workspace.loader import load_workspace
 from piitracer.model.errors import NotFoundError, PiitracerError
 from piitracer.model.lineage import ColumnRef
 from piitracer.model.workspace import CatalogDataset

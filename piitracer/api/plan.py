@@ -19,7 +19,7 @@ from piitracer.crypto.envelope import MasterKeyError, ValueCipher, is_sealed, lo
 from piitracer.executor.preflight import PlanRefused
 from piitracer.formats import FormatError, key_type_name, support_for, table_schema
 from piitracer.graph.lineage_graph import LineageGraph
-from piitracer.ingest.workspace_loader import Workspace
+from piitracer.workspace.model import Workspace
 from piitracer.model.audit import EntryKind
 from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import DeletionPlan, PlanRequest, PlanSeal, Subject

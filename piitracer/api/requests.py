@@ -19,8 +19,8 @@ from piitracer.crypto.envelope import KeyWrapper, ShreddedError
 from piitracer.crypto.sealed_body import BodySealer
 from piitracer.executor.estimate import estimate_plan
 from piitracer.executor.journal import Journal
-from piitracer.ingest.received_events import forget_values, has_rejected
-from piitracer.ingest.workspace_loader import Workspace
+from piitracer.ingest.openlineage.received import forget_values, has_rejected
+from piitracer.workspace.model import Workspace
 from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import DeletionPlan, Subject
 from piitracer.model.requests import TRANSITIONS, ErasureRequest, RequestState

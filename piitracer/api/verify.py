@@ -20,7 +20,7 @@ from piitracer.audit import AuditKey, AuditLog, record_attestation_entry, record
 from piitracer.crypto.envelope import KeyWrapper, ShreddedError, ValueCipher, has_master_key, load_master_key
 from piitracer.executor.journal import Journal
 from piitracer.executor.spark_session import spark_session
-from piitracer.ingest.workspace_loader import Workspace
+from piitracer.workspace.model import Workspace
 from piitracer.model.audit import AuditEntry, EntryKind
 from piitracer.model.plan import PERSON_ACTIONS, DeletionPlan
 from piitracer.model.requests import RequestState

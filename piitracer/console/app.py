@@ -28,7 +28,7 @@ from piitracer.console.sessions import (PRE_SESSION_COOKIE, SESSION_COOKIE, Sess
                                         same_token)
 from piitracer.console.tokens import OWNER, check_token
 from piitracer.console.views import ConsoleRefused, attest, board, request_view, waiting_for
-from piitracer.ingest.workspace_loader import Workspace
+from piitracer.workspace.model import Workspace
 from piitracer.model.errors import NotFoundError, PiitracerError
 from piitracer.model.requests import RequestState
 

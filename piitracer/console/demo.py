@@ -19,7 +19,8 @@ def demo_console(folder: Path) -> tuple[ConsoleConfig, str]:
     demo's own, made by ``piitracer demo``) and a new viewer token for ``privacy-office``. The
     demo's copy of ``piitracer.yaml`` gets ``viewers: [privacy-office]`` when it has no ``viewers:``
     (one a person wrote is left as it is: then it must list privacy-office)."""
-    from piitracer.ingest.workspace_loader import WORKSPACE_FILE, load_workspace
+    from piitracer.workspace.model import WORKSPACE_FILE
+    from piitracer.ingest.workspace.loader import load_workspace
     from piitracer.api import demo_audit_key, demo_master_key, demo_signing_key
     from piitracer.audit import load_audit_key
     from piitracer.crypto.envelope import load_master_key

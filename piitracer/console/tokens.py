@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from piitracer.model.errors import PiitracerError
-from piitracer.ingest.workspace_loader import Workspace
+from piitracer.workspace.model import Workspace
 
 TOKENS_FILE = Path(".piitracer") / "console-tokens.json"
 PREFIX = "ptc"

@@ -16,7 +16,7 @@ from typing import Any
 from piitracer.audit import AuditLog
 from piitracer.audit.keys import AuditKey
 from piitracer.console.tokens import ConsoleUser
-from piitracer.ingest.workspace_loader import Workspace
+from piitracer.workspace.model import Workspace
 from piitracer.model.audit import AuditEntry, EntryKind
 from piitracer.model.errors import NotFoundError, PiitracerError
 from piitracer.model.plan import PERSON_ACTIONS

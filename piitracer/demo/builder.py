@@ -27,7 +27,7 @@ from piitracer.demo.arrow_bridge import ArrowBridge
 from piitracer.demo.iceberg_tables import DemoBuildError, check_location, create_table, drop_table, quoted_table
 from piitracer.demo.sql_pipelines import PipelineRunner, PipelineStatement, pipeline_statements
 from piitracer.executor.spark_session import spark_session
-from piitracer.ingest.workspace_loader import Workspace
+from piitracer.workspace.model import Workspace
 from piitracer.model.table_properties import delta_properties
 from piitracer.model.workspace import CatalogDataset, DatasetFormat
 

@@ -23,7 +23,7 @@ from sqlglot import exp
 from piitracer.demo.arrow_bridge import ArrowBridge, read_delta, read_parquet_folder
 from piitracer.demo.iceberg_tables import DemoBuildError, create_table
 from piitracer.ingest.source_files import display_path, files_under
-from piitracer.ingest.workspace_loader import Workspace
+from piitracer.workspace.model import Workspace
 from piitracer.model.table_properties import delta_properties
 from piitracer.model.workspace import DatasetFormat
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import yaml
 
 from piitracer.demo.iceberg_tables import DemoBuildError
-from piitracer.ingest.catalog_layers import DISCOVERED_FILE
-from piitracer.ingest.workspace_loader import WORKSPACE_FILE
+from piitracer.workspace.catalog_layers import DISCOVERED_FILE
+from piitracer.workspace.model import WORKSPACE_FILE
 
 WORKSPACE_PARTS = (WORKSPACE_FILE, DISCOVERED_FILE, "sql", "events")
 

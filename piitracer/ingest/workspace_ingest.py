@@ -25,13 +25,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator
 
-from piitracer.ingest.dbt_artifacts import ingest_dbt_artifacts
+from piitracer.ingest.dbt.artifacts import ingest_dbt_artifacts
 from piitracer.ingest.lineage_store import LineageStore, fingerprint
-from piitracer.ingest.openlineage import EVENT_SUFFIXES, ingest_openlineage_paths
-from piitracer.ingest.received_events import EVENTS_FILE
+from piitracer.ingest.openlineage.events import EVENT_SUFFIXES, ingest_openlineage_paths
+from piitracer.ingest.openlineage.received import EVENTS_FILE
 from piitracer.ingest.source_files import display_path, files_under
-from piitracer.ingest.sql_lineage import copy_schemas, ingest_sql_file, sorted_batch
-from piitracer.ingest.workspace_loader import WORKSPACE_FILE, Workspace
+from piitracer.ingest.sql.lineage import copy_schemas, ingest_sql_file, sorted_batch
+from piitracer.workspace.model import WORKSPACE_FILE, Workspace
 from piitracer.model.lineage import IngestProblem, LineageBatch, Origin, OriginKind
 from piitracer.model.naming import DatasetNamer
 

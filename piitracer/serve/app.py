@@ -4,7 +4,7 @@ OpenLineage HTTP transport use.
 Each POST carries one event (RunEvent, DatasetEvent or JobEvent; JSON, optionally gzip- or
 deflate-compressed). A valid one is appended to the workspace's lineage store and answered 201;
 a malformed one is answered 400 with every defect found and kept as a rejected record (its body
-encrypted under the master key, or only its digest: ``ingest.received_events``); a body over the
+encrypted under the master key, or only its digest: ``ingest.openlineage.received``); a body over the
 size limit — as sent (``Content-Length`` or counted while it streams in: reading stops at the
 limit) or once inflated — is answered 413. With a token configured, a request without
 ``Authorization: Bearer <token>`` is answered 401 and nothing is read or stored. Answers and logs
@@ -24,7 +24,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
-from piitracer.ingest.received_events import DEFAULT_RETENTION, BodyCipher, Limits, ReceivedEvents
+from piitracer.ingest.openlineage.received import DEFAULT_RETENTION, BodyCipher, Limits, ReceivedEvents
 
 LINEAGE_PATH = "/api/v1/lineage"
 log = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ from cli_process import file_digests, run_cli
 from piitracer.api import audit_log, load_plan, plan_file_text, record_plan, request_store, seal_plan
 from piitracer.audit import load_audit_key
 from piitracer.crypto.envelope import load_master_key
-from piitracer.ingest.workspace_loader import load_workspace
+from piitracer.ingest.workspace.loader import load_workspace
 from piitracer.model.plan import Subject
 
 AUDIT_KEY = "plan-origin-test-audit-key-0123456789"

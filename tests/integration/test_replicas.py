@@ -23,7 +23,7 @@ import piitracer
 from piitracer.api import execute_plan, plan_deletion, verify_plan
 from piitracer.executor.preflight import PlanRefused
 from piitracer.executor.runner import ExecuteOptions
-from piitracer.ingest.workspace_loader import WorkspaceError
+from piitracer.workspace.model import WorkspaceError
 from piitracer.model.plan import Action, Subject
 from piitracer.model.verification import ErasureState
 

@@ -26,7 +26,7 @@ from cli_process import file_digests, run_cli
 import piitracer
 from piitracer.api import plan_deletion, prepare_execution
 from piitracer.executor.preflight import PlanRefused
-from piitracer.ingest.workspace_loader import WorkspaceError
+from piitracer.workspace.model import WorkspaceError
 from piitracer.model.plan import Subject
 
 AUDIT_KEY = "roots-always-test-audit-key-0123456789"

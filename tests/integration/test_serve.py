@@ -32,7 +32,7 @@ import piitracer
 from piitracer.api import plan_deletion
 from piitracer.crypto.envelope import load_master_key
 from piitracer.crypto.sealed_body import BodySealer
-from piitracer.ingest.received_events import kept_rejected
+from piitracer.ingest.openlineage.received import kept_rejected
 from piitracer.model.plan import Subject
 from paths import REPO
 

@@ -36,7 +36,7 @@ import piitracer
 from piitracer.api import audit_log, close_request, request_store
 from piitracer.crypto.envelope import load_master_key
 from piitracer.crypto.sealed_body import BodySealer
-from piitracer.ingest.received_events import REJECTED_FOLDER, Limits, ReceivedEvents, kept_rejected
+from piitracer.ingest.openlineage.received import REJECTED_FOLDER, Limits, ReceivedEvents, kept_rejected
 from piitracer.model.requests import RequestState
 from piitracer.serve.app import create_app, is_loopback
 

@@ -1,5 +1,5 @@
 """Imports point one way only (design.md): model <- storage <- formats <- executor, verify;
-model, storage <- ingest (lineage files are listed through the store), audit (its anchor is written
+model <- workspace (the Workspace type, its catalog layers, the state layout); model, storage, workspace <- ingest (lineage files are listed through the store), audit (its anchor is written
 through it); model, storage, formats <- discover (catalog discovery); model <- crypto; graph <- planner <- executor, verify, audit, render <- api
 (one module per use case, wiring the rooms) <- console (the web console, on top of serve) <- cli. The planner is pure:
 no Spark, no file I/O. Relative imports and imports by name (``importlib.import_module``,
@@ -13,7 +13,11 @@ from pathlib import Path
 import pytest
 
 from paths import PACKAGE  # noqa: E402
-LOWER = {"model": set(), "ingest": {"model", "storage"}, "graph": {"model"}, "storage": {"model"}, "crypto": {"model"}}
+LOWER = {"model": set(), "graph": {"model"}, "storage": {"model"}, "crypto": {"model"}}
+# The workspace room: the Workspace every use case receives, its catalog layers, the layout of
+# piitracer's own files in it. Only frozen model types below it.
+LOWER["workspace"] = {"model"}
+LOWER["ingest"] = {"model", "storage", "workspace"}
 LOWER["formats"] = {"model", "storage"}
 LOWER["planner"] = {"model", "graph"}
 for _layer in ("audit", "render"):
@@ -27,14 +31,14 @@ LOWER["discover"] = {"model", "storage", "formats"}
 LOWER["requests"] = {"model", "crypto", "audit"}
 # The demo lakehouse builder is wiring for `piitracer demo` only (it builds tables with Spark and
 # delta-rs from the workspace's catalog and SQL): it may use every layer below the verifier.
-LOWER["demo"] = {"model", "ingest", "graph", "planner", "storage", "formats", "executor"}
+LOWER["demo"] = {"model", "workspace", "ingest", "graph", "planner", "storage", "formats", "executor"}
 # The OpenLineage endpoint: an ASGI app over the ingest layer's event store.
-LOWER["serve"] = {"model", "ingest"}
+LOWER["serve"] = {"model", "workspace", "ingest"}
 # The web console (privacy office and owners): wiring beside the CLI. It reads the request store,
 # the audit log and the report's facts through the API, draws the report's diagram, and is served
 # on top of the OpenLineage endpoint (it imports serve; serve never imports it). Only the CLI
 # imports the console (test_only_the_cli_imports_the_console).
-LOWER["console"] = {"model", "ingest", "graph", "planner", "storage", "crypto", "audit", "render", "requests", "serve",
+LOWER["console"] = {"model", "workspace", "ingest", "graph", "planner", "storage", "crypto", "audit", "render", "requests", "serve",
                     "api"}
 # The API wires the rooms: one module per use case, above every room, below the CLI and the console.
 LOWER["api"] = set(LOWER) - {"console"}
@@ -142,7 +146,7 @@ def test_only_the_cli_imports_the_console() -> None:
     ("layer", "source"),
     [
         ("model", "from piitracer.graph.lineage_graph import LineageGraph"),
-        ("graph", "import piitracer.ingest.openlineage"),
+        ("graph", "import piitracer.ingest.openlineage.events"),
         ("planner", "from piitracer.executor import run"),
         ("planner", "import pyspark.sql"),
         ("planner", "from pathlib import Path"),

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from piitracer.api import audit_log, workspace_identity
 from piitracer.audit import AuditLog, load_audit_key, record_request_entry
 from piitracer.cli.main import cli
-from piitracer.ingest.workspace_loader import load_workspace
+from piitracer.ingest.workspace.loader import load_workspace
 from piitracer.model.audit import EntryKind
 
 KEY = "audit-binding-test-key-0123456789abcdef"

@@ -16,7 +16,7 @@ import yaml
 import piitracer
 from piitracer.console.tokens import ConsoleUserError, add_token, check_token, tokens_path
 from piitracer.console.views import dataset_owner, owner_name
-from piitracer.ingest.workspace_loader import WorkspaceError
+from piitracer.workspace.model import WorkspaceError
 
 
 def workspace(folder: Path, owners=("streaming-team",), viewers=("privacy-office",)):

@@ -14,7 +14,7 @@ import yaml
 
 import piitracer
 from piitracer.api import plan_deletion
-from piitracer.ingest.dbt_artifacts import ingest_dbt_artifacts
+from piitracer.ingest.dbt.artifacts import ingest_dbt_artifacts
 from piitracer.model.errors import PiitracerError
 from piitracer.model.lineage import ColumnRef, LineageBatch
 from piitracer.model.naming import DatasetNamer

@@ -25,8 +25,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from piitracer.ingest.openlineage import ingest_openlineage_paths, ingest_openlineage_text
-from piitracer.ingest.sql_lineage import ingest_sql_paths, ingest_sql_text
+from piitracer.ingest.openlineage.events import ingest_openlineage_paths, ingest_openlineage_text
+from piitracer.ingest.sql.lineage import ingest_sql_paths, ingest_sql_text
 from piitracer.model.lineage import ColumnRef, LineageBatch
 from piitracer.model.naming import DatasetNamer
 

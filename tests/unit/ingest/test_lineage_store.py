@@ -21,7 +21,7 @@ from piitracer.cli.main import cli
 from piitracer.graph.lineage_graph import LineageGraph
 from piitracer.ingest import workspace_ingest
 from piitracer.ingest.lineage_store import STORE_FILE, fingerprint, open_store
-from piitracer.ingest.received_events import EVENTS_FILE
+from piitracer.ingest.openlineage.received import EVENTS_FILE
 from piitracer.ingest.workspace_ingest import batch_from_store, ingest_workspace, update_store
 from piitracer.model.plan import PlanRequest, Subject
 from piitracer.model.workspace import Policy

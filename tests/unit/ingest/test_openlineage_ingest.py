@@ -20,7 +20,7 @@ from openlineage.client.facet_v2 import column_lineage_dataset as cl
 from openlineage.client.facet_v2 import schema_dataset, symlinks_dataset
 from openlineage.client.serde import Serde
 
-from piitracer.ingest.openlineage import ingest_openlineage_paths, ingest_openlineage_text
+from piitracer.ingest.openlineage.events import ingest_openlineage_paths, ingest_openlineage_text
 from piitracer.model.lineage import (
     DatasetRelation,
     LineageBatch,

@@ -27,8 +27,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from piitracer.ingest.openlineage import ingest_openlineage_text
-from piitracer.ingest.openlineage_facets import GAP_FACETS, NO_LINEAGE_FACETS, READ_FACETS
+from piitracer.ingest.openlineage.events import ingest_openlineage_text
+from piitracer.ingest.openlineage.facets import GAP_FACETS, NO_LINEAGE_FACETS, READ_FACETS
 from piitracer.model.naming import DatasetNamer, normalise_location, split_table_name
 from paths import DATA
 

@@ -4,7 +4,7 @@ tests/unit/ingest/test_sql_lineage.py does, and the line each edge comes from wh
 
 from __future__ import annotations
 
-from piitracer.ingest.sql_lineage import ingest_sql_text
+from piitracer.ingest.sql.lineage import ingest_sql_text
 from piitracer.model.lineage import LineageBatch, ProblemSeverity
 from piitracer.model.naming import DatasetNamer
 from sql_edges import AGG, D, I, ID, TR, edges

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from piitracer.ingest.sql_lineage import ingest_sql_text
+from piitracer.ingest.sql.lineage import ingest_sql_text
 from piitracer.model.lineage import LineageBatch
 from piitracer.model.naming import DatasetNamer
 from paths import DATA

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from piitracer.ingest.sql_lineage import ingest_sql_paths, ingest_sql_text
+from piitracer.ingest.sql.lineage import ingest_sql_paths, ingest_sql_text
 from piitracer.model.lineage import (
     DatasetRelation,
     LineageBatch,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from piitracer.graph.lineage_graph import LineageGraph
-from piitracer.ingest.sql_lineage import ingest_sql_text
+from piitracer.ingest.sql.lineage import ingest_sql_text
 from piitracer.model.lineage import ColumnRef, EdgeSubtype
 from piitracer.model.naming import DatasetNamer
 from piitracer.model.plan import Action, DatasetStatus, PlanRequest, Subject, SurrogateLookup, ValueKind

@@ -156,7 +156,7 @@ def test_init_asks_for_the_roots_on_a_terminal(tmp_path: Path) -> None:
 
 def test_the_api_makes_a_workspace_the_loader_accepts(tmp_path: Path) -> None:
     from piitracer.api import init_workspace
-    from piitracer.ingest.workspace_loader import load_workspace
+    from piitracer.ingest.workspace.loader import load_workspace
 
     made = init_workspace(tmp_path / "ws", ["s3://lake/warehouse/", " "], keys_dir=tmp_path / "keys")
     assert made.warehouse_roots == ("s3://lake/warehouse/",)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import piitracer
-from piitracer.ingest.workspace_cache import WorkspaceCache
+from piitracer.ingest.workspace.cache import WorkspaceCache
 
 WORKSPACE = """\
 version: 1

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from piitracer.ingest.workspace_loader import WorkspaceError, load_workspace
+from piitracer.workspace.model import WorkspaceError
+
+from piitracer.ingest.workspace.loader import load_workspace
 from piitracer.model.workspace import DatasetFormat
 from paths import REPO
 

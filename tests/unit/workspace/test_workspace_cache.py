@@ -1,4 +1,4 @@
-"""The validated workspace kept in the lineage store (piitracer/ingest/workspace_cache.py): a new
+"""The validated workspace kept in the lineage store (piitracer/ingest/workspace/cache.py): a new
 process that finds the workspace files unchanged plans from it byte for byte as from the files; a
 changed file, a symlink along a location or a tampered payload is never served from it; it holds no
 subject value."""
@@ -20,7 +20,7 @@ import piitracer
 from piitracer.api import plan_deletion
 from piitracer.model.plan import Subject
 from piitracer.ingest.lineage_store import STORE_FILE, open_store
-from piitracer.ingest.workspace_cache import WorkspaceCache, files_key
+from piitracer.ingest.workspace.cache import WorkspaceCache, files_key
 from paths import DATA, REPO
 
 ROOT = REPO

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from piitracer.ingest.source_files import display_path
-from piitracer.ingest.sql_lineage import ingest_sql_text
+from piitracer.ingest.sql.lineage import ingest_sql_text
 from piitracer.model.lineage import DatasetFacts, IngestProblem, LineageBatch, Origin, OriginKind, ProblemSeverity
 from piitracer.model.naming import DatasetNamer, split_table_name
 

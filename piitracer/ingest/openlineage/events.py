@@ -43,10 +43,10 @@ from typing import Any
 
 import orjson
 
-from piitracer.ingest.openlineage_columns import ColumnLineageReader, EdgeRow, Typing
-from piitracer.ingest.openlineage_facets import (GAP_FACETS, NO_LINEAGE_FACETS, READ_FACETS, _schema_columns,
+from piitracer.ingest.openlineage.columns import ColumnLineageReader, EdgeRow, Typing
+from piitracer.ingest.openlineage.facets import (GAP_FACETS, NO_LINEAGE_FACETS, READ_FACETS, _schema_columns,
                                                  _symlinks)
-from piitracer.ingest.openlineage_models import (_DatasetEventModel, _DatasetModel, _JobEventModel, _JobModel,
+from piitracer.ingest.openlineage.models import (_DatasetEventModel, _DatasetModel, _JobEventModel, _JobModel,
                                                  _RunEventModel, _validate_event)
 from piitracer.ingest.source_files import display_path, files_under
 from piitracer.model.gc_pause import cyclic_gc_paused

@@ -1,5 +1,5 @@
 """What resolving a SQL query's names needs (:class:`QueryContext`), shared by the scope resolver
-(:mod:`~piitracer.ingest.sql_scope`) and the statement readers above it."""
+(:mod:`~piitracer.ingest.sql.scope`) and the statement readers above it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from piitracer.ingest.sql_relations import DerivedRelation
+from piitracer.ingest.sql.relations import DerivedRelation
 from piitracer.model.naming import DatasetNamer
 
 

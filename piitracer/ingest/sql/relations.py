@@ -3,7 +3,7 @@
 A :class:`Relation` is a base table, a CTE, a subquery, a temporary view, a generator (UNNEST,
 FLATTEN) or a PIVOT; each column it offers is a :class:`ColumnLineage`: the :class:`Flow` s from
 base-table columns that reach it, and its value over those columns when it is row-deterministic.
-:mod:`piitracer.ingest.sql_scope` builds them while resolving a query.
+:mod:`piitracer.ingest.sql.scope` builds them while resolving a query.
 """
 
 from __future__ import annotations

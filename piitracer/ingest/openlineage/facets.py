@@ -1,13 +1,13 @@
-"""The dataset facets of OpenLineage events, for :mod:`~piitracer.ingest.openlineage`: which
+"""The dataset facets of OpenLineage events, for :mod:`~piitracer.ingest.openlineage.events`: which
 facets are read, which carry no flow of values, which say lineage may be missing, and the readers
 of the two facets taken as facts (``schema``: a dataset's columns, ``symlinks``: its other names).
-``columnLineage`` has its own reader (:mod:`~piitracer.ingest.openlineage_columns`)."""
+``columnLineage`` has its own reader (:mod:`~piitracer.ingest.openlineage.columns`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from piitracer.ingest.openlineage_models import _SchemaFacet, _SymlinksFacet
+from piitracer.ingest.openlineage.models import _SchemaFacet, _SymlinksFacet
 from piitracer.ingest.pydantic_problems import validate_part
 
 

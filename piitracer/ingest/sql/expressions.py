@@ -1,8 +1,8 @@
-"""Expression helpers of the SQL scope resolver (:mod:`~piitracer.ingest.sql_scope`): how a
+"""Expression helpers of the SQL scope resolver (:mod:`~piitracer.ingest.sql.scope`): how a
 column reference feeds the expression around it (IDENTITY, TRANSFORMATION, AGGREGATION, a
 CONDITIONAL or WINDOW influence, masked by a hash), composing a flow one more hop, rankings and
 sequences as surrogate keys, and merging the lineage of one column fed from several places.
-Pure functions of sqlglot expressions and :mod:`~piitracer.ingest.sql_relations` values."""
+Pure functions of sqlglot expressions and :mod:`~piitracer.ingest.sql.relations` values."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Callable, Iterable
 
 from sqlglot import exp
 
-from piitracer.ingest.sql_relations import ColumnLineage, Flow
+from piitracer.ingest.sql.relations import ColumnLineage, Flow
 from piitracer.model.lineage import EdgeSubtype
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from piitracer.ingest.dbt_artifacts import dbt_namer
+from piitracer.ingest.dbt.artifacts import dbt_namer
 from piitracer.model.key_values import KeyValueError, parse_key_type
 from piitracer.model.naming import DatasetNamer, split_table_name
 from piitracer.model.workspace import CatalogDataset, WorkspaceConfig

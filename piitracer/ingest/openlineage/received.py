@@ -39,7 +39,7 @@ from typing import Any, Iterable, Protocol
 
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
-from piitracer.ingest.openlineage_models import validate_event
+from piitracer.ingest.openlineage.models import validate_event
 from piitracer.model.errors import PiitracerError
 
 FOLDER = Path(".piitracer") / "lineage"

@@ -1,6 +1,6 @@
 """Column lineage of one SQL query (a sqlglot AST), resolved down to base-table columns.
 
-A query is turned into a :class:`DerivedRelation` (:mod:`piitracer.ingest.sql_relations`): its
+A query is turned into a :class:`DerivedRelation` (:mod:`piitracer.ingest.sql.relations`): its
 ordered output columns, each with the set of :class:`Flow` s that reach it from base-table
 columns, plus the dataset-level influences (JOIN, FILTER, GROUP_BY, SORT) that decide which rows
 exist. CTEs, subqueries and temporary views
@@ -10,9 +10,9 @@ Typing follows OpenLineage: a bare column is IDENTITY, a column inside an aggreg
 AGGREGATION, any other expression is TRANSFORMATION; a CASE/IF condition is a column-level
 CONDITIONAL influence and a window's PARTITION BY/ORDER BY a column-level WINDOW influence.
 
-Inner equi-joins add flows of their own (:mod:`~piitracer.ingest.sql_join_equalities`): such a
+Inner equi-joins add flows of their own (:mod:`~piitracer.ingest.sql.join_equalities`): such a
 flow carries the equality text and lives only while it stays an IDENTITY or TRANSFORMATION. The
-expression rules are :mod:`~piitracer.ingest.sql_expressions`.
+expression rules are :mod:`~piitracer.ingest.sql.expressions`.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from typing import Iterable, Mapping
 
 from sqlglot import exp
 
-from piitracer.ingest.sql_context import QueryContext
-from piitracer.ingest.sql_expressions import (DIALECT, _FLATTEN_COLUMNS, _RANKINGS, _compose, _field_access,
+from piitracer.ingest.sql.context import QueryContext
+from piitracer.ingest.sql.expressions import (DIALECT, _FLATTEN_COLUMNS, _RANKINGS, _compose, _field_access,
                                               _leaves, _masked, _merge, _merged, _output_name, _ranking_flows,
                                               _reads_column, _role, _substitute, _unrepeatable, _unwrap,
                                               _without_repeats, is_sequence, per_row_key)
-from piitracer.ingest.sql_join_equalities import JoinEqualities
-from piitracer.ingest.sql_relations import (
+from piitracer.ingest.sql.join_equalities import JoinEqualities
+from piitracer.ingest.sql.relations import (
     ColumnLineage,
     DerivedRelation,
     Flow,

@@ -20,7 +20,7 @@ What the files do not decide is checked again on every load:
   such change sends the load down the full path (``lstat`` of each component, ~0.2 s at 100k).
 
 The payload is a pickle, read back by an unpickler that builds only piitracer's own model classes
-(pydantic models, enums, dataclasses of ``piitracer.model`` and ``piitracer.ingest``) and a few
+(pydantic models, enums, dataclasses of ``piitracer.model``, ``piitracer.workspace`` and ``piitracer.ingest``) and a few
 standard value types: a tampered store cannot make it call anything else. Anything unreadable is a
 miss, never an error: this is a cache.
 """
@@ -45,7 +45,7 @@ from typing import Any
 import pydantic
 
 from piitracer.storage.store import Store
-from piitracer.ingest.catalog_layers import DISCOVERED_FILE
+from piitracer.workspace.catalog_layers import DISCOVERED_FILE
 from piitracer.ingest.lineage_store import open_store
 from piitracer.model.gc_pause import cyclic_gc_paused
 from piitracer.storage.locations import Location, LocationError
@@ -54,8 +54,8 @@ log = logging.getLogger(__name__)
 
 CACHE_VERSION = "2"  # 2: the symlinks along the locations kept with their targets
 WORKSPACE_FILE = "piitracer.yaml"
-_PACKAGE = Path(__file__).resolve().parents[1]
-_LAYERS = ("model", "ingest", "storage")  # everything load_workspace runs lives in these
+_PACKAGE = Path(__file__).resolve().parents[2]  # piitracer/
+_LAYERS = ("model", "workspace", "ingest", "storage")  # everything load_workspace runs lives in these
 _code_print: str | None = None
 
 
@@ -232,7 +232,7 @@ class _ModelUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in _STANDARD:
             return _STANDARD[(module, name)]
-        if module.startswith(("piitracer.model.", "piitracer.ingest.")):
+        if module.startswith(("piitracer.model.", "piitracer.workspace.", "piitracer.ingest.")):
             try:
                 found = getattr(importlib.import_module(module), name, None)  # piitracer's own modules only
             except ImportError:

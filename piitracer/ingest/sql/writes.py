@@ -1,7 +1,7 @@
 """What each SQL statement writes: target columns with their lineage, and what it read.
 
 One function per statement kind (INSERT, Hive multi-insert, CTAS / CREATE VIEW, MERGE), on top of
-:mod:`piitracer.ingest.sql_scope`, which resolves the queries. Statements that only change the
+:mod:`piitracer.ingest.sql.scope`, which resolves the queries. Statements that only change the
 context (``USE db``, temporary views, ``CACHE TABLE t AS``) update the :class:`QueryContext`.
 """
 
@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from piitracer.ingest.sql_context import QueryContext
-from piitracer.ingest.sql_expressions import per_row_key
-from piitracer.ingest.sql_relations import ColumnLineage, Influence, OpaqueRelation, Relation
-from piitracer.ingest.sql_scope import Scope, query_relation, with_ctes
+from piitracer.ingest.sql.context import QueryContext
+from piitracer.ingest.sql.expressions import per_row_key
+from piitracer.ingest.sql.relations import ColumnLineage, Influence, OpaqueRelation, Relation
+from piitracer.ingest.sql.scope import Scope, query_relation, with_ctes
 from piitracer.model.lineage import EdgeSubtype
 
 # Statements sqlglot keeps as opaque commands that write nothing (or nothing with lineage): they

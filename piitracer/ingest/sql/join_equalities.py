@@ -1,4 +1,4 @@
-"""Inner equi-join equalities of one SQL scope (:class:`~piitracer.ingest.sql_scope.Scope` is a
+"""Inner equi-join equalities of one SQL scope (:class:`~piitracer.ingest.sql.scope.Scope` is a
 :class:`JoinEqualities`): in ``FROM t JOIN a ON t.x = a.y`` every row has ``t.x = a.y``, so a column
 that is (a deterministic transform of) ``t.x`` is also one of ``a.y``. Such a flow carries the
 equality text (``Flow.join_equality``); it is what the planner uses to find a subject's key on the
@@ -10,13 +10,13 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from piitracer.ingest.sql_expressions import (DIALECT, _VALUE_ROLES, _compose, _conjuncts, _masked, _role,
+from piitracer.ingest.sql.expressions import (DIALECT, _VALUE_ROLES, _compose, _conjuncts, _masked, _role,
                                               _substitute, _unwrap)
-from piitracer.ingest.sql_relations import ColumnLineage, Flow
+from piitracer.ingest.sql.relations import ColumnLineage, Flow
 
 
 class JoinEqualities:
-    """The equalities part of a :class:`~piitracer.ingest.sql_scope.Scope`: it reads the scope's
+    """The equalities part of a :class:`~piitracer.ingest.sql.scope.Scope`: it reads the scope's
     ``sources``, ``paths``, ``using``, ``lateral`` and ``has_known_column`` and keeps the
     equalities in its ``equal``."""
 

@@ -1,10 +1,10 @@
 """Column lineage from SQL files (Spark SQL by default): files in, a :class:`LineageBatch` out.
 
-Each file is split into statements (:mod:`piitracer.ingest.sql_statements`: on semicolon tokens,
+Each file is split into statements (:mod:`piitracer.ingest.sql.statements`: on semicolon tokens,
 with procedure and script blocks opened up) and parsed one statement at a time, so a statement
 sqlglot cannot parse is reported (with its line) and the file goes on.
-Statements that write a dataset (:mod:`piitracer.ingest.sql_writes`; queries are resolved by
-:mod:`piitracer.ingest.sql_scope`) give typed column edges, one FLOW dataset edge per table read
+Statements that write a dataset (:mod:`piitracer.ingest.sql.writes`; queries are resolved by
+:mod:`piitracer.ingest.sql.scope`) give typed column edges, one FLOW dataset edge per table read
 and the target's columns.
 ``USE db`` and temporary views hold for the rest of their file; the columns learnt from a
 statement's target hold for every later statement and file of the same ingest.
@@ -22,9 +22,9 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
 
 from piitracer.ingest.source_files import display_path, files_under
-from piitracer.ingest.sql_context import QueryContext
-from piitracer.ingest.sql_statements import split_statements
-from piitracer.ingest.sql_writes import NotAStatement, Write, writes_of
+from piitracer.ingest.sql.context import QueryContext
+from piitracer.ingest.sql.statements import split_statements
+from piitracer.ingest.sql.writes import NotAStatement, Write, writes_of
 from piitracer.model.lineage import (
     DIRECT_SUBTYPES,
     ColumnEdge,

@@ -11,93 +11,14 @@ from typing import Any, Callable
 import yaml
 from pydantic import ValidationError
 
-from piitracer.ingest.catalog_layers import DISCOVERED_FILE, CatalogLayers, merge_discovered, validate_discovered
-from piitracer.ingest.workspace_cache import WorkspaceCache
+from piitracer.workspace.catalog_layers import DISCOVERED_FILE, CatalogLayers, merge_discovered, validate_discovered
+from piitracer.workspace.model import WORKSPACE_FILE, Workspace, WorkspaceError, absolute_location
+from piitracer.ingest.workspace.cache import WorkspaceCache
 from piitracer.model.gc_pause import cyclic_gc_paused
 from piitracer.model.naming import DEFAULT_SPARK_CATALOGS, DatasetNamer, normalise_location, split_table_name
 from piitracer.model.workspace import REPLICA_SEPARATOR, CatalogDataset, WorkspaceConfig
 from piitracer.model.errors import PiitracerError
 from piitracer.storage.locations import Location, LocationError
-
-WORKSPACE_FILE = "piitracer.yaml"
-_UNSET: Any = object()
-
-
-class WorkspaceError(PiitracerError):
-    """A workspace that cannot be used; the message names the file, line and field."""
-
-
-@dataclass(frozen=True)
-class Workspace:
-    """A validated workspace: its folder, its configuration and its dataset naming rule."""
-
-    root: Path
-    config: WorkspaceConfig
-    namer: DatasetNamer
-    # Not fatal, but worth a look: "file:line: field: what is wrong" (see ``workspace_warnings``).
-    warnings: tuple[str, ...] = ()
-    # Which catalog fields came from catalog.discovered.yaml and which the person overrode there.
-    layers: CatalogLayers = CatalogLayers()
-    # Catalog entries set aside as written (no format yet: discovery has still to describe them).
-    set_aside: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # dataset id -> its local location as an absolute path, filled as asked: every load checks all
-    # of them, and the validated workspace kept in the lineage store keeps them (workspace_cache).
-    _local_locations: dict[str, str | None] = field(default_factory=dict, init=False, repr=False, compare=False)
-    _checked_locations: tuple[tuple[str, str], ...] | None = field(default=None, init=False, repr=False, compare=False)
-
-    def resolve(self, path: str) -> Path:
-        """A path of the workspace file, relative to the workspace folder unless absolute."""
-        return Path(path) if os.path.isabs(path) else self.root / path
-
-    def location_of(self, dataset_id: str) -> Path | None:
-        """Absolute local folder of a catalog dataset; None when it has no location or lives on an
-        object store (``s3://...``: the API's ``dataset_locations`` gives every location)."""
-        text = self._local_location(dataset_id)
-        return None if text is None else Path(text)
-
-    def checked_locations(self) -> tuple[tuple[str, str], ...]:
-        """``(dataset id, normalised local folder)`` of every catalogued dataset whose files should
-        be at a local folder (it stores rows, its location is not on an object store), sorted:
-        what every load checks for existence and against the warehouse roots. Computed once and
-        kept with the validated workspace (workspace_cache), so a load does not walk the catalog's
-        models for it."""
-        if self._checked_locations is None:
-            found = []
-            for dataset_id, entry in sorted(self.config.catalog.items()):
-                if not entry.format.stores_rows or "://" in str(entry.location):
-                    continue
-                text = self._absolute_local_location(dataset_id)  # not memoised: kept here instead
-                if text is None:
-                    continue
-                found.append((dataset_id, os.path.normpath(text)))
-            object.__setattr__(self, "_checked_locations", tuple(found))  # a memo on a frozen dataclass
-        return self._checked_locations
-
-    def _local_location(self, dataset_id: str) -> str | None:
-        found = self._local_locations.get(dataset_id, _UNSET)
-        if found is _UNSET:
-            found = self._local_locations[dataset_id] = self._absolute_local_location(dataset_id)
-        return found
-
-    def _absolute_local_location(self, dataset_id: str) -> str | None:
-        # As a string: checking 100k catalog locations, pathlib objects cost more than the stat.
-        entry = self.config.catalog.get(dataset_id)
-        if entry is None or entry.location is None or "://" in entry.location and not entry.location.startswith("file:"):
-            return None
-        return _absolute_location(self.root, entry.location.removeprefix("file://").removeprefix("file:"))
-
-    def warehouse_roots(self) -> tuple[Path, ...]:
-        """The configured ``warehouse_roots`` as absolute paths (empty: no restriction)."""
-        return tuple(Path(os.path.normpath(self.resolve(r))) for r in self.config.warehouse_roots)
-
-    def outside_roots(self, location: Path) -> bool:
-        """Whether ``location`` is outside every configured warehouse root (False when none is set)."""
-        if not self.config.warehouse_roots:
-            return False
-        roots = self.warehouse_roots()
-        resolved = Path(os.path.normpath(location))
-        return not any(resolved == r or r in resolved.parents for r in roots)
-
 
 # libyaml's loader when PyYAML has it (~10x faster on a catalog of thousands of tables).
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -160,7 +81,7 @@ def load_workspace(folder: str | os.PathLike[str] = ".") -> Workspace:
 def _with_dbt_types(workspace: Workspace) -> Workspace:
     """The key types dbt states laid under the catalog's ``column_types`` (``dbt_types``): read on
     every load, outside the kept workspace, since the dbt artifacts are not among its files."""
-    from piitracer.ingest.dbt_types import with_dbt_types  # dbt's lineage ingest is loaded only when used
+    from piitracer.ingest.dbt.types import with_dbt_types  # dbt's lineage ingest is loaded only when used
 
     config, warnings = with_dbt_types(workspace.config, workspace.root, workspace.namer)
     if config is workspace.config and not warnings:
@@ -475,12 +396,12 @@ def build_namer(config: WorkspaceConfig, root: Path) -> DatasetNamer:
         if entry.table:
             tables[".".join(split_table_name(entry.table))] = dataset_id
         if entry.location:
-            locations[normalise_location(_absolute_location(root, entry.location))] = dataset_id
+            locations[normalise_location(absolute_location(root, entry.location))] = dataset_id
         for alias in entry.aliases:
             aliases[alias.strip().lower()] = dataset_id
     catalogs = tuple(dict.fromkeys(DEFAULT_SPARK_CATALOGS + config.lineage.spark_catalogs + (config.spark.catalog,)))
     roots = sorted(
-        ((normalise_location(remote), normalise_location(_absolute_location(root, local)))
+        ((normalise_location(remote), normalise_location(absolute_location(root, local)))
          for remote, local in config.lineage.location_roots.items()),
         key=lambda pair: -len(pair[0]),
     )
@@ -492,12 +413,6 @@ def build_namer(config: WorkspaceConfig, root: Path) -> DatasetNamer:
         aliases=aliases,
         spark_catalogs=tuple(c.lower() for c in catalogs),
     )
-
-
-def _absolute_location(root: Path, location: str) -> str:
-    if "://" in location or location.startswith("file:") or os.path.isabs(location):
-        return location
-    return os.path.normpath(os.path.join(root, location))
 
 
 def _describe(error: ValidationError, path: Path, document: "_Lines") -> str:

@@ -1,4 +1,4 @@
-"""The OpenLineage event and facet models of :mod:`~piitracer.ingest.openlineage`, and the
+"""The OpenLineage event and facet models of :mod:`~piitracer.ingest.openlineage.events`, and the
 validation of one decoded JSON value as an event (the file ingest's rules, also used for events
 received over HTTP). The models are lenient: the spec allows extra fields everywhere."""
 

@@ -1,0 +1,1 @@
+"""Lineage from dbt artifacts: manifest.json (and catalog.json), key types from dbt."""

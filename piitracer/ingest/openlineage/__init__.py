@@ -1,0 +1,1 @@
+"""Lineage from OpenLineage events: files of events, the endpoint's received events, their facets."""

@@ -1,0 +1,1 @@
+"""Lineage from SQL files (sqlglot): statements, scopes, expressions, writes."""

@@ -1,0 +1,1 @@
+"""The workspace file piitracer.yaml (with catalog.discovered.yaml): loaded, validated, cached."""
