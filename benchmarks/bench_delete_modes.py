@@ -40,7 +40,7 @@ from pathlib import Path
 import bench_erasure as erasure
 
 from piitracer.executor.spark_session import spark_session
-from piitracer.model.workspace import SparkSettings
+from piitracer.model.settings import SparkSettings
 from piitracer.planner.templates.iceberg import REWRITE_OPTIONS
 
 

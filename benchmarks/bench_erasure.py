@@ -35,7 +35,7 @@ from piitracer.api import execute_plan, plan_deletion
 from piitracer.executor.runner import ExecuteOptions
 from piitracer.executor.spark_session import spark_session
 from piitracer.model.plan import Action, Subject
-from piitracer.model.workspace import SparkSettings
+from piitracer.model.settings import SparkSettings
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PROPERTIES = ("'format-version'='2', 'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read', "

@@ -88,7 +88,7 @@ def iceberg_child(source: str, warehouse: str, repeats: int, subjects: list[int]
     files, the subjects deleted, then the timed ``rewrite_data_files``."""
     from piitracer.executor.spark_session import spark_session
     from piitracer.formats.iceberg_eraser import IcebergEraser
-    from piitracer.model.workspace import SparkSettings
+    from piitracer.model.settings import SparkSettings
     from piitracer.planner.templates.iceberg import REWRITE_OPTIONS
     from piitracer.storage.locations import Location
 

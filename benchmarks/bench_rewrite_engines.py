@@ -36,7 +36,7 @@ def bare_copy(paths: list[Path], target: Path) -> None:
 def rewrite(root: Path, subjects: list[int], engine: str, master: str | None) -> dict:
     """``rewrite_files`` with one engine in this process."""
     from piitracer.formats.parquet import rewrite_files
-    from piitracer.model.workspace import SparkSettings
+    from piitracer.model.settings import SparkSettings
     from piitracer.storage.file_tasks import FileTasks, SparkFileTasks
     from piitracer.storage.locations import Location
     from piitracer.storage.store import Store

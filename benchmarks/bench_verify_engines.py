@@ -84,7 +84,7 @@ def bare_read(paths: list[str], processes: int) -> float:
 
 def scan(root: Path, value_sets: dict, engine: str, master: str | None = None) -> dict:
     """Decode with one engine in this process; the findings and the timings."""
-    from piitracer.model.workspace import SparkSettings
+    from piitracer.model.settings import SparkSettings
     from piitracer.storage.locations import Location
     from piitracer.storage.store import Store
     from piitracer.verify.engines import FileScanner, ScanRequest, SparkFileScanner, list_requests

@@ -11,6 +11,7 @@ from typing import Collection, Sequence
 
 from piitracer.crypto.envelope import KeyWrapper, ValueCipher
 from piitracer.executor.journal import Journal
+from piitracer.formats.iceberg_catalogs import IcebergCatalogs
 from piitracer.executor.runner import ExecutionContext
 from piitracer.workspace.model import Workspace, WorkspaceError
 from piitracer.model.steps import StepRecord
@@ -20,8 +21,17 @@ from piitracer.storage.store import Store
 
 
 def workspace_store(workspace: Workspace) -> Store:
-    """The files of a workspace's datasets, through its ``storage:`` settings."""
-    return Store(workspace.config.storage)
+    """The files of a workspace's datasets, through its ``storage:`` settings, with the Iceberg
+    catalogs that keep the current metadata of its catalog tables (``iceberg.catalogs`` and
+    pyiceberg's own configuration; a table of Spark's Hadoop catalog is read from its folder)."""
+    return Store(workspace.config.storage, pointers=iceberg_catalogs(workspace))
+
+
+def iceberg_catalogs(workspace: Workspace) -> IcebergCatalogs:
+    """The workspace's Iceberg catalogs, each Iceberg dataset whose ``table:`` names a catalog other
+    than Spark's Hadoop warehouse catalog (``spark.catalog``) bound to its catalogued location."""
+    return IcebergCatalogs.of_catalog(workspace.config.iceberg, workspace.config.catalog, dataset_locations(workspace),
+                                      hadoop_catalog=workspace.config.spark.catalog)
 
 
 def dataset_locations(workspace: Workspace, datasets: Collection[str] | None = None) -> dict[str, Location]:

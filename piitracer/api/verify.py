@@ -25,7 +25,7 @@ from piitracer.model.audit import AuditEntry, EntryKind
 from piitracer.model.plan import PERSON_ACTIONS, DeletionPlan
 from piitracer.model.requests import RequestState
 from piitracer.model.verification import VerificationReport
-from piitracer.model.workspace import TaskEngine
+from piitracer.model.settings import TaskEngine
 from piitracer.planner.build import PlanningError
 from piitracer.verify import VerificationError, verify_datasets
 from piitracer.verify.engines import FileScanner, ScanPlan, SparkFileScanner, choose_scanner

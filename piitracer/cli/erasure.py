@@ -23,7 +23,7 @@ from piitracer.cli.common import EXIT_FOUND, EXIT_OK, aware, labelled_subjects, 
 from piitracer.cli.terminal import chunk_summary, console, err_console, redacted_json, summary_table, verification_table
 from piitracer.executor.runner import ExecuteOptions, StepResult
 from piitracer.model.plan import DeletionPlan
-from piitracer.model.workspace import TaskEngine
+from piitracer.model.settings import TaskEngine
 from piitracer.render.plan_text import explain_text, plan_tables
 
 

@@ -32,7 +32,8 @@ from piitracer.model.outcome import SafetyError
 from piitracer.formats import FormatError, key_type_name, support_for, table_schema
 from piitracer.model.key_values import KeyValueError, parse_key_type, parse_key_value
 from piitracer.model.plan import NO_FILE_WORK, PERSON_ACTIONS, Action, DatasetDecision, DatasetStatus, DeletionPlan, Step, ValueKind
-from piitracer.model.workspace import CatalogDataset, CloneMode, ReplicaManagement, SparkSettings
+from piitracer.model.workspace import CatalogDataset, CloneMode, ReplicaManagement
+from piitracer.model.settings import SparkSettings
 from piitracer.storage.guard import Territory, canonical, symlinks_leaving
 from piitracer.storage.locations import Location
 from piitracer.storage.store import StorageError, Store

@@ -21,7 +21,8 @@ from piitracer.executor.preflight import Preflight, preflight
 from piitracer.executor.resolve import resolve_values, union_of, values_for
 from piitracer.executor.spark_session import spark_session
 from piitracer.model.plan import PERSON_ACTIONS, Action, DeletionPlan, Step
-from piitracer.model.workspace import CatalogDataset, FileWorkSettings, SparkSettings
+from piitracer.model.workspace import CatalogDataset
+from piitracer.model.settings import FileWorkSettings, SparkSettings
 from piitracer.storage.file_tasks import FileTasks, SparkFileTasks, choose_file_tasks
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from piitracer.model.workspace import SparkSettings
+from piitracer.model.settings import SparkSettings
 from piitracer.model.errors import PiitracerError
 
 if TYPE_CHECKING:  # pyspark is imported only when a session is really needed

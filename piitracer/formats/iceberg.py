@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from piitracer.formats import FormatSupport, Shown, StepWork, TableFiles, hidden
 from piitracer.formats.iceberg_eraser import WORK_BRANCH_PREFIX, IcebergEraser
-from piitracer.formats.iceberg_metadata import (arrow_schema, candidate_files, files, newest_metadata_file,
-                                                referenced_paths, sample_rows, table_facts, table_folder,
-                                                table_state, versions)
+from piitracer.formats.iceberg_metadata import (arrow_schema, candidate_files, files, referenced_paths, sample_rows,
+                                                table_facts, table_folder, table_state, versions)
+from piitracer.formats.iceberg_table import newest_metadata_file
 from piitracer.formats.prepare import proof_columns
 from piitracer.model.outcome import SafetyError, StepOutcome
 from piitracer.model.plan import Action

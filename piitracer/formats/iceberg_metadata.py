@@ -1,55 +1,20 @@
-"""Reading an Iceberg table's metadata, for the format module :mod:`~piitracer.formats.iceberg`:
-the one reader of a table's newest ``metadata.json`` (pyiceberg ``StaticTable`` reads it directly
-in ~0.1 s, whichever engine wrote it, on a local folder or an object store), the table's state and
+"""Reading an Iceberg table's metadata, for the format module :mod:`~piitracer.formats.iceberg`
+(the table itself, read from the metadata file that is its current state, is
+:func:`~piitracer.formats.iceberg_table.static_table`): the table's state and
 every path its metadata names (the location guard), what the verifier reads (files per snapshot,
 every retained snapshot read back), the estimate's candidate files and what catalog discovery
 reads of a table."""
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterator
 
 from piitracer.formats import FormatError, TableFacts, TableFiles, VersionRows, relative_to
+from piitracer.formats.iceberg_table import static_table
 from piitracer.model.table_state import RefType, TableRef, TableState
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
-
-
-_METADATA_VERSION = re.compile(r"^v?(\d+)[.-]")
-
-
-def newest_metadata_file(location: Location, store: Store) -> Location | None:
-    """The current ``metadata.json`` of the table: the one ``version-hint.text`` names (Hadoop
-    catalog) when present, else the highest-numbered file (``v3.metadata.json``,
-    ``00003-<uuid>.metadata.json``, gzip-compressed ones too); mtime is never used."""
-    folder = location.child("metadata")
-    names = {entry.relative for entry in store.list_files(folder) if "/" not in entry.relative}
-    if "version-hint.text" in names:
-        hint = store.read_bytes(folder.child("version-hint.text")).decode("utf-8", "replace").strip()
-        for name in (f"v{hint}.metadata.json", f"v{hint}.gz.metadata.json", f"v{hint}.metadata.json.gz"):
-            if name in names:
-                return folder.child(name)
-    numbered = []
-    for name in names:
-        match = _METADATA_VERSION.match(name)
-        if match and ".metadata.json" in name:
-            numbered.append((int(match.group(1)), name))
-    return folder.child(max(numbered)[1]) if numbered else None
-
-
-def static_table(location: Location, store: Store):
-    """pyiceberg's ``StaticTable`` of the newest metadata, or None when there is no table yet."""
-    metadata_file = newest_metadata_file(location, store)
-    if metadata_file is None:
-        return None
-    from pyiceberg.table import StaticTable  # ~1 s to import: only once there is a table to read
-
-    try:
-        return StaticTable.from_metadata(metadata_file.uri, properties=store.iceberg_properties(location))
-    except Exception as error:  # pyiceberg raises many types for a corrupt or foreign file
-        raise FormatError(f"{metadata_file}: cannot read Iceberg metadata: {type(error).__name__}: {error}") from error
 
 
 def arrow_schema(location: Location, store: Store):

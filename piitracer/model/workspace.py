@@ -15,6 +15,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from piitracer.model.key_values import NORMALISATIONS, KeyValueError, parse_key_type
 from piitracer.model.lineage import Frozen
+from piitracer.model.settings import (ClassifySettings, FileWorkSettings, IcebergSettings, LineageEmitSettings, SparkSettings, StorageSettings, VerifySettings)
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(d|h|m|s|w)\s*$", re.IGNORECASE)
 _UNIT_SECONDS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
@@ -335,52 +336,6 @@ class LineageSources(Frozen):
         return value
 
 
-SECRET_WORDS = ("SECRET", "PASSWORD", "TOKEN", "ACCESS_KEY")  # in a key's name: it holds a credential
-
-
-def _secret_keys(value: Any, words: tuple[str, ...] = SECRET_WORDS, path: str = "") -> list[str]:
-    """Keys of a (nested) mapping whose names hold one of ``words`` (case-insensitive; '-' as '_'):
-    credentials, which belong in the environment or a profile, never in piitracer.yaml."""
-    found = []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            where = f"{path}.{key}" if path else str(key)
-            if any(word in str(key).upper().replace("-", "_") for word in words):
-                found.append(where)
-            found += _secret_keys(item, words, where)
-    return found
-
-
-class StorageOptions(Frozen):
-    """How piitracer reaches an object store. Never secrets: credentials come from the
-    ecosystem's own places (AWS_* variables and profiles, GOOGLE_APPLICATION_CREDENTIALS, ...)."""
-
-    endpoint: str | None = Field(None, description="An S3-compatible endpoint URL (http://127.0.0.1:9000).")
-    region: str | None = None
-    path_style: bool | None = Field(None, description="Path-style requests (bucket in the path), as most S3-compatible stores need.")
-    allow_http: bool | None = Field(None, description="Allow a plain-http endpoint.")
-    unsafe_rename: bool | None = Field(
-        None, description="delta-rs commits on S3 without a lock (AWS_S3_ALLOW_UNSAFE_RENAME): only with one writer per table.")
-    extra: dict[str, str] = Field(default_factory=dict, description="Further delta-rs storage_options, passed as given.")
-
-    @field_validator("extra")
-    @classmethod
-    def _no_secrets(cls, value: dict[str, str]) -> dict[str, str]:
-        secret = _secret_keys(value)
-        if secret:
-            raise ValueError(f"{secret}: keep credentials in the environment or a profile, not in piitracer.yaml")
-        return value
-
-    def __hash__(self) -> int:  # filesystems are cached per options
-        return hash(self.model_dump_json())
-
-
-class StorageSettings(StorageOptions):
-    """The ``storage:`` block: defaults, and overrides per location prefix (``s3://eu-lake/``)."""
-
-    prefixes: dict[str, StorageOptions] = Field(default_factory=dict)
-
-
 class RefHandling(str, Enum):
     """What the plan does with an Iceberg tag or branch whose snapshot holds a subject."""
 
@@ -418,91 +373,6 @@ class AuditSettings(Frozen):
         "`audit verify` checks the log still holds the anchored entry, so emptying the log is detected.")
 
 
-class LineageEmitSettings(Frozen):
-    """The ``openlineage:`` block: piitracer reports its own runs as OpenLineage jobs (START, then
-    COMPLETE or FAIL, the datasets it changed as outputs) through openlineage-python's transport."""
-
-    transport: dict[str, Any] = Field(description="openlineage-python's transport config, e.g. {type: http, url: "
-                                      "'http://marquez:5000', endpoint: api/v1/lineage}; no credentials here.")
-    api_key_env: str | None = Field(None, description="Environment variable holding the HTTP transport's API key "
-                                    "(sent as a bearer token).")
-    namespace: str = Field("piitracer", description="The job namespace of piitracer's runs.")
-    job_name: str = Field("piitracer.erase", description="The job name of piitracer's runs.")
-
-    @field_validator("transport")
-    @classmethod
-    def _no_secrets(cls, value: dict[str, Any]) -> dict[str, Any]:
-        secret = _secret_keys(value, SECRET_WORDS + ("APIKEY", "API_KEY"))  # openlineage-python's auth.apiKey
-        if secret:
-            raise ValueError(f"{secret}: keep credentials in the environment (api_key_env), not in piitracer.yaml")
-        if not isinstance(value.get("type"), str):
-            raise ValueError("needs 'type' (http, console, file, kafka... as openlineage-python names them)")
-        return value
-
-
-class SparkSettings(Frozen):
-    master: str = "local[2]"
-    catalog: str = Field("lake", description="Name of the Iceberg catalog registered in Spark.")
-    warehouse: str = Field("warehouse", description="Iceberg warehouse folder (relative to the workspace).")
-    iceberg_jar: str | None = Field(None, description="Path of the Iceberg runtime jar; default: the one in the installed wheel.")
-    packages: tuple[str, ...] = Field((), description="Maven coordinates for spark.jars.packages instead of the jar.")
-    driver_memory: str = "1g"
-    conf: dict[str, str] = Field(default_factory=dict, description="Extra Spark configuration.")
-
-
-class TaskEngine(str, Enum):
-    """Where per-file work (verify's decoding, plain Parquet and archive rewrites) runs."""
-
-    AUTO = "auto"  # Spark tasks from spark_min_files files or spark_min_bytes bytes, else the driver
-    DRIVER = "driver"  # one process, file after file: no Spark session needed
-    SPARK = "spark"  # Spark tasks (a few per core) on spark.master
-
-
-class FileWorkSettings(Frozen):
-    """Where ``verify`` decodes files (``verify:``) and where plain Parquet and archive files are
-    rewritten (``rewrite:``); ``piitracer verify --engine`` overrides the first."""
-
-    engine: TaskEngine = TaskEngine.AUTO
-    spark_min_files: int = Field(2000, ge=1, description="With engine auto: Spark tasks from this many files.")
-    spark_min_bytes: int = Field(2 * 1024**3, ge=1, description="With engine auto: Spark tasks from this many bytes.")
-
-    def wants_spark(self, files: int, size: int, engine: TaskEngine | None = None) -> bool:
-        """Whether ``files`` files of ``size`` bytes go to Spark tasks (``engine`` overrides the
-        setting's)."""
-        chosen = engine or self.engine
-        if chosen is not TaskEngine.AUTO:
-            return chosen is TaskEngine.SPARK
-        return files >= self.spark_min_files or size >= self.spark_min_bytes
-
-
-class VerifySettings(FileWorkSettings):
-    """The ``verify:`` block: where files are decoded, and whether the files piitracer rewrites are
-    written for the next verification to prove without decoding rows (``prepare``)."""
-
-    prepare: bool = Field(False, description="Rewritten files get Bloom filters on each dataset's identifier and "
-                          "key columns, dictionary encoding and a page index (Iceberg: through table properties set "
-                          "for the rewrite and restored after). A dataset's prepare_for_proof overrides it.")
-
-
-class ClassifySettings(Frozen):
-    """The ``classify:`` block: how ``catalog classify`` reads values."""
-
-    countries: tuple[str, ...] = Field(("in", "us", "gb"), description="Countries (ISO 3166 codes) whose national and "
-                                       "tax ids python-stdnum validates in sampled values.")
-    phone_regions: tuple[str, ...] = Field(("IN", "US", "GB"), description="Regions a phone number written without "
-                                           "its +country code is read in (E.164 numbers are read in any region).")
-    min_values: int = Field(20, ge=1, description="Non-null values sampled per column to judge it by its values; "
-                            "fewer (out of more rows): the column is reported too sparse to judge.")
-
-    @field_validator("countries", "phone_regions")
-    @classmethod
-    def _two_letters(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for code in value:
-            if not (len(code) == 2 and code.isalpha()):
-                raise ValueError(f"{code!r} is not a two-letter country code")
-        return value
-
-
 # A console user's name (owners:, viewers:): what the audit log records as who attested.
 ConsoleName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
 
@@ -515,6 +385,7 @@ class WorkspaceConfig(Frozen):
     catalog: dict[str, CatalogDataset] = Field(default_factory=dict)
     policy: Policy = Policy()
     spark: SparkSettings = SparkSettings()
+    iceberg: IcebergSettings = IcebergSettings()
     verify: VerifySettings = VerifySettings()
     rewrite: FileWorkSettings = FileWorkSettings()
     storage: StorageSettings = StorageSettings()

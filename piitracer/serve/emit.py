@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
-from piitracer.model.workspace import LineageEmitSettings
+from piitracer.model.settings import LineageEmitSettings
 
 log = logging.getLogger(__name__)
 PRODUCER = "https://github.com/piitracer/piitracer"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Sequence, TypeVar
 
-from piitracer.model.workspace import FileWorkSettings, TaskEngine
+from piitracer.model.settings import FileWorkSettings, TaskEngine
 
 log = logging.getLogger(__name__)
 Item = TypeVar("Item")

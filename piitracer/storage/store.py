@@ -22,10 +22,10 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, Protocol
 
 from piitracer.model.errors import PiitracerError
-from piitracer.model.workspace import StorageOptions, StorageSettings
+from piitracer.model.settings import StorageOptions, StorageSettings
 from piitracer.storage.locations import Location
 
 
@@ -42,17 +42,34 @@ class FileEntry:
     size: int
 
 
-class Store:
-    """Files at locations, through the filesystem each location's scheme needs."""
+class MetadataPointers(Protocol):
+    """Who keeps the pointer to a table's current metadata file, when it is not the table's own
+    folder: an Iceberg catalog (REST, SQL/JDBC, Glue, Hive) names the current ``metadata.json``,
+    and a newer file lying in the folder is not the table's state."""
 
-    def __init__(self, settings: StorageSettings | None = None) -> None:
+    def current_metadata(self, location: Location) -> str | None:
+        """The metadata file a catalog names as the current state of the table at ``location``,
+        or None when no catalog keeps that table (its folder says, as for Spark's Hadoop catalog)."""
+
+
+class Store:
+    """Files at locations, through the filesystem each location's scheme needs; ``pointers`` says
+    which tables a catalog keeps the current metadata of (:class:`MetadataPointers`)."""
+
+    def __init__(self, settings: StorageSettings | None = None, pointers: MetadataPointers | None = None) -> None:
         self.settings = settings or StorageSettings()
+        self.pointers = pointers
         self._filesystems: dict[tuple, object] = {}
 
     def __getstate__(self) -> dict:
         # Sent to a Spark task: the settings travel, the open filesystems (an S3 one holds the
         # driver's credentials) do not; an executor opens its own from its own environment.
-        return {"settings": self.settings, "_filesystems": {}}
+        return {"settings": self.settings, "pointers": self.pointers, "_filesystems": {}}
+
+    def current_metadata(self, location: Location) -> str | None:
+        """The metadata file a catalog names as current for the table at ``location`` (None: no
+        catalog keeps it; read the folder)."""
+        return None if self.pointers is None else self.pointers.current_metadata(location)
 
     # ---- configuration ------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from piitracer.model.workspace import TaskEngine, FileWorkSettings
+from piitracer.model.settings import TaskEngine, FileWorkSettings
 from piitracer.storage.failpoints import failpoint
 from piitracer.storage.file_tasks import SparkFileTasks
 from piitracer.storage.locations import Location

@@ -222,7 +222,7 @@ def test_spark_tasks_search_each_column_as_the_driver_does(tmp_path: Path, wareh
     """The scope travels with the request to Spark tasks (names only): the same findings and chunk
     counts as the driver."""
     from piitracer.executor.spark_session import spark_session
-    from piitracer.model.workspace import SparkSettings
+    from piitracer.model.settings import SparkSettings
     from piitracer.verify.engines import FileScanner, ScanRequest, SparkFileScanner, list_requests
 
     rng = random.Random(5)

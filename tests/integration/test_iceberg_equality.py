@@ -28,7 +28,8 @@ EARLIER_BATCH = [SUBJECTS[0], 8_000_000_007]  # erased logically by yesterday's 
 def read_back(location: Path, visible: list[tuple]) -> None:
     """The verifier's logical read-back of a snapshot with equality deletes, which pyiceberg 0.12
     cannot scan: the keys Spark sees, read from the files directly."""
-    from piitracer.formats.iceberg_metadata import static_table, versions
+    from piitracer.formats.iceberg_metadata import versions
+    from piitracer.formats.iceberg_table import static_table
     from piitracer.storage.locations import Location
     from piitracer.storage.store import Store
 

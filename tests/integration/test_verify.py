@@ -283,7 +283,7 @@ def test_iceberg_delete_without_maintenance_leaves_data_files_bounds_and_snapsho
 def test_iceberg_after_execute_is_erased_and_orphans_step_is_judged_by_what_remains(tmp_path: Path, warehouse: Path) -> None:
     from piitracer.api import execute_plan
     from piitracer.executor.runner import ExecuteOptions
-    from piitracer.model.workspace import TaskEngine
+    from piitracer.model.settings import TaskEngine
     from piitracer.verify.engines import JOB_GROUP
 
     spark, ns, ws, plan = iceberg_setup(tmp_path, warehouse, "vexec")
@@ -325,7 +325,7 @@ def test_iceberg_after_execute_is_erased_and_orphans_step_is_judged_by_what_rema
 
 
 def test_auto_engine_decodes_in_spark_tasks_from_the_configured_file_count_or_size(tmp_path: Path) -> None:
-    from piitracer.model.workspace import TaskEngine, FileWorkSettings
+    from piitracer.model.settings import TaskEngine, FileWorkSettings
     from piitracer.storage.locations import Location
     from piitracer.storage.store import Store
     from piitracer.verify.engines import ScanRequest, SparkFileScanner, choose_scanner, list_requests

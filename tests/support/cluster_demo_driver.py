@@ -105,7 +105,7 @@ def plant(folder: Path, master: str, out: Path) -> None:
     from piitracer.api import demo_master_key, load_plan, plan_requests, request_store, verify_plan
     from piitracer.crypto.envelope import load_master_key
     from piitracer.executor.spark_session import spark_session
-    from piitracer.model.workspace import TaskEngine
+    from piitracer.model.settings import TaskEngine
     from piitracer.verify.engines import JOB_GROUP
 
     workspace = piitracer.load_workspace(folder)
@@ -137,7 +137,7 @@ def lose_worker(folder: Path, master: str, out: Path) -> None:
     from piitracer.api import demo_master_key, load_plan, plan_requests, request_store, verify_plan
     from piitracer.crypto.envelope import load_master_key
     from piitracer.executor.spark_session import spark_session
-    from piitracer.model.workspace import TaskEngine
+    from piitracer.model.settings import TaskEngine
     from piitracer.storage.failpoints import PAUSE_DIR_ENV, PAUSE_ENV
 
     workspace = piitracer.load_workspace(folder)

@@ -11,7 +11,7 @@ from typing import Any, Iterable
 import yaml
 
 from piitracer.executor.spark_session import spark_session
-from piitracer.model.workspace import SparkSettings
+from piitracer.model.settings import SparkSettings
 
 _namespaces = itertools.count(1)
 

@@ -54,7 +54,7 @@ def build(folder: Path) -> None:
     from deltalake import write_deltalake
 
     from piitracer.executor.spark_session import spark_session
-    from piitracer.model.workspace import SparkSettings
+    from piitracer.model.settings import SparkSettings
 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "sql").mkdir(exist_ok=True)

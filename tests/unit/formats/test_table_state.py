@@ -9,7 +9,8 @@ import pyarrow as pa
 from lineage_builders import A, edge, graph_of, request
 from pyiceberg.catalog.sql import SqlCatalog
 
-from piitracer.formats.iceberg_metadata import newest_metadata_file, table_state
+from piitracer.formats.iceberg_metadata import table_state
+from piitracer.formats.iceberg_table import newest_metadata_file
 from piitracer.model.plan import Action
 from piitracer.model.table_state import RefType
 from piitracer.model.workspace import Policy, RefHandling

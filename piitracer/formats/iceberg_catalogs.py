@@ -1,0 +1,176 @@
+"""The Iceberg catalogs a workspace's tables live in, configured the way pyiceberg users configure
+them: the workspace's ``iceberg.catalogs`` (no credentials), then pyiceberg's own configuration over
+it (``.pyiceberg.yaml`` in ``$PYICEBERG_HOME``, the home folder or the current folder, then the
+``PYICEBERG_CATALOG__<NAME>__<PROP>`` environment), read when a catalog is first used.
+
+A catalog keeps each table's *pointer*: the metadata file that is the table's current state. For a
+table in a configured catalog, that pointer — never a listing of the table's folder — is what plan,
+execute and verify read (:meth:`IcebergCatalogs.current_metadata`, the store's
+:class:`~piitracer.storage.store.MetadataPointers`). Spark's Hadoop catalog (``spark.catalog``, a
+warehouse folder) keeps its pointer in the folder itself (``version-hint.text``), so its tables are
+still read from the folder.
+
+Credentials never pass through here into anything piitracer writes: properties are handed to
+pyiceberg only; :func:`redacted` is what may be shown.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any, Mapping
+
+from piitracer.formats import FormatError
+from piitracer.model.settings import CATALOG_SECRET_WORDS, IcebergSettings
+from piitracer.model.workspace import CatalogDataset, DatasetFormat
+from piitracer.storage.guard import canonical
+from piitracer.storage.locations import Location
+
+if TYPE_CHECKING:  # pyiceberg is imported only when a catalog is used
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.table import Table
+
+
+class CatalogError(FormatError):
+    """A catalog that cannot be loaded or asked (unknown name, unreachable server, no such table);
+    the message names the catalog and the table, never a credential."""
+
+
+def redacted(properties: Mapping[str, str]) -> dict[str, str]:
+    """Catalog properties as they may be shown or logged: credentials replaced by ``***``."""
+    shown = {}
+    for key, value in sorted(properties.items()):
+        secret = any(word in key.upper().replace("-", "_") for word in CATALOG_SECRET_WORDS)
+        shown[key] = "***" if secret else value
+    return shown
+
+
+def pyiceberg_configuration() -> dict[str, dict[str, Any]]:
+    """Catalog name -> properties from pyiceberg's own configuration (``.pyiceberg.yaml``, then
+    ``PYICEBERG_CATALOG__*``), read now (pyiceberg's module-level copy is read once at import)."""
+    from pyiceberg.utils.config import Config
+
+    config = Config()
+    return {name: dict(config.get_catalog_config(name) or {}) for name in config.get_known_catalogs()}
+
+
+class IcebergCatalogs:
+    """The configured catalogs (workspace definitions under pyiceberg's configuration), each loaded
+    once on first use, and which catalogued table location each table of theirs is bound to.
+
+    ``bindings`` maps a table's catalogued location to its identifier ``<catalog>.<namespace>.<table>``:
+    asked what the current metadata of a location is, the catalog of its binding answers."""
+
+    def __init__(self, settings: IcebergSettings | None = None, bindings: Mapping[Location, str] | None = None) -> None:
+        self.settings = settings or IcebergSettings()
+        self._bindings = {canonical(location): identifier for location, identifier in (bindings or {}).items()}
+        self._loaded: dict[str, Catalog] = {}
+        self._definitions: dict[str, dict[str, str]] | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of_catalog(cls, settings: IcebergSettings, entries: Mapping[str, CatalogDataset],
+                   locations: Mapping[str, Location], hadoop_catalog: str) -> "IcebergCatalogs":
+        """The catalogs of ``settings``, each Iceberg dataset of ``entries`` whose ``table:`` names a
+        catalog other than Spark's Hadoop warehouse catalog (``hadoop_catalog``: read from its
+        folder) bound to its location of ``locations``."""
+        bindings = {}
+        for dataset, location in locations.items():
+            entry = entries.get(dataset)
+            if entry is not None and entry.format is DatasetFormat.ICEBERG and entry.table \
+                    and entry.table.count(".") >= 2 and entry.table.split(".", 1)[0].lower() != hadoop_catalog.lower():
+                bindings[location] = entry.table
+        return cls(settings, bindings)
+
+    def __getstate__(self) -> dict:
+        # Sent to a Spark task inside a Store: loaded catalogs (connections, credentials) stay here.
+        return {"settings": self.settings, "_bindings": self._bindings, "_loaded": {}, "_definitions": None,
+                "_lock": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    # ---- configuration --------------------------------------------------------------------------
+
+    def definitions(self) -> dict[str, dict[str, str]]:
+        """Catalog name -> its merged properties (workspace, then pyiceberg's configuration), read
+        once per instance."""
+        if self._definitions is None:
+            merged = {name: dict(properties) for name, properties in self.settings.catalogs.items()}
+            for name, properties in pyiceberg_configuration().items():
+                merged.setdefault(name, {}).update({key: str(value) for key, value in properties.items()})
+            self._definitions = merged
+        return self._definitions
+
+    def names(self) -> list[str]:
+        """Every configured catalog's name, sorted."""
+        return sorted(self.definitions())
+
+    def properties(self, name: str) -> dict[str, str]:
+        """One catalog's merged properties (credentials included: never show them; see :func:`redacted`)."""
+        definitions = self.definitions()
+        if name.lower() not in definitions:
+            raise CatalogError(f"Iceberg catalog {name!r} is not configured (configured: {', '.join(sorted(definitions)) or 'none'}; "
+                               "add it under iceberg.catalogs in piitracer.yaml or as PYICEBERG_CATALOG__<NAME>__*)")
+        return definitions[name.lower()]
+
+    def owns(self, identifier: str | None) -> bool:
+        """Whether a table identifier ``<catalog>.<namespace>.<table>`` names a configured catalog
+        that keeps its own pointer (every type but Spark's Hadoop folder catalog)."""
+        if not identifier or identifier.count(".") < 2:
+            return False
+        name = identifier.split(".", 1)[0].lower()
+        definitions = self.definitions()
+        return name in definitions and definitions[name].get("type", "rest").lower() != "hadoop"
+
+    # ---- the catalogs themselves ------------------------------------------------------------------
+
+    def catalog(self, name: str) -> "Catalog":
+        """The pyiceberg catalog ``name``, loaded on first use."""
+        key = name.lower()
+        with self._lock:
+            if key not in self._loaded:
+                properties = self.properties(key)
+                from pyiceberg.catalog import load_catalog
+
+                try:
+                    self._loaded[key] = load_catalog(key, **properties)
+                except Exception as error:  # pyiceberg raises many types for a bad or unreachable catalog
+                    raise CatalogError(f"Iceberg catalog {key!r} ({redacted(properties)}): cannot load it: "
+                                       f"{type(error).__name__}: {_first_line(error)}") from None
+            return self._loaded[key]
+
+    def load_table(self, identifier: str) -> "Table":
+        """The table ``<catalog>.<namespace>.<table>`` as its catalog has it now."""
+        name, table = split_identifier(identifier)
+        try:
+            return self.catalog(name).load_table(table)
+        except CatalogError:
+            raise
+        except Exception as error:
+            raise CatalogError(f"Iceberg catalog {name!r}: cannot load table {table}: "
+                               f"{type(error).__name__}: {_first_line(error)}") from None
+
+    def identifier_at(self, location: Location) -> str | None:
+        """The identifier of the catalog table bound to ``location``, if any."""
+        return self._bindings.get(canonical(location))
+
+    def current_metadata(self, location: Location) -> str | None:
+        """The metadata file the catalog names as the current state of the table bound to
+        ``location`` (None when no configured catalog keeps this table)."""
+        identifier = self.identifier_at(location)
+        if identifier is None or not self.owns(identifier):
+            return None
+        return self.load_table(identifier).metadata_location
+
+
+def split_identifier(identifier: str) -> tuple[str, str]:
+    """``prod.fintech.payments`` -> (``prod``, ``fintech.payments``)."""
+    name, _, table = identifier.partition(".")
+    if not table or "." not in table:
+        raise CatalogError(f"Iceberg table {identifier!r}: expected <catalog>.<namespace>.<table>")
+    return name.lower(), table
+
+
+def _first_line(error: Exception) -> str:
+    return (str(error).strip().splitlines() or [""])[0][:300]
