@@ -18,6 +18,7 @@ from piitracer.model.steps import StepRecord
 from piitracer.requests.store import RequestStore
 from piitracer.storage.locations import Location, LocationError
 from piitracer.storage.store import Store
+from piitracer.workspace.layout import StateLayout
 
 
 def workspace_store(workspace: Workspace) -> Store:
@@ -69,8 +70,7 @@ def protected_places(workspace: Workspace) -> tuple[Location, ...]:
     """piitracer's own files in a workspace (its state folder and workspace files): no dataset's
     location may hold them, or an orphan removal or a rewrite there would destroy the audit log,
     the journal or the request store."""
-    names = (".piitracer", "piitracer.yaml", "catalog.discovered.yaml")
-    return tuple(Location.parse(workspace.root / name) for name in names)
+    return tuple(Location.parse(path) for path in StateLayout(workspace.root).protected())
 
 
 def write_private(path: str | os.PathLike[str], text: str) -> None:
@@ -90,7 +90,7 @@ def execution_context(workspace: Workspace, attested: Sequence[str] = (), cipher
         locations=dataset_locations(workspace),
         spark=workspace.config.spark,
         warehouse=workspace.resolve(workspace.config.spark.warehouse),
-        journal_path=workspace.root / ".piitracer" / "journal.sqlite",
+        journal_path=StateLayout(workspace.root).journal,
         warehouse_roots=warehouse_roots(workspace),
         roots_configured=bool(workspace.config.warehouse_roots),
         protected=protected_places(workspace),
@@ -103,12 +103,12 @@ def execution_context(workspace: Workspace, attested: Sequence[str] = (), cipher
 
 def audit_log_path(workspace: Workspace) -> Path:
     """``<workspace>/.piitracer/audit.sqlite``."""
-    return workspace.root / ".piitracer" / "audit.sqlite"
+    return StateLayout(workspace.root).audit_log
 
 
 def request_store_path(workspace: Workspace) -> Path:
     """``<workspace>/.piitracer/requests.sqlite``."""
-    return workspace.root / ".piitracer" / "requests.sqlite"
+    return StateLayout(workspace.root).request_store
 
 
 def request_store(workspace: Workspace, master: KeyWrapper | None = None):

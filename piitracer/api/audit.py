@@ -37,6 +37,7 @@ from piitracer.render.report import report_html, report_markdown
 from piitracer.storage.guard import is_under
 from piitracer.storage.locations import Location
 from piitracer.storage.store import store_for
+from piitracer.workspace.layout import StateLayout
 
 
 def audit_log(workspace: Workspace | str | os.PathLike[str], key: str | bytes | AuditKey | None = None,
@@ -62,7 +63,7 @@ def workspace_identity(workspace: Workspace) -> str:
     and never changed. The audit log's first entry and its anchor carry it, so ``audit verify``
     tells this workspace's log from a copy of another's; a lost or replaced id file is caught the
     same way."""
-    path = workspace.root / ".piitracer" / "workspace_id"
+    path = StateLayout(workspace.root).workspace_id
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

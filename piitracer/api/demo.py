@@ -39,6 +39,7 @@ from piitracer.model.requests import RequestState
 from piitracer.model.verification import VerificationReport
 from piitracer.planner.build import PlanningError
 from piitracer.render.lineage_diagram import lineage_diagram, render_lineage
+from piitracer.workspace.layout import StateLayout
 
 
 DEMO_SOURCE = "prod.payments.user_id"
@@ -227,7 +228,7 @@ def demo_audit_key(folder: Path) -> Path:
     """The demo's own audit key: random, made once per demo folder, in a 0600 file beside its
     journal. (Outside the demo the key comes from the environment or a key file the user keeps
     secret; piitracer has no key of its own.)"""
-    path = Path(folder) / ".piitracer" / "demo-audit.key"
+    path = StateLayout(Path(folder)).demo_key("audit")
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         write_private(path, secrets.token_hex(32))
@@ -237,7 +238,7 @@ def demo_audit_key(folder: Path) -> Path:
 def demo_master_key(folder: Path) -> Path:
     """The demo's own master key (0600, made once per demo folder); outside the demo it comes from
     ``--master-key-file`` or the environment."""
-    path = Path(folder) / ".piitracer" / "demo-master.key"
+    path = StateLayout(Path(folder)).demo_key("master")
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         write_master_key(path)
@@ -247,7 +248,7 @@ def demo_master_key(folder: Path) -> Path:
 def demo_signing_key(folder: Path) -> tuple[Path, Path]:
     """The demo's own certificate signing key (private, 0600) and its public key, made once per
     demo folder. Outside the demo: `piitracer audit keygen PATH`, the private key kept secret."""
-    path = Path(folder) / ".piitracer" / "demo-signing.key"
+    path = StateLayout(Path(folder)).demo_key("signing")
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         generate_signing_key(path)

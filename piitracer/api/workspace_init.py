@@ -22,8 +22,8 @@ from piitracer.crypto.envelope import ENV_KEY_FILE as MASTER_KEY_ENV
 from piitracer.crypto.envelope import MasterKeyError, write_master_key
 from piitracer.model.errors import PiitracerError
 from piitracer.model.workspace import WorkspaceConfig
+from piitracer.workspace.layout import WORKSPACE_FILE
 
-WORKSPACE_FILE = "piitracer.yaml"
 AUDIT_KEY_FILE = "audit.key"
 MASTER_KEY_FILE = "master.key"
 

@@ -17,6 +17,7 @@ from piitracer.crypto.envelope import has_master_key, load_master_key
 from piitracer.crypto.sealed_body import BodySealer
 from piitracer.planner.build import PlanningError
 from piitracer.serve.app import create_app, is_loopback
+from piitracer.workspace.layout import StateLayout
 
 
 @click.command("serve")
@@ -58,7 +59,7 @@ def serve(ctx: click.Context, host: str, port: int, token_file: Path | None, mas
                             "FILE (or $PIITRACER_LINEAGE_TOKEN), or listen on 127.0.0.1")
     master = load_master_key(master_key_file) if master_key_file or has_master_key() else None
     err_console.print(f"piitracer: receiving OpenLineage events on http://{host}:{port}/api/v1/lineage into "
-                      f"{workspace.root / '.piitracer' / 'lineage'}" + (" (bearer token required)" if token else "")
+                      f"{StateLayout(workspace.root).lineage}" + (" (bearer token required)" if token else "")
                       + ("; rejected bodies sealed under the master key" if master else
                          "; no master key: only a rejected body's SHA-256 is kept"), highlight=False)
     app = create_app(workspace.root, token, cipher=BodySealer(master) if master else None,

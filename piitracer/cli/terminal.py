@@ -28,6 +28,7 @@ from piitracer.model.plan import DeletionPlan
 from piitracer.model.verification import ErasureState, VerificationReport
 from piitracer.model.workspace import setting_text
 from piitracer.render import tables
+from piitracer.workspace.layout import StateLayout
 
 # Piped output's width: wide enough that no row of any table is folded or cut (rich pads nothing
 # to the width: a table is as wide as its longest row).
@@ -261,7 +262,7 @@ def demo_summary(result: DemoResult) -> Table:
         table.add_row("closed", f"{', '.join(result.closed)}: data key destroyed, piitracer's own copies shredded")
     elif result.verification is not None and result.verification.complete:
         table.add_row("not closed", "watching (--no-close); PIITRACER_MASTER_KEY_FILE="
-                      f"{result.folder / '.piitracer' / 'demo-master.key'} opens the plan for verify")
+                      f"{StateLayout(result.folder).demo_key('master')} opens the plan for verify")
     if result.audit_intact is not None:
         table.add_row("audit trail", "recorded, chain intact" if result.audit_intact else Text("chain broken", style="red"))
     for phase, seconds in result.seconds.items():

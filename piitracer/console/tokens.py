@@ -20,8 +20,9 @@ from pathlib import Path
 
 from piitracer.model.errors import PiitracerError
 from piitracer.workspace.model import Workspace
+from piitracer.workspace.layout import StateLayout
 
-TOKENS_FILE = Path(".piitracer") / "console-tokens.json"
+TOKENS_FILE = StateLayout.relative("console-tokens.json")
 PREFIX = "ptc"
 # scrypt at 2^14 x 8: ~16 MiB and tens of milliseconds per check, so a stolen file is slow to
 # guess from while a sign-in stays quick (the secret is 256 random bits anyway).

@@ -30,11 +30,12 @@ from piitracer.executor.spark_session import spark_session
 from piitracer.workspace.model import Workspace
 from piitracer.model.table_properties import delta_properties
 from piitracer.model.workspace import CatalogDataset, DatasetFormat
+from piitracer.workspace.layout import StateLayout
 
 DEFAULT_ROWS = 100_000
 DEFAULT_SEED = 42
-MARKER = Path(".piitracer") / "demo-lakehouse.json"
-STAGING = Path(".piitracer") / "demo-staging"  # Arrow <-> Spark files while building
+MARKER = StateLayout.relative("demo-lakehouse.json")
+STAGING = StateLayout.relative("demo-staging")  # Arrow <-> Spark files while building
 # A tag on the first load's snapshot of the source, as a finance close would keep one: it retains
 # pre-delete files, so the plan rewrites it without the subjects' rows (rewrite_ref) before expiry.
 SOURCE_TAG = "month_end_close"

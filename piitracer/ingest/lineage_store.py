@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
 
 from piitracer.model.lineage import ColumnEdge, DatasetEdge, DatasetFacts, IngestProblem, LineageBatch
+from piitracer.workspace.layout import StateLayout
 
-STORE_FILE = Path(".piitracer") / "lineage" / "store.sqlite"
+STORE_FILE = StateLayout.relative("lineage", "store.sqlite")
 SCHEMA_VERSION = "2"
 # "adjacency" was version 1's copy of the edges' (source, target) pairs: now read from the edges.
 _TABLES = ("units", "column_edges", "dataset_edges", "facts", "problems", "adjacency", "workspace_cache", "meta")

@@ -30,8 +30,8 @@ from pydantic import Field, field_validator
 
 from piitracer.model.lineage import Frozen
 from piitracer.model.workspace import CatalogDataset, ClassifiedBy, parse_duration
+from piitracer.workspace.layout import DISCOVERED_FILE
 
-DISCOVERED_FILE = "catalog.discovered.yaml"
 DISCOVERED_HEADER = (
     "# Written by `piitracer catalog discover --write` (identifiers: `catalog classify --write`) from the\n"
     "# lakehouse's own metadata. Do not edit: say it in piitracer.yaml instead, where an entry's fields win\n"

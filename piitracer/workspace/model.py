@@ -14,8 +14,8 @@ from piitracer.model.errors import PiitracerError
 from piitracer.model.naming import DatasetNamer
 from piitracer.model.workspace import WorkspaceConfig
 from piitracer.workspace.catalog_layers import CatalogLayers
+from piitracer.workspace.layout import WORKSPACE_FILE
 
-WORKSPACE_FILE = "piitracer.yaml"
 _UNSET: Any = object()
 
 

@@ -41,8 +41,9 @@ from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
 from piitracer.ingest.openlineage.models import validate_event
 from piitracer.model.errors import PiitracerError
+from piitracer.workspace.layout import StateLayout
 
-FOLDER = Path(".piitracer") / "lineage"
+FOLDER = StateLayout.relative("lineage")
 EVENTS_FILE = FOLDER / "events.jsonl"
 REJECTED_FOLDER = FOLDER / "rejected"
 LEGACY_REJECTED_FILE = FOLDER / "rejected.jsonl"  # before 2026-11-26: bodies in clear, converted at start

@@ -49,11 +49,11 @@ from piitracer.workspace.catalog_layers import DISCOVERED_FILE
 from piitracer.ingest.lineage_store import open_store
 from piitracer.model.gc_pause import cyclic_gc_paused
 from piitracer.storage.locations import Location, LocationError
+from piitracer.workspace.layout import WORKSPACE_FILE
 
 log = logging.getLogger(__name__)
 
 CACHE_VERSION = "2"  # 2: the symlinks along the locations kept with their targets
-WORKSPACE_FILE = "piitracer.yaml"
 _PACKAGE = Path(__file__).resolve().parents[2]  # piitracer/
 _LAYERS = ("model", "workspace", "ingest", "storage")  # everything load_workspace runs lives in these
 _code_print: str | None = None

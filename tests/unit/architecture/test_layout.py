@@ -118,3 +118,36 @@ def test_importing_planning_loads_neither_the_verifier_nor_the_audit_trail_nor_s
     for heavy in ("piitracer.api.verify", "piitracer.api.audit", "piitracer.api.demo", "piitracer.api.execute",
                   "piitracer.verify", "piitracer.demo", "pyspark", "pyarrow"):
         assert heavy not in loaded, f"import piitracer.api.plan loaded {heavy}"
+
+
+def state_paths_spelled(root: Path = PACKAGE) -> list[str]:
+    """Every string literal in code (docstrings aside) that spells a path of piitracer's state
+    folder (``.piitracer``, ``.piitracer/...``, ``.../.piitracer``) outside the layout module."""
+    import ast
+    import re
+
+    spelled = re.compile(r"^\.piitracer(/|$)|/\.piitracer(/|$)")
+    found = []
+    for path in package_modules(root):
+        if path.relative_to(root).as_posix() == "workspace/layout.py":
+            continue
+        tree = ast.parse(path.read_text())
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                      and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings \
+                    and spelled.search(node.value.strip()):
+                found.append(f"{path.relative_to(root)}:{node.lineno}: {node.value!r}")
+    return found
+
+
+def test_only_the_layout_module_spells_the_state_folder() -> None:
+    assert state_paths_spelled() == []
+
+
+def test_the_state_folder_check_catches_a_spelled_path(tmp_path: Path) -> None:
+    root = copy_package(tmp_path)
+    with (root / "api" / "audit.py").open("a") as module:
+        module.write('\nEXTRA = Path(".piitracer") / "extra.sqlite"\n')
+    assert [line.split(":")[0] for line in state_paths_spelled(root)] == ["api/audit.py"]
