@@ -123,8 +123,5 @@ def journal_steps(workspace: Workspace, plan_id: str) -> list[StepRecord]:
     path = execution_context(workspace).journal_path
     if not path.exists():
         return []
-    journal = Journal(path)
-    try:
+    with Journal(path) as journal:
         return journal.records(plan_id)
-    finally:
-        journal.close()

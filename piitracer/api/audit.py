@@ -155,11 +155,8 @@ def verify_audit(log: AuditLog, workspace: Workspace | None = None, expect_head:
     journal_path = execution_context(workspace).journal_path
     if not journal_path.exists():
         return result
-    journal = Journal(journal_path)
-    try:
+    with Journal(journal_path) as journal:
         ran = journal.plans_run()
-    finally:
-        journal.close()
     recorded = {entry.plan_id for entry in log.entries()}
     missing = sorted(plan_id for plan_id in ran if plan_id not in recorded)
     if missing:

@@ -188,11 +188,8 @@ def close_request(workspace: Workspace, store, log: AuditLog, request_id: str, n
     journal_path = execution_context(workspace).journal_path
     forgotten = 0
     if journal_path.exists():
-        journal = Journal(journal_path)
-        try:
+        with Journal(journal_path) as journal:
             forgotten = journal.forget_request(request_id)
-        finally:
-            journal.close()
     if request.plan_id and all(r.state is RequestState.CLOSED for r in store.all() if r.plan_id == request.plan_id):
         store.forget_plan(request.plan_id)
     record_request_entry(log, request_id, pairs, from_state=request.state.value, to_state=RequestState.CLOSED.value,
@@ -211,12 +208,9 @@ def _forget_rejected_events(workspace: Workspace, store, request, pairs: list[tu
     values = {value for _, value in pairs}
     journal_path = execution_context(workspace).journal_path
     if request.plan_id and journal_path.exists() and pairs:
-        journal = Journal(journal_path)
-        try:
+        with Journal(journal_path) as journal:
             others = journal.resolved_requests(request.plan_id) - {request.request_id}
             sets = journal.load_values(request.plan_id, store.cipher([request.request_id]), skip=others) or {}
-        finally:
-            journal.close()
         values |= {str(v) for found in sets.values() for v in found if isinstance(v, (str, int)) and not isinstance(v, bool)}
     done = forget_values(workspace.root, values, BodySealer(store.wrapper) if store.wrapper is not None else None)
     return {"rejected_events_checked": done.checked, "rejected_events_deleted_holding_values": done.deleted_holding_values,
@@ -226,14 +220,12 @@ def _forget_rejected_events(workspace: Workspace, store, request, pairs: list[tu
 def estimate_plan_cost(workspace: Workspace, plan: DeletionPlan):
     """What ``plan`` will rewrite and cost (``executor.estimate``), with the throughput measured on
     this workspace's journal."""
+    from contextlib import nullcontext
+
     context = execution_context(workspace)
-    journal = Journal(context.journal_path) if context.journal_path.exists() else None
-    try:
+    with Journal(context.journal_path) if context.journal_path.exists() else nullcontext() as journal:
         return estimate_plan(plan, workspace.config.catalog, context.locations, context.store,
                              workspace.config.pricing, journal)
-    finally:
-        if journal is not None:
-            journal.close()
 
 
 # ---- the commands' use cases: each opens the workspace's request store and audit log itself ------

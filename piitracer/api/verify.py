@@ -73,8 +73,7 @@ def verify_plan(
         if not context.journal_path.exists():
             raise VerificationError(f"plan {plan.plan_id[:16]} was never executed in this workspace (no journal at "
                                     f"{context.journal_path}): run `piitracer execute` first")
-        journal = Journal(context.journal_path)
-        try:
+        with Journal(context.journal_path) as journal:
             if value_sets is None:
                 resolved = journal.resolved_requests(plan.plan_id)
                 if resolved and resolved <= set(skip_requests):
@@ -83,8 +82,6 @@ def verify_plan(
                 value_sets = journal.load_values(plan.plan_id, cipher, frozenset(skip_requests))
             if step_states is None:
                 step_states = {record["step_id"]: record["state"] for record in journal.steps(plan.plan_id)}
-        finally:
-            journal.close()
     if not value_sets:
         raise VerificationError(f"plan {plan.plan_id[:16]} has no resolved values in the journal: "
                                 "run `piitracer execute` first (its resolve step captures them)")

@@ -75,6 +75,12 @@ class Journal:
     def close(self) -> None:
         self._db.close()
 
+    def __enter__(self) -> "Journal":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     # ---- runs -----------------------------------------------------------------------------
 
     def start_run(self, run_id: str, plan_id: str, options: dict[str, Any]) -> None:

@@ -137,11 +137,8 @@ class PlanExecutor:
             for result in results:
                 self.on_step(result)
             return RunSummary("dry-run", self.plan.plan_id, "dry-run", results, time.monotonic() - started)
-        journal = Journal(self.context.journal_path)
-        try:
+        with Journal(self.context.journal_path) as journal:
             return self._run(journal, started)
-        finally:
-            journal.close()
 
     def _run(self, journal: Journal, started: float) -> RunSummary:
         plan_id = self.plan.plan_id
