@@ -62,7 +62,7 @@ def plan_deletion(
     if live_types is None:
         live_types = source_key_types(workspace, refs)
     return build_plan(graph, workspace.config.catalog, workspace.config.policy, request, table_states,
-                      live_types, tuple(labels))
+                      live_types, tuple(labels), iceberg=workspace.config.iceberg, spark=workspace.config.spark)
 
 
 def source_key_types(workspace: Workspace, sources: Sequence[ColumnRef]) -> dict[str, str]:
@@ -227,7 +227,7 @@ def planning_difference(workspace: Workspace, plan: DeletionPlan) -> str | None:
     if fresh.plan_id == plan.plan_id:
         return None
     compared = ("id", "order", "dataset", "action", "group", "key_column", "values_from", "depends_on", "params",
-                "blocking", "owner")
+                "blocking", "owner", "engine")
     for number, (old, new) in enumerate(zip(plan.steps, fresh.steps), start=1):
         was, now = old.model_dump(mode="json", include=set(compared)), new.model_dump(mode="json", include=set(compared))
         if was != now:

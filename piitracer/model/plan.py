@@ -86,6 +86,15 @@ PERSON_ACTIONS = frozenset({Action.MANUAL, Action.MANUAL_REVIEW, Action.RECOMPUT
 NO_FILE_WORK = PERSON_ACTIONS | {Action.AWAIT_REPLICATION}
 
 
+class StepEngine(str, Enum):
+    """What runs a step's table work, chosen at plan time (``planner/templates/iceberg_engines.py``).
+    Only Iceberg steps name one: Spark, or pyiceberg where Spark cannot reach the table (or the
+    workspace says so)."""
+
+    SPARK = "spark"  # Spark SQL and Iceberg's Java actions
+    PYICEBERG = "pyiceberg"  # pyiceberg, no JVM; piitracer removes unreferenced files itself
+
+
 class ValueKind(str, Enum):
     IDENTIFIER = "identifier"  # a raw identifier value captured from the source rows
     COMPUTED = "computed"  # an expression evaluated on the source rows
@@ -274,6 +283,9 @@ class Step(Frozen):
     owner: str | None = None
     reason: str | None = None
     lineage_path: tuple[str, ...] = Field((), description="The edges that put the subject's data here.")
+    # Absent from the JSON when None (steps of formats with one way to run), so their plans are unchanged.
+    engine: StepEngine | None = Field(None, exclude_if=lambda value: value is None,
+                                      description="What runs the step's table work (Iceberg: spark or pyiceberg).")
 
     @model_validator(mode="before")
     @classmethod

@@ -8,6 +8,7 @@ from typing import Mapping, Sequence
 from piitracer.graph.lineage_graph import LineageGraph, Reach
 from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import (
+    NO_FILE_WORK,
     Action,
     DatasetDecision,
     DatasetStatus,
@@ -15,16 +16,19 @@ from piitracer.model.plan import (
     PlanRequest,
     ResolveCapture,
     Step,
+    StepEngine,
     ValueKind,
     ValueSource,
 )
 from piitracer.model.table_state import TableState
+from piitracer.model.settings import IcebergSettings, SparkSettings
 from piitracer.model.workspace import CatalogDataset, ClassifiedBy, CloneMode, Policy
 from piitracer.planner.deadlines import deadline_for
 from piitracer.planner.decisions import Decision, decide
 from piitracer.planner.derivations import derive, describe_path, seeds
 from piitracer.planner.ordering import dataset_order, order_steps
 from piitracer.planner.physical import StepTemplate, steps_for
+from piitracer.planner.templates import EngineRefused, template_for
 from piitracer.planner.subjects import SubjectValueError, check_subjects, key_type_of
 from piitracer.planner.surrogates import ranking_notes, surrogate_lookups
 from piitracer.model.errors import PiitracerError
@@ -50,13 +54,16 @@ def build_plan(
     table_states: Mapping[str, TableState] | None = None,
     live_types: Mapping[str, str] | None = None,
     labels: tuple[str, ...] = (),
+    iceberg: IcebergSettings | None = None,
+    spark: SparkSettings | None = None,
 ) -> DeletionPlan:
     """The ordered, per-format erasure plan for every subject of ``request``. Pure and
     deterministic: the same inputs give a byte-identical plan.
 
     ``live_types`` maps ``dataset.column`` to the type the live table's schema gives a source key
     column (where the catalog declares none); every subject value is parsed strictly against it
-    (``labels`` name each subject's position in messages)."""
+    (``labels`` name each subject's position in messages). ``iceberg`` and ``spark`` (the workspace's
+    ``iceberg:`` and ``spark:`` settings) choose the engine of each Iceberg step (``planner/engines.py``)."""
     _validate(graph, catalog, request)
     try:
         key_types = {ref: key_type_of(ref, catalog[ref.dataset], live_types or {}) for ref in request.sources}
@@ -82,7 +89,8 @@ def build_plan(
     order = dataset_order(graph, set(decisions))
     received = min(subject.received_at for subject in request.subjects)
     templates = {d: steps_for(decisions[d].status, catalog.get(d), (table_states or {}).get(d), policy) for d in order.datasets}
-    steps = _ordered_steps(request, order, decisions, templates, catalog)
+    engines = _engines(request, order, decisions, templates, catalog, iceberg, spark)
+    steps = _ordered_steps(request, order, decisions, templates, catalog, engines)
     summaries = tuple(_summary(decisions[d], catalog.get(d), order.group.get(d), received, policy) for d in order.datasets)
     warnings = [w for d in order.datasets for w in decisions[d].warnings]
     warnings += [t.warning for d in order.datasets for t in templates[d] if t.warning]
@@ -97,6 +105,25 @@ def build_plan(
         warnings=tuple(warnings),
     )
     return plan.with_id()
+
+
+def _engines(request: PlanRequest, order, decisions: dict[str, Decision], templates: dict[str, list[StepTemplate]],
+             catalog: Mapping[str, CatalogDataset], iceberg: IcebergSettings | None,
+             spark: SparkSettings | None) -> dict[str, StepEngine]:
+    """The engine of each dataset the plan reads (its sources) or runs table work on."""
+    worked = {d for d in order.datasets if any(t.action not in NO_FILE_WORK for t in templates[d])}
+    worked |= {ref.dataset for ref in request.sources}
+    iceberg, spark = iceberg or IcebergSettings(), spark or SparkSettings()
+    engines = {}
+    for dataset in sorted(d for d in worked if d in catalog):
+        template = template_for(catalog[dataset].format)
+        try:
+            engine = template.engine(dataset, catalog[dataset], iceberg, spark) if template else None
+        except EngineRefused as error:
+            raise PlanningError(str(error)) from None
+        if engine is not None:
+            engines[dataset] = engine
+    return engines
 
 
 def _unconfirmed_identifiers(identifiers: Mapping[str, Sequence[str]], catalog: Mapping[str, CatalogDataset]) -> list[str]:
@@ -144,6 +171,7 @@ def _ordered_steps(
     decisions: dict[str, Decision],
     templates: dict[str, list[StepTemplate]],
     catalog: Mapping[str, CatalogDataset],
+    engines: Mapping[str, StepEngine],
 ) -> tuple[Step, ...]:
     rank = {d: i for i, d in enumerate(order.datasets)}
     nodes: dict[str, tuple[int, int]] = {}
@@ -173,9 +201,9 @@ def _ordered_steps(
         item = pending[key]
         after = tuple(sorted(ids[k] for k in depends[key]))
         if isinstance(item, str):
-            steps.append(_resolve_step(number, ids[key], item, decisions))
+            steps.append(_resolve_step(number, ids[key], item, decisions, engines.get(item)))
         else:
-            steps.append(_dataset_step(number, ids[key], item, after, decisions[item.dataset], order, catalog))
+            steps.append(_dataset_step(number, ids[key], item, after, decisions[item.dataset], order, catalog, engines))
     return tuple(steps)
 
 
@@ -228,22 +256,27 @@ def _replicas_after_primary(order, keys_of, depends, catalog) -> None:
             depends[keys_of[replica][0]].add(primary[-1])
 
 
-def _resolve_step(number: int, step_id: str, source: str, decisions: dict[str, Decision]) -> Step:
+def _resolve_step(number: int, step_id: str, source: str, decisions: dict[str, Decision],
+                  engine: StepEngine | None = None) -> Step:
     values = sorted({v for d in decisions.values() for v in d.values_from if v.source.dataset == source},
                     key=lambda v: v.name)
     return Step(
         order=number, id=step_id, dataset=source, action=Action.RESOLVE, values_from=tuple(values),
         reason="capture every identifier and computed key of the subjects' rows before anything is deleted",
+        engine=engine,
     )
 
 
-def _dataset_step(number, step_id, item: _Pending, after, decision: Decision, order, catalog) -> Step:
+def _dataset_step(number, step_id, item: _Pending, after, decision: Decision, order, catalog, engines) -> Step:
     template = item.template
     entry = catalog.get(item.dataset)
     logical = template.action in LOGICAL_ERASE_ACTIONS
     manual = template.action in (Action.MANUAL, Action.MANUAL_REVIEW)
-    # A tag's or branch's rewrite deletes the same rows as the dataset's logical step, in that ref.
-    matches_rows = logical or manual or template.action is Action.REWRITE_REF
+    engine = engines.get(item.dataset) if template.action not in NO_FILE_WORK else None
+    # A tag's or branch's rewrite deletes the same rows as the dataset's logical step, in that ref;
+    # pyiceberg's rewrite of data files carrying delete files takes only those that may hold a subject.
+    matches_rows = logical or manual or template.action is Action.REWRITE_REF or (
+        template.action is Action.REWRITE_DATA_FILES and engine is StepEngine.PYICEBERG)
     return Step(
         order=number,
         id=step_id,
@@ -258,6 +291,7 @@ def _dataset_step(number, step_id, item: _Pending, after, decision: Decision, or
         owner=entry.owner if entry is not None and manual else None,
         reason=template.warning or template.reason or (decision.reason if manual or logical else None),
         lineage_path=decision.path if logical or manual or template.action is Action.RECOMPUTE else (),
+        engine=engine,
     )
 
 

@@ -86,7 +86,8 @@ def explain_text(plan: DeletionPlan, dataset: str) -> str:
 
 
 def _action(step: Step) -> str:
-    return step.action.value + (" (blocking)" if step.blocking else "")
+    engine = f" via {step.engine.value}" if step.engine else ""  # which engine runs it (Iceberg: spark or pyiceberg)
+    return step.action.value + engine + (" (blocking)" if step.blocking else "")
 
 
 def _values(step: Step) -> str:

@@ -14,8 +14,9 @@ from datetime import timedelta
 from functools import lru_cache
 from typing import Callable
 
-from piitracer.model.plan import Action, NoParams, StepParams
+from piitracer.model.plan import Action, NoParams, StepEngine, StepParams
 from piitracer.model.registry import discover
+from piitracer.model.settings import IcebergSettings, SparkSettings
 from piitracer.model.table_state import TableState
 from piitracer.model.workspace import CatalogDataset, DatasetFormat, Policy
 
@@ -35,6 +36,15 @@ class StepTemplate:
     physical: bool = True  # False for the logical step (delete, rewrite, manual...)
 
 
+class EngineRefused(ValueError):
+    """A dataset no engine can erase as the workspace configures it; the message says why and what
+    to change (the planner turns it into a ``PlanningError``)."""
+
+
+def _one_engine(dataset: str, entry: CatalogDataset, iceberg: IcebergSettings, spark: SparkSettings) -> StepEngine | None:
+    return None
+
+
 @dataclass(frozen=True)
 class FormatTemplate:
     """How the plan erases one stored format.
@@ -42,12 +52,15 @@ class FormatTemplate:
     ``steps``: every step of one dataset, logical step first (shared/lakehouse-notes.md says which
     sequences remove the bytes). ``retention_window``: how long the format's own maintenance keeps
     the bytes after a delete, and why ((None, why) when it never removes them). ``override``: what
-    the plan's own physical steps do instead, stated when the window misses the deadline."""
+    the plan's own physical steps do instead, stated when the window misses the deadline.
+    ``engine``: what runs the dataset's steps given the workspace's ``iceberg:`` and ``spark:``
+    settings (None: the format has one way; raises :class:`EngineRefused` when none can)."""
 
     format: DatasetFormat
     steps: Callable[[CatalogDataset, TableState | None, Policy | None], list[StepTemplate]]
     override: str
     retention_window: Callable[[CatalogDataset], tuple[timedelta | None, str]] = lambda entry: (None, NO_RETENTION)
+    engine: Callable[[str, CatalogDataset, IcebergSettings, SparkSettings], StepEngine | None] = _one_engine
 
 
 @lru_cache(maxsize=1)

@@ -19,6 +19,7 @@ from piitracer.model.plan import (
 from piitracer.model.table_state import RefType, TableState
 from piitracer.model.workspace import CatalogDataset, CloneMode, DatasetFormat, DeleteMode, IcebergWriteMode, Policy, RefHandling
 from piitracer.planner.templates import FormatTemplate, StepTemplate, days
+from piitracer.planner.templates.iceberg_engines import engine_for
 
 # rewrite_data_files options that applied every delete file in the measured runs. The size bounds
 # turn off bin-packing's own reasons to rewrite a file (smaller than 75% or larger than 180% of the
@@ -94,4 +95,5 @@ def retention_window(entry: CatalogDataset) -> tuple[timedelta | None, str]:
 TEMPLATE = FormatTemplate(
     format=DatasetFormat.ICEBERG, steps=steps, retention_window=retention_window,
     override="expire_snapshots older than the delete's commit time (retain_last 1), then remove_orphan_files",
+    engine=engine_for,
 )
