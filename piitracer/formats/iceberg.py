@@ -10,7 +10,7 @@ from piitracer.formats import FormatSupport, Shown, StepWork, TableFiles, hidden
 from piitracer.formats.iceberg_eraser import WORK_BRANCH_PREFIX, IcebergEraser
 from piitracer.formats.iceberg_metadata import (arrow_schema, candidate_files, files, referenced_paths, sample_rows,
                                                 table_facts, table_folder, table_state, versions)
-from piitracer.formats.iceberg_table import newest_metadata_file
+from piitracer.formats.iceberg_table import newest_metadata_file, stray_metadata_notes
 from piitracer.formats.prepare import proof_columns
 from piitracer.model.outcome import SafetyError, StepOutcome
 from piitracer.model.plan import Action
@@ -112,10 +112,19 @@ def logical_removers(current: bool, held_by_ref: bool) -> list[Action]:
     return [Action.REWRITE_REF, Action.RELEASE_REF, Action.EXPIRE_SNAPSHOTS] if held_by_ref else [Action.EXPIRE_SNAPSHOTS]
 
 
+def table_files(root: Location, store: Store) -> TableFiles:
+    """:func:`~piitracer.formats.iceberg_metadata.files`, with each metadata file newer than the one
+    the table's catalog names as a problem the verifier reports (another writer's uncommitted file:
+    never read as the table's state)."""
+    found = files(root, store)
+    found.problems.extend(stray_metadata_notes(root, store))
+    return found
+
+
 SUPPORT = FormatSupport(
     format=DatasetFormat.ICEBERG, perform=PERFORM, describe=DESCRIBE,
     spark_actions=frozenset(PERFORM), spark_table=True, schema=arrow_schema, newest_metadata=newest_metadata_file,
-    referenced_paths=referenced_paths, keeps_refs=True, table_state=table_state, source_rows=source_rows, files=files,
+    referenced_paths=referenced_paths, keeps_refs=True, table_state=table_state, source_rows=source_rows, files=table_files,
     versions=versions, version_word="snapshot", file_removers=file_removers, logical_removers=logical_removers,
     candidate_files=candidate_files, estimate_basis="Iceberg manifest bounds (scan plan)",
     table_folder=table_folder, table_facts=table_facts, sample_rows=sample_rows,

@@ -16,6 +16,7 @@ pyiceberg only; :func:`redacted` is what may be shown.
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -30,18 +31,39 @@ if TYPE_CHECKING:  # pyiceberg is imported only when a catalog is used
     from pyiceberg.table import Table
 
 
+TABLE_FORMAT = DatasetFormat.ICEBERG  # what these catalogs keep
+
+
 class CatalogError(FormatError):
     """A catalog that cannot be loaded or asked (unknown name, unreachable server, no such table);
     the message names the catalog and the table, never a credential."""
 
 
+# The password of a URI (``postgresql://user:password@host/db``): shown as ``***``.
+_URI_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/:@\s]*:)(?P<password>[^@/\s]+)(?=@)")
+
+
+def _is_secret(key: str) -> bool:
+    return any(word in key.upper().replace("-", "_").replace(".", "_") for word in CATALOG_SECRET_WORDS)
+
+
 def redacted(properties: Mapping[str, str]) -> dict[str, str]:
-    """Catalog properties as they may be shown or logged: credentials replaced by ``***``."""
-    shown = {}
-    for key, value in sorted(properties.items()):
-        secret = any(word in key.upper().replace("-", "_") for word in CATALOG_SECRET_WORDS)
-        shown[key] = "***" if secret else value
-    return shown
+    """Catalog properties as they may be shown or logged: credentials, and the password of a URI
+    (``uri: postgresql://user:***@host/db``), replaced by ``***``."""
+    return {key: "***" if _is_secret(key) else _URI_PASSWORD.sub(r"\g<head>***", str(value))
+            for key, value in sorted(properties.items())}
+
+
+def scrubbed(text: str, properties: Mapping[str, str]) -> str:
+    """``text`` (a library's error message) with every credential of ``properties`` and every
+    URI password in it replaced by ``***``: pyiceberg, SQLAlchemy and the HTTP clients put the
+    properties or the connection URI they were given into their messages."""
+    secrets = {str(value) for key, value in properties.items() if _is_secret(key) and value}
+    secrets |= {match.group("password") for value in properties.values() for match in _URI_PASSWORD.finditer(str(value))}
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= 3:  # a one- or two-letter "secret" would blot out the message, not hide anything
+            text = text.replace(secret, "***")
+    return _URI_PASSWORD.sub(r"\g<head>***", text)
 
 
 def pyiceberg_configuration() -> dict[str, dict[str, Any]]:
@@ -76,8 +98,7 @@ class IcebergCatalogs:
         bindings = {}
         for dataset, location in locations.items():
             entry = entries.get(dataset)
-            if entry is not None and entry.format is DatasetFormat.ICEBERG and entry.table \
-                    and entry.table.count(".") >= 2 and entry.table.split(".", 1)[0].lower() != hadoop_catalog.lower():
+            if entry is not None and catalog_table(entry, hadoop_catalog):
                 bindings[location] = entry.table
         return cls(settings, bindings)
 
@@ -137,7 +158,7 @@ class IcebergCatalogs:
                     self._loaded[key] = load_catalog(key, **properties)
                 except Exception as error:  # pyiceberg raises many types for a bad or unreachable catalog
                     raise CatalogError(f"Iceberg catalog {key!r} ({redacted(properties)}): cannot load it: "
-                                       f"{type(error).__name__}: {_first_line(error)}") from None
+                                       f"{type(error).__name__}: {self.reason(key, error)}") from None
             return self._loaded[key]
 
     def load_table(self, identifier: str) -> "Table":
@@ -149,7 +170,51 @@ class IcebergCatalogs:
             raise
         except Exception as error:
             raise CatalogError(f"Iceberg catalog {name!r}: cannot load table {table}: "
-                               f"{type(error).__name__}: {_first_line(error)}") from None
+                               f"{type(error).__name__}: {self.reason(name, error)}") from None
+
+    def list_tables(self, name: str) -> list[str]:
+        """Every table of catalog ``name`` as ``<namespace>.<table>`` (nested namespaces
+        ``a.b.table`` too), sorted: ``list_namespaces`` from the top, each namespace's own
+        namespaces and tables (pyiceberg's ``list_namespaces`` / ``list_tables``)."""
+        catalog = self.catalog(name)
+        found: set[str] = set()
+        pending: list[tuple[str, ...]] = [()]
+        seen: set[tuple[str, ...]] = set()
+        from pyiceberg.exceptions import NoSuchNamespaceError
+
+        while pending:
+            namespace = pending.pop()
+            try:
+                try:
+                    children = [tuple(child) for child in catalog.list_namespaces(namespace)]
+                except NoSuchNamespaceError:  # a catalog of one level (BigQuery) refuses to look inside one
+                    if not namespace:
+                        raise
+                    children = []
+                if namespace:
+                    found.update(".".join(table) for table in catalog.list_tables(namespace))
+            except Exception as error:  # an unreachable server, a namespace gone meanwhile: the catalog's reason
+                where = f" namespace {'.'.join(namespace)}" if namespace else ""
+                raise CatalogError(f"Iceberg catalog {name!r}: cannot list{where}: {type(error).__name__}: "
+                                   f"{self.reason(name, error)}") from None
+            for child in children:
+                if child not in seen and len(child) > len(namespace):  # a catalog listing itself again ends here
+                    seen.add(child)
+                    pending.append(child)
+        return sorted(found)
+
+    def table_location(self, identifier: str) -> str:
+        """The location the catalog keeps the table ``<catalog>.<namespace>.<table>`` at."""
+        return self.load_table(identifier).location()
+
+    def reason(self, name: str, error: Exception) -> str:
+        """An error's first line, with no credential of catalog ``name`` in it."""
+        return scrubbed(_first_line(error), self.definitions().get(name.lower(), {}))
+
+    def bind(self, bindings: Mapping[Location, str]) -> None:
+        """Bind more catalogued locations to their tables' identifiers (discovery binds the
+        tables it listed, so what it reads next of them is read through their catalog)."""
+        self._bindings.update({canonical(location): identifier for location, identifier in bindings.items()})
 
     def identifier_at(self, location: Location) -> str | None:
         """The identifier of the catalog table bound to ``location``, if any."""
@@ -161,7 +226,22 @@ class IcebergCatalogs:
         identifier = self.identifier_at(location)
         if identifier is None or not self.owns(identifier):
             return None
-        return self.load_table(identifier).metadata_location
+        table = self.load_table(identifier)
+        kept = Location.parse(table.location())
+        if canonical(kept) != canonical(location):
+            raise CatalogError(f"Iceberg table {identifier}: its catalog keeps it at {kept}, the workspace catalogues it at "
+                               f"{location}: refusing to read or change either (make the dataset's location the catalog's)")
+        return table.metadata_location
+
+
+def catalog_table(entry: CatalogDataset, hadoop_catalog: str) -> str | None:
+    """The identifier of an Iceberg dataset whose ``table:`` names a catalog other than Spark's
+    Hadoop warehouse catalog (``hadoop_catalog``, read from its folder), else None."""
+    table = entry.table
+    if entry.format is not TABLE_FORMAT or not table or table.count(".") < 2 \
+            or table.split(".", 1)[0].lower() == hadoop_catalog.lower():
+        return None
+    return table
 
 
 def split_identifier(identifier: str) -> tuple[str, str]:

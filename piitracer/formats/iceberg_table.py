@@ -45,6 +45,39 @@ def newest_metadata_file(location: Location, store: Store) -> Location | None:
     return folder.child(max(numbered)[1]) if numbered else None
 
 
+def newer_metadata_files(location: Location, current: Location, store: Store) -> list[Location]:
+    """Metadata files in the table's ``metadata`` folder numbered above ``current`` (the one its
+    catalog names): another writer's uncommitted or failed commit. Reported, never read as the
+    table's state; none when ``current`` bears no version number."""
+    match = _METADATA_VERSION.match(current.name)
+    if match is None:
+        return []
+    folder = location.child("metadata")
+    found = []
+    for entry in store.list_files(folder):
+        name = entry.relative
+        other = _METADATA_VERSION.match(name)
+        if "/" not in name and ".metadata.json" in name and other and int(other.group(1)) > int(match.group(1)):
+            found.append(folder.child(name))
+    return sorted(found)
+
+
+def stray_metadata_notes(location: Location, store: Store) -> list[str]:
+    """What :func:`newer_metadata_files` finds for a table a catalog keeps, in words (a warning of
+    discovery and verify); none for a table read from its folder."""
+    pointer = store.current_metadata(location)
+    if pointer is None:
+        return []
+    current = catalog_metadata_file(location, pointer)
+    return [stray_note(found, current) for found in newer_metadata_files(location, current, store)]
+
+
+def stray_note(found: Location, current: Location) -> str:
+    """One stray metadata file, in words."""
+    return (f"metadata/{found.name} is newer than the catalog's current metadata/{current.name}: another writer's "
+            "uncommitted file? not read (the catalog's pointer is the table's state)")
+
+
 def static_table(location: Location, store: Store):
     """pyiceberg's ``StaticTable`` of the newest metadata, or None when there is no table yet."""
     metadata_file = newest_metadata_file(location, store)
