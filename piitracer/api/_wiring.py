@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Collection, Sequence
+from typing import Collection, Mapping, Sequence
 
 from piitracer.crypto.envelope import KeyWrapper, ValueCipher
 from piitracer.executor.journal import Journal
-from piitracer.formats.iceberg_catalogs import IcebergCatalogs
+from piitracer.formats.iceberg_catalogs import CatalogError, IcebergCatalogs, catalog_table
 from piitracer.executor.runner import ExecutionContext
 from piitracer.workspace.model import Workspace, WorkspaceError
 from piitracer.model.steps import StepRecord
@@ -28,27 +28,54 @@ def workspace_store(workspace: Workspace) -> Store:
     return Store(workspace.config.storage, pointers=iceberg_catalogs(workspace))
 
 
-def iceberg_catalogs(workspace: Workspace) -> IcebergCatalogs:
+def iceberg_catalogs(workspace: Workspace, ask_catalogs: bool = True) -> IcebergCatalogs:
     """The workspace's Iceberg catalogs, each Iceberg dataset whose ``table:`` names a catalog other
-    than Spark's Hadoop warehouse catalog (``spark.catalog``) bound to its catalogued location."""
-    return IcebergCatalogs.of_catalog(workspace.config.iceberg, workspace.config.catalog, dataset_locations(workspace),
+    than Spark's Hadoop warehouse catalog (``spark.catalog``) bound to its catalogued location (one
+    with no ``location:`` to the one its catalog gives, unless not ``ask_catalogs``)."""
+    return IcebergCatalogs.of_catalog(workspace.config.iceberg, workspace.config.catalog,
+                                      dataset_locations(workspace, ask_catalogs=ask_catalogs),
                                       hadoop_catalog=workspace.config.spark.catalog)
 
 
-def dataset_locations(workspace: Workspace, datasets: Collection[str] | None = None) -> dict[str, Location]:
+def dataset_locations(workspace: Workspace, datasets: Collection[str] | None = None,
+                      ask_catalogs: bool = True) -> dict[str, Location]:
     """Every catalogued dataset's location (or only those of ``datasets``) as a :class:`Location`
     (relative paths under the workspace; ``s3://...`` and other URIs as they are). A location that
-    is not a usable place is a workspace error naming the dataset."""
+    is not a usable place is a workspace error naming the dataset. An Iceberg dataset with no
+    ``location:`` whose ``table:`` is in a configured catalog is where that catalog keeps it
+    (asked now, unless not ``ask_catalogs``; a catalog that cannot say is a workspace error)."""
     found = {}
+    unplaced = {}
     catalog = workspace.config.catalog
     entries = catalog.items() if datasets is None else ((d, catalog[d]) for d in sorted(datasets) if d in catalog)
     for dataset, entry in entries:
         if entry.location is None:
+            if ask_catalogs and catalog_table(entry, workspace.config.spark.catalog):
+                unplaced[dataset] = entry.table
             continue
         try:
             found[dataset] = Location.parse(entry.location, workspace.root)
         except LocationError as error:
             raise WorkspaceError(f"{workspace.root / 'piitracer.yaml'}: catalog.{dataset}.location: {error}") from None
+    if unplaced:
+        found.update(catalog_table_locations(workspace, unplaced))
+    return found
+
+
+def catalog_table_locations(workspace: Workspace, tables: Mapping[str, str]) -> dict[str, Location]:
+    """Dataset -> the location its Iceberg catalog keeps its table at (``tables``: dataset ->
+    ``<catalog>.<namespace>.<table>``), for datasets the workspace gives no location; a table
+    whose catalog is not configured is left out (the plan says it has no location)."""
+    catalogs = IcebergCatalogs(workspace.config.iceberg)
+    found = {}
+    for dataset, identifier in sorted(tables.items()):
+        if not catalogs.owns(identifier):
+            continue
+        try:
+            found[dataset] = Location.parse(catalogs.table_location(identifier))
+        except (CatalogError, LocationError) as error:
+            raise WorkspaceError(f"{workspace.root / 'piitracer.yaml'}: catalog.{dataset}: no location: here, and its "
+                                 f"table {identifier} cannot be placed by its catalog: {error}") from None
     return found
 
 

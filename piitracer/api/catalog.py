@@ -11,13 +11,14 @@ from typing import Any, Callable, Mapping, Sequence
 
 import yaml
 
-from piitracer.api._wiring import dataset_locations, warehouse_roots, workspace_store
+from piitracer.api._wiring import dataset_locations, iceberg_catalogs, warehouse_roots, workspace_store
 from piitracer.api.lineage import build_lineage_graph
 from piitracer.discover.catalog_file import DiscoveredCatalog, catalog_entries, kept_identifiers, with_identifiers
 from piitracer.discover.classify import ClassifyOptions, ColumnVerdict, classify_columns, inherited
 from piitracer.discover.classify_sample import key_values as read_key_values
 from piitracer.discover.classify_sample import sample_table
 from piitracer.discover.drift import Difference, compare
+from piitracer.discover.catalog_tables import discover_catalog_tables
 from piitracer.discover.lakehouse import DiscoveredTable, Discovery, describe_catalog_tables, discover_tables
 from piitracer.executor.spark_catalog import list_catalogs
 from piitracer.executor.spark_session import spark_session
@@ -28,6 +29,7 @@ from piitracer.model.lineage import ColumnRef
 from piitracer.model.workspace import REPLICA_SEPARATOR, DatasetFormat
 from piitracer.storage.guard import canonical
 from piitracer.storage.locations import Location, LocationError
+from piitracer.storage.store import Store
 
 
 def discover_catalog(workspace: Workspace, progress: Callable[[str], None] | None = None,
@@ -36,10 +38,15 @@ def discover_catalog(workspace: Workspace, progress: Callable[[str], None] | Non
     and the roots that could not be listed (:mod:`piitracer.discover.lakehouse`). With
     ``spark_views``, also what the workspace's Spark catalogs list (this starts Spark): their
     views, and their tables the walk did not find (described when inside a root, else listed
-    with the reason)."""
-    warehouse = Location.parse(workspace.resolve(workspace.config.spark.warehouse))
-    found = discover_tables(warehouse_roots(workspace), workspace_store(workspace), warehouse, workspace.config.spark.catalog,
-                            progress)
+    with the reason). The configured Iceberg catalogs' tables are listed through their catalogs
+    (:mod:`piitracer.discover.catalog_tables`): each named ``namespace.table``, read from the
+    metadata file its catalog names, and not found again by its folder."""
+    warehouse, roots = Location.parse(workspace.resolve(workspace.config.spark.warehouse)), warehouse_roots(workspace)
+    catalogs = iceberg_catalogs(workspace, ask_catalogs=False)  # it lists them itself: one unreachable is reported
+    listed = discover_catalog_tables(catalogs, roots, Store(workspace.config.storage, pointers=catalogs), progress)
+    found = discover_tables(roots, discovery_store(workspace, listed.bindings()), warehouse, workspace.config.spark.catalog,
+                            progress, catalogued=listed.tables)
+    found.unreadable_iceberg_catalogs, found.bindings = listed.unreadable, listed.bindings()
     if spark_views:
         if progress:
             progress("the Spark catalogs")
@@ -53,10 +60,28 @@ def discover_catalog(workspace: Workspace, progress: Callable[[str], None] | Non
     return found
 
 
+def discovery_store(workspace: Workspace, bindings: Mapping[Location, str]) -> Store:
+    """The workspace's store, with the tables discovery listed through their catalogs
+    (``bindings``: location -> identifier) read through those catalogs too."""
+    catalogs = iceberg_catalogs(workspace, ask_catalogs=False)
+    catalogs.bind(bindings)
+    return Store(workspace.config.storage, pointers=catalogs)
+
+
 def discovered_name(workspace: Workspace) -> Callable[[DiscoveredTable], str]:
-    """A discovered table's dataset id: the catalog's for a catalogued location, else its own name."""
-    names = {canonical(location).uri: dataset for dataset, location in dataset_locations(workspace).items()}
-    return lambda table: names.get(canonical(table.location).uri, table.name)
+    """A discovered table's dataset id: the catalog's for a catalogued location, else the catalog's
+    for its table identifier (``table: prod.fintech.payments``, with or without a location), else
+    its own name."""
+    names = {canonical(location).uri: dataset
+             for dataset, location in dataset_locations(workspace, ask_catalogs=False).items()}
+    tables = declared_tables(workspace)
+    return lambda table: (names.get(canonical(table.location).uri)
+                          or (tables.get((table.table or "").lower()) if table.catalog else None) or table.name)
+
+
+def declared_tables(workspace: Workspace) -> dict[str, str]:
+    """``<catalog>.<namespace>.<table>`` (lower case) -> the dataset whose ``table:`` it is."""
+    return {entry.table.lower(): dataset for dataset, entry in workspace.config.catalog.items() if entry.table}
 
 
 def lineage_only_datasets(workspace: Workspace, discovery: Discovery) -> list[str]:
@@ -85,7 +110,8 @@ def write_discovered_catalog(workspace: Workspace, discovery: Discovery | None =
         discovery = classification.discovery if classification is not None else None
     found = discover_catalog(workspace) if discovery is None else discovery
     supplied = workspace.layers.from_discovery
-    declared = {d: location for d, location in dataset_locations(workspace).items() if "location" not in supplied.get(d, ())}
+    declared = {d: location for d, location in dataset_locations(workspace, ask_catalogs=False).items()
+                if "location" not in supplied.get(d, ())}
     formats = {d: entry.format for d, entry in workspace.config.catalog.items() if "format" not in supplied.get(d, ())}
     for dataset, raw in workspace.set_aside.items():  # what the person says of tables not yet described
         declared.update(_said_locations(workspace, dataset, raw))
@@ -102,7 +128,7 @@ def write_discovered_catalog(workspace: Workspace, discovery: Discovery | None =
     stored = {name_of(t) for t in found.tables}
     views = {d: tuple(graph.dataset(d).columns) for d in graph.datasets() if graph.dataset(d).view and d not in stored}
     views.update({d: columns for d, columns in found.views.items() if d not in stored})  # what the catalog keeps wins
-    written = catalog_entries(found.tables, declared, formats, place_text, views)
+    written = catalog_entries(found.tables, declared, formats, place_text, views, declared_tables(workspace))
     path = workspace.root / DISCOVERED_FILE
     if classification is not None:
         with_identifiers(written, classification.verdicts)
@@ -153,7 +179,6 @@ def classify_catalog(workspace: Workspace, sample: int = 50) -> Classification:
     options = ClassifyOptions(countries=tuple(settings.countries), phone_regions=tuple(settings.phone_regions),
                               min_values=settings.min_values)
 
-    store = workspace_store(workspace)
     catalog = workspace.config.catalog
     name_of = discovered_name(workspace)
     graph = build_lineage_graph(workspace)
@@ -166,7 +191,10 @@ def classify_catalog(workspace: Workspace, sample: int = 50) -> Classification:
     verdicts: list[ColumnVerdict] = []
     problems: dict[str, str] = {}
     discovery = discover_catalog(workspace)
+    store = discovery_store(workspace, discovery.bindings)  # a catalog table's rows: through its catalog's pointer
     problems.update({root: f"cannot list it: {why}" for root, why in discovery.unreadable_roots.items()})
+    problems.update({f"Iceberg catalog {name}": f"cannot list it: {why}"
+                     for name, why in discovery.unreadable_iceberg_catalogs.items()})
     for table in discovery.tables:
         dataset = name_of(table)
         if table.problems:

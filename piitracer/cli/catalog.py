@@ -35,7 +35,9 @@ def catalog_discover(ctx: click.Context, output: str, write: bool, spark_views: 
     """List every table under the discovery roots (warehouse_roots, else the workspace folder and
     the Iceberg warehouse) with what its own metadata says: format, location, columns, write mode,
     retention properties, format version, tags and branches, shallow clones, Delta features,
-    partition columns. A table whose metadata cannot be read is listed with the reason."""
+    partition columns; and every namespace and table of each configured Iceberg catalog
+    (iceberg.catalogs, .pyiceberg.yaml, PYICEBERG_CATALOG__*), named namespace.table and read from
+    the metadata its catalog names. A table whose metadata cannot be read is listed with the reason."""
     workspace = open_workspace(ctx)
     with err_console.status("discovering tables") as status:
         discovery = discover_catalog(workspace, lambda place: status.update(Text(f"reading {place}")), spark_views)
@@ -45,12 +47,21 @@ def catalog_discover(ctx: click.Context, output: str, write: bool, spark_views: 
         err_console.print(f"{root}: not discovered: {why}", highlight=False, markup=False)
     for catalog, why in sorted(discovery.unreadable_catalogs.items()):
         err_console.print(f"Spark catalog {catalog}: views not listed: {why}", highlight=False, markup=False, soft_wrap=True)
+    for catalog, why in sorted(discovery.unreadable_iceberg_catalogs.items()):
+        err_console.print(f"Iceberg catalog {catalog}: not discovered: {why}", highlight=False, markup=False, soft_wrap=True)
+    for found in tables:
+        for warning in found.warnings:
+            err_console.print(f"{found.table or found.name}: warning: {warning}", highlight=False, markup=False,
+                              soft_wrap=True)
     if write:
         _write_discovered(workspace, discovery=discovery)
     if output == "json":
-        click.echo(json.dumps({"tables": [discovered_json(t) for t in tables], "unreadable_roots": discovery.unreadable_roots,
+        click.echo(json.dumps({"tables": [{**discovered_json(t), "catalog": t.catalog, "properties": t.properties,
+                                           "warnings": list(t.warnings)} for t in tables],
+                               "unreadable_roots": discovery.unreadable_roots,
                                "views": {d: list(c) for d, c in sorted(discovery.views.items())},
                                "unreadable_catalogs": discovery.unreadable_catalogs,
+                               "unreadable_iceberg_catalogs": discovery.unreadable_iceberg_catalogs,
                                "seen_in_lineage_not_found_in_storage": lineage_only}, indent=2))
         return
     root = Location.parse(workspace.root)

@@ -44,21 +44,29 @@ class DiscoveredCatalog:
 
 def catalog_entries(tables: Sequence[DiscoveredTable], declared: Mapping[str, Location],
                     declared_formats: Mapping[str, DatasetFormat], place_text: Callable[[Location], str],
-                    views: Mapping[str, Sequence[str]] | None = None) -> DiscoveredCatalog:
+                    views: Mapping[str, Sequence[str]] | None = None,
+                    declared_tables: Mapping[str, str] | None = None) -> DiscoveredCatalog:
     """Entries for ``tables``.
 
     ``declared``: the locations the person's catalog gives (dataset -> location);
     ``declared_formats``: the formats it states; ``place_text`` writes a location as the catalog
     should (relative to the workspace when inside it); ``views``: datasets the lineage creates
-    with ``CREATE VIEW`` and their columns."""
+    with ``CREATE VIEW`` and their columns; ``declared_tables``: the table identifiers the person's
+    catalog gives (``prod.fintech.payments`` -> dataset), which name a table found at another place
+    or with no location said (a catalog keeps it where it says)."""
     by_place = {canonical(location).uri: dataset for dataset, location in declared.items()}
     named: dict[str, list[DiscoveredTable]] = {}
     skipped: dict[str, str] = {}
     for table in tables:
         if table.problems:
-            skipped[str(table.location)] = "its metadata cannot be read: " + "; ".join(table.problems)
+            if table.catalog:  # a catalog's table: named by its identifier, its problem as it is
+                skipped[table.table or str(table.location)] = "; ".join(table.problems)
+            else:
+                skipped[str(table.location)] = "its metadata cannot be read: " + "; ".join(table.problems)
             continue
         dataset = by_place.get(canonical(table.location).uri)
+        if dataset is None and table.catalog and table.table:  # listed by its Iceberg catalog
+            dataset = (declared_tables or {}).get(table.table.lower())
         if dataset is None:
             dataset = table.name
             if dataset in declared:
@@ -70,6 +78,11 @@ def catalog_entries(tables: Sequence[DiscoveredTable], declared: Mapping[str, Lo
     entries: dict[str, dict[str, Any]] = {}
     for dataset, found in sorted(named.items()):
         if len(found) > 1:
+            if all(t.catalog for t in found):  # the same namespace.table in two catalogs: one line naming both
+                skipped[dataset] = (f"{' and '.join(f'{t.table} (at {t.location})' for t in found)} are both "
+                                    f"{dataset}: not guessing which; give each a name in piitracer.yaml with its "
+                                    "table: and location:")
+                continue
             places = ", ".join(str(t.location) for t in found)
             for table in found:
                 skipped[str(table.location)] = (f"{len(found)} tables would be named {dataset} ({places}): "

@@ -44,6 +44,9 @@ class DiscoveredTable:
     features: tuple[str, ...] = ()  # 'change data feed', 'deletion vectors', 'stats columns: a, b'
     problems: tuple[str, ...] = ()
     data_folders: tuple[str, ...] = ()  # Iceberg: where the current snapshot's data files live
+    catalog: str | None = None  # the configured Iceberg catalog that lists it (its pointer is the table's state)
+    properties: dict[str, str] = field(default_factory=dict)  # a catalog table's properties, credentials redacted
+    warnings: tuple[str, ...] = ()  # worth a look, not a reason to skip it (a stray newer metadata file)
 
     @property
     def name(self) -> str:
@@ -65,14 +68,20 @@ class Discovery:
     # why it could not be listed.
     views: dict[str, tuple[str, ...]] = field(default_factory=dict)
     unreadable_catalogs: dict[str, str] = field(default_factory=dict)
+    # The configured Iceberg catalogs that could not be listed, with why (the others still are).
+    unreadable_iceberg_catalogs: dict[str, str] = field(default_factory=dict)
 
 
 def discover_tables(roots: Sequence[Location], store: Store, warehouse: Location | None = None,
-                    catalog_name: str = "lake", progress: Callable[[str], None] | None = None) -> Discovery:
+                    catalog_name: str = "lake", progress: Callable[[str], None] | None = None,
+                    catalogued: Sequence[DiscoveredTable] = ()) -> Discovery:
     """Every table under ``roots``. A table of a format Spark reaches by identifier, under
     ``warehouse`` (a Hadoop catalog), gets ``<catalog_name>.<namespace>.<table>``. A root that
     cannot be listed (an unreachable store, wrong credentials) is reported and the others are
-    still read; ``progress`` hears of each table as it is read."""
+    still read; ``progress`` hears of each table as it is read. ``catalogued``: the tables the
+    Iceberg catalogs list (:mod:`piitracer.discover.catalog_tables`), found as they are: a folder
+    at one's location is that table, not another one named by its path."""
+    known = {canonical(table.location).uri for table in catalogued}
     supports = [support_for(fmt) for fmt in supported_formats()]
     loose = next(support for support in supports if support.loose_files)
     folders: dict[str, FormatSupport] = {}
@@ -99,9 +108,12 @@ def discover_tables(roots: Sequence[Location], store: Store, warehouse: Location
     say = progress or (lambda text: None)
     found = []
     for uri, support in [*folders.items(), *((uri, loose) for uri in sorted(loose_folders))]:
+        if canonical(Location.parse(uri)).uri in known:
+            continue
         say(uri)
         found.append(_describe(Location.parse(uri), support, store, warehouse if support is not loose else None,
                                catalog_name))
+    found += catalogued
     _mark_shallow_clones(found)
     return Discovery(sorted(found, key=lambda table: table.location.uri), unreadable)
 

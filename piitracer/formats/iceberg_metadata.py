@@ -234,14 +234,20 @@ def table_facts(location: Location, store: Store) -> TableFacts:
     """Schema, write mode (``write.delete.mode``; Iceberg's default is copy-on-write), retention
     properties, format version, tags and branches with their max-ref-age, partition columns, and
     where the current snapshot's data files live."""
+    table = static_table(location, store)
+    if table is None:
+        raise FormatError(f"{location}: no Iceberg metadata file")
+    return table_facts_of(table)
+
+
+def table_facts_of(table) -> TableFacts:
+    """:func:`table_facts` of a pyiceberg table already read (a ``StaticTable`` of its folder, or
+    the ``Table`` a catalog returns: discovery through the catalog)."""
     from pyiceberg.table.refs import SnapshotRefType
 
     from piitracer.model.table_properties import ICEBERG_DELETE_MODE, iceberg_retention
     from piitracer.model.workspace import IcebergWriteMode, duration_text
 
-    table = static_table(location, store)
-    if table is None:
-        raise FormatError(f"{location}: no Iceberg metadata file")
     metadata = table.metadata
     properties = dict(metadata.properties)
     retention, problems = iceberg_retention(properties)
