@@ -55,8 +55,8 @@ def discover_catalog_tables(catalogs: IcebergCatalogs, roots: Sequence[Location]
         return found
     for name in names:
         if not catalogs.owns(f"{name}.namespace.table"):
-            say(f"the Iceberg catalog {name}")  # Spark's Hadoop folder catalog: its folders are its state (the walk reads them)
-        continue
+            continue  # Spark's Hadoop folder catalog: its folders are its state (the walk reads them)
+        say(f"the Iceberg catalog {name}")
         try:
             listed = catalogs.list_tables(name)
         except CatalogError as error:
