@@ -39,7 +39,8 @@ def lineage_graph_for(workspace: Workspace, sources: Sequence[str], refresh: boo
     Falls back to the whole graph when a source names no catalogued dataset (so the planner
     reports it) or the store cannot be used."""
     catalog = workspace.config.catalog
-    starts = {text.rsplit(".", 1)[0].lower() for text in sources if "." in text}
+    named = [workspace.namer.from_column_name(text) for text in sources]  # a table named with its catalog too
+    starts = {text.rsplit(".", 1)[0].lower() for text in named if "." in text}
     with _lineage_store(workspace) as store:
         if store is not None and starts and starts <= set(catalog):
             if refresh:

@@ -50,7 +50,7 @@ def plan_deletion(
     refs = []
     for text in sources:
         try:
-            parsed = parse_column(text, graph)
+            parsed = parse_column(workspace.namer.from_column_name(text), graph)  # prod.fintech.payments.user_id too
         except KeyError as error:
             raise PlanningError(f"--source {text}: {error.args[0]}") from None
         if not isinstance(parsed, ColumnRef):

@@ -18,8 +18,10 @@ The rule, in order (first match wins):
    ``kafka://broker:9092``) -> ``<namespace>/<name>`` lower-cased, so it never collides with a table.
 4. A table name (the namespace is a metastore/catalog such as ``hive://``, or a storage
    namespace whose name has no slash, as in Spark's TABLE symlinks): unquoted, lower-cased, split
-   on dots; a leading part that is a known Spark catalog name (``spark_catalog`` plus the workspace's catalog names) is dropped when three parts
-   remain; a bare ``table`` gets the default database. ``db.table`` found in the catalog (by id or
+   on dots; a leading part that is a known catalog name (``spark_catalog``, the workspace's Spark
+   catalog names and its Iceberg catalogs': ``iceberg.catalogs``, ``.pyiceberg.yaml``,
+   ``PYICEBERG_CATALOG__*``) is dropped when three parts remain; a bare ``table`` gets the default
+   database. ``db.table`` found in the catalog (by id or
    by its ``table`` identifier) -> that dataset; otherwise ``db.table`` itself.
 """
 
@@ -97,6 +99,20 @@ class DatasetNamer:
             parts = parts[1:]
         candidate = ".".join(parts)
         return self.tables.get(candidate, candidate)
+
+    def from_column_name(self, text: str) -> str:
+        """``<dataset>.<column>`` as a person names a column (``--source``): a dataset id as it is;
+        a table named with its catalog (``prod.fintech.payments.user_id``) or by its ``table:``
+        identifier -> the catalog dataset's id (``fintech.payments.user_id``). Anything the
+        catalog does not know is returned as given (the caller says what is unknown)."""
+        name = text.strip().lower()
+        dataset, _, column = name.rpartition(".")
+        if not dataset or name in self.catalog_ids or dataset in self.catalog_ids:
+            return name
+        if self.from_table_name(name) in self.catalog_ids:  # a dataset named with its catalog, no column
+            return self.from_table_name(name)
+        found = self.from_table_name(dataset)
+        return f"{found}.{column}" if found in self.catalog_ids else name
 
     def from_location(self, location: str) -> str:
         """Canonical id of a dataset named by its storage location."""

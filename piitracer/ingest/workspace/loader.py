@@ -73,9 +73,35 @@ def load_workspace(folder: str | os.PathLike[str] = ".") -> Workspace:
     cache = WorkspaceCache.open(root)
     kept = cache.workspace() if cache is not None else None
     if kept is not None:
-        return _with_dbt_types(replace(kept, warnings=kept.warnings + workspace_warnings(kept, root / WORKSPACE_FILE,
-                                                                                         _Lines(cache.text))))
-    return _with_dbt_types(_load_and_validate(root, cache))
+        return _with_dbt_types(_with_pyiceberg_catalogs(replace(
+            kept, warnings=kept.warnings + workspace_warnings(kept, root / WORKSPACE_FILE, _Lines(cache.text)))))
+    return _with_dbt_types(_with_pyiceberg_catalogs(_load_and_validate(root, cache)))
+
+
+def _with_pyiceberg_catalogs(workspace: Workspace) -> Workspace:
+    """The Iceberg catalogs pyiceberg's own configuration names join the namer's catalog names
+    (``prod.fintech.payments`` in lineage is the dataset ``fintech.payments``): read on every load,
+    outside the kept workspace, since the environment and ``.pyiceberg.yaml`` are not among its files."""
+    extra = tuple(name for name in pyiceberg_catalog_names() if name not in workspace.namer.spark_catalogs)
+    if not extra:
+        return workspace
+    return replace(workspace, namer=replace(workspace.namer, spark_catalogs=workspace.namer.spark_catalogs + extra))
+
+
+def pyiceberg_catalog_names() -> tuple[str, ...]:
+    """The catalog names pyiceberg's configuration knows (``PYICEBERG_CATALOG__<NAME>__*``, the
+    first ``.pyiceberg.yaml`` of ``$PYICEBERG_HOME``, the home folder, the current folder), lower
+    case. pyiceberg's reader (~0.7 s to import) runs only when one of them is there."""
+    in_environment = any(key.lower().startswith("pyiceberg_catalog__") for key in os.environ)
+    folders = (os.environ.get("PYICEBERG_HOME"), os.path.expanduser("~"), os.getcwd())
+    if not in_environment and not any(folder and os.path.isfile(os.path.join(folder, ".pyiceberg.yaml")) for folder in folders):
+        return ()
+    from pyiceberg.utils.config import Config
+
+    try:
+        return tuple(sorted(name.lower() for name in Config().get_known_catalogs()))
+    except Exception:  # noqa: BLE001 - a malformed file or variable: the catalogs' first use reports it, naming it
+        return ()
 
 
 def _with_dbt_types(workspace: Workspace) -> Workspace:
@@ -399,7 +425,9 @@ def build_namer(config: WorkspaceConfig, root: Path) -> DatasetNamer:
             locations[normalise_location(absolute_location(root, entry.location))] = dataset_id
         for alias in entry.aliases:
             aliases[alias.strip().lower()] = dataset_id
-    catalogs = tuple(dict.fromkeys(DEFAULT_SPARK_CATALOGS + config.lineage.spark_catalogs + (config.spark.catalog,)))
+    # Iceberg catalogs name tables <catalog>.<namespace>.<table> too: their names are dropped alike.
+    catalogs = tuple(dict.fromkeys(DEFAULT_SPARK_CATALOGS + config.lineage.spark_catalogs + (config.spark.catalog,)
+                                   + tuple(config.iceberg.catalogs)))
     roots = sorted(
         ((normalise_location(remote), normalise_location(absolute_location(root, local)))
          for remote, local in config.lineage.location_roots.items()),
