@@ -34,7 +34,7 @@ from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
 from piitracer.verify.decoders import PUFFIN_NOTE, ScanResult, chunk_facts, scan_location
 from piitracer.verify.engines import FileScanner, ScanPlan, ScanRequest, list_requests
-from piitracer.formats import FormatSupport, TableFiles, support_for
+from piitracer.formats import FormatError, FormatSupport, TableFiles, support_for
 from piitracer.verify.columns import exact_hits
 from piitracer.verify.scope import ColumnScope, ScopedIndex, column_scope, search_notes
 from piitracer.verify.values import ValueIndex
@@ -154,6 +154,11 @@ def verify_dataset(plan: DeletionPlan, decision: DatasetDecision, entry: Catalog
                             else "no location in the catalog")
     if scan is None and not store.exists(location):  # a scan given: its location was listed
         return _not_checked(dataset, f"location {location} does not exist")
+    try:  # a table a catalog keeps: the catalog must name its state here, or what is scanned proves nothing
+        if store.current_metadata(location) is not None and support_for(entry.format).newest_metadata is not None:
+            support_for(entry.format).newest_metadata(location, store)
+    except FormatError as error:
+        return _not_checked(dataset, str(error))
 
     names = sets_for(plan, decision)
     scope = scope_for(plan, decision, entry)

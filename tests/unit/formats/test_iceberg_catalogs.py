@@ -20,12 +20,13 @@ import pytest
 from iceberg_catalog_lakehouse import build, catalog_environment, write_stray_metadata
 from pyiceberg.catalog.sql import SqlCatalog
 
-from piitracer.formats import FormatError
+from piitracer.formats import FormatError, table_schema
 from piitracer.formats.iceberg import SUPPORT
 from piitracer.formats.iceberg_catalogs import CatalogError, IcebergCatalogs, redacted
 from piitracer.formats.iceberg_metadata import table_state
 from piitracer.formats.iceberg_table import newest_metadata_file
 from piitracer.model.settings import IcebergSettings
+from piitracer.model.workspace import CatalogDataset
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
 
@@ -143,3 +144,17 @@ def test_no_credential_in_an_error_message(monkeypatch: pytest.MonkeyPatch) -> N
     assert "'token': '***'" in messages[2]
     for secret in ("hunter2pw", "wJalrXUtnFEMIsecret", "eyJhbGciOiJIUzI1NiJ9token"):
         assert not any(secret in message for message in messages), secret
+
+
+def test_the_live_schema_execute_checks_is_the_catalogs(tmp_path: Path) -> None:
+    """preflight (execute) and the plan's key types read the live schema through ``table_schema``:
+    a stray file whose schema renamed the key column changes nothing while the catalog names another."""
+    catalog, built = lakehouse(tmp_path)
+    payments = catalog.load_table("fintech.payments")
+    stray = Location.parse(write_stray_metadata(payments))
+    text = Path(stray.uri).read_text()
+    Path(stray.uri).write_text(text.replace('"name": "user_id"', '"name": "uid"'))
+    entry = CatalogDataset(format="iceberg", table="prod.fintech.payments", location=built.locations["fintech.payments"])
+    location = Location.parse(built.locations["fintech.payments"])
+    assert table_schema(entry, location, bound_store(built.locations["fintech.payments"])).names == ["user_id", "pan", "amount", "dt"]
+    assert table_schema(entry, location, Store()).names == ["uid", "pan", "amount", "dt"]  # the folder's newest: the stray
