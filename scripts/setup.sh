@@ -2,6 +2,7 @@
 # Set up everything piitracer needs on a fresh Debian machine, idempotently:
 #   - Debian's graphviz (the `dot` program) when it is missing,
 #   - Debian's chromium and chromium-driver (the console's browser tests) when missing,
+#   - Debian's postgresql and libpostgresql-jdbc-java (the Iceberg JDBC catalog tests) when missing,
 #   - a virtualenv at .venv/ in the repo root with piitracer and its pinned stack (+ test tools).
 # Re-running is cheap: the Python install is skipped while pyproject.toml is unchanged.
 set -euo pipefail
@@ -20,6 +21,15 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
+
+# PostgreSQL and its JDBC driver: the Iceberg JDBC catalog that Spark (through the driver's jar) and
+# pyiceberg's sql catalog share in the tests (tests/support/postgres_server.py starts a throwaway server).
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || [ ! -f /usr/share/java/postgresql.jar ]; then
+  echo "setup: installing Debian's postgresql and libpostgresql-jdbc-java (the JDBC catalog tests)" >&2
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq postgresql libpostgresql-jdbc-java >/dev/null
 fi
 
 if ! command -v java >/dev/null 2>&1; then

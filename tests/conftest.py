@@ -24,6 +24,16 @@ def warehouse(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("warehouse")
 
 
+@pytest.fixture(scope="session")
+def postgres():
+    """A throwaway PostgreSQL server for the session (tests/support/postgres_server.py): the Iceberg
+    JDBC catalog Spark and pyiceberg share. Each test module makes its own database in it."""
+    from postgres_server import postgres_server
+
+    with postgres_server() as server:
+        yield server
+
+
 INTEGRATION = Path(__file__).resolve().parent / "integration"
 
 

@@ -30,6 +30,7 @@ from typing import Mapping
 
 from piitracer.model.outcome import SafetyError
 from piitracer.formats import FormatError, key_type_name, support_for, table_schema
+from piitracer.formats.iceberg_catalogs import IcebergCatalogs
 from piitracer.model.key_values import KeyValueError, parse_key_type, parse_key_value
 from piitracer.model.plan import NO_FILE_WORK, PERSON_ACTIONS, Action, DatasetDecision, DatasetStatus, DeletionPlan, Step, ValueKind
 from piitracer.model.workspace import CatalogDataset, CloneMode, ReplicaManagement
@@ -113,7 +114,7 @@ def _check_dataset(dataset: str, catalog: Mapping[str, CatalogDataset], location
     guard_location(dataset, entry, location, catalog, locations, guard.roots, store,
                    roots_configured=guard.configured, protected=guard.protected)
     if support.spark_table:
-        _check_spark_path(dataset, entry, location, spark, warehouse)
+        _check_spark_path(dataset, entry, location, spark, warehouse, store)
     try:
         return table_schema(entry, location, store)
     except FormatError as error:
@@ -315,14 +316,22 @@ def guard_location(dataset: str, entry: CatalogDataset, location: Location, cata
             "paths, or a deep clone) and catalogue that")
 
 
-def _check_spark_path(dataset: str, entry: CatalogDataset, location: Location, spark: SparkSettings, warehouse: Path) -> None:
+def _check_spark_path(dataset: str, entry: CatalogDataset, location: Location, spark: SparkSettings, warehouse: Path,
+                      store: Store | None = None) -> None:
     """A format whose steps reach the table by identifier through Spark's catalog (Iceberg): the
     identifier must be in the configured catalog. In the Hadoop catalog, Spark finds ``cat.db.t``
     at ``<warehouse>/db/t``: that must be the catalogued location, or Spark's steps would act on
-    another folder than the one checked."""
+    another folder than the one checked. A table of a configured Iceberg catalog that keeps its own
+    pointer (``iceberg.catalogs``: jdbc/sql, rest, glue, hive), which Spark gets under the same
+    name, is checked by where that catalog keeps it (its metadata is read through the catalog, and
+    refused unless the catalog's location is the catalogued one; each Spark step checks the table
+    Spark loaded the same way)."""
     if not entry.table:
         raise PlanRefused(f"dataset {dataset}: a {entry.format.value} dataset needs 'table:' (catalog.db.table) in the catalog")
     parts = entry.table.split(".")
+    catalogs = getattr(store, "pointers", None)
+    if len(parts) == 3 and isinstance(catalogs, IcebergCatalogs) and catalogs.owns(entry.table):
+        return
     if len(parts) != 3 or parts[0].lower() != spark.catalog.lower():
         raise PlanRefused(f"dataset {dataset}: table {entry.table!r} is not in the configured Spark catalog "
                           f"{spark.catalog!r} (expected {spark.catalog}.db.table)")

@@ -20,6 +20,7 @@ from piitracer.model.outcome import Attempt, SafetyError, StepOutcome
 from piitracer.executor.preflight import Preflight, preflight
 from piitracer.executor.resolve import resolve_values, union_of, values_for
 from piitracer.executor.spark_session import spark_session
+from piitracer.formats.iceberg_catalogs import IcebergCatalogs
 from piitracer.model.plan import PERSON_ACTIONS, Action, DeletionPlan, Step
 from piitracer.model.workspace import CatalogDataset
 from piitracer.model.settings import FileWorkSettings, SparkSettings
@@ -309,7 +310,9 @@ class PlanExecutor:
 
     def spark(self):
         if self._spark is None:
-            self._spark = spark_session(self.context.spark, self.context.warehouse)
+            pointers = self.context.store.pointers  # the workspace's Iceberg catalogs: Spark gets them too
+            self._spark = spark_session(self.context.spark, self.context.warehouse,
+                                        pointers if isinstance(pointers, IcebergCatalogs) else None)
         return self._spark
 
     def file_tasks(self, files: int, size: int) -> FileTasks:

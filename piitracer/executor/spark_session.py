@@ -1,6 +1,17 @@
 """One Spark session per process, configured from the workspace: local mode with the Iceberg
 runtime jar found inside the installed wheel by default, any master and Maven packages by
-configuration."""
+configuration; Spark's Hadoop warehouse catalog (``spark.catalog``) and, beside it, the workspace's
+Iceberg catalogs (``iceberg.catalogs`` and pyiceberg's configuration) under their own names, from
+the same definitions pyiceberg reads (:mod:`piitracer.formats.iceberg_spark`).
+
+Jars: the Iceberg runtime jar, the jars of ``spark.conf['spark.jars']`` (added to it, not instead),
+and a JDBC catalog's driver found automatically where the machine has it (Debian's
+``libpostgresql-jdbc-java``: ``/usr/share/java/postgresql.jar``) when none of those provides it.
+Jars are fixed when the session starts; catalogs are registered when first asked for (Spark loads a
+catalog on its first use), so a later caller in the same process may add catalogs. A catalog Spark
+cannot be given (its driver or the AWS SDK is not on the classpath, a Python-only type) is left out
+and the reason kept in the session's configuration (:data:`UNAVAILABLE`), where the Iceberg steps
+find it and say it."""
 
 from __future__ import annotations
 
@@ -10,15 +21,21 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from piitracer.formats.iceberg_catalogs import IcebergCatalogs
+from piitracer.formats.iceberg_spark import UNAVAILABLE, SparkCatalog, SparkCatalogs, spark_catalogs
 from piitracer.model.settings import SparkSettings
 from piitracer.model.errors import PiitracerError
 
 if TYPE_CHECKING:  # pyspark is imported only when a session is really needed
     from pyspark.sql import SparkSession
 
+log = logging.getLogger(__name__)
+
 ICEBERG_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
 _session: "SparkSession | None" = None
 _session_key: tuple | None = None
+_session_jars: tuple[str, ...] = ()  # what spark.jars held when the session started
+_registered: dict[str, dict[str, str]] = {}  # Iceberg catalog name -> the configuration it was registered with
 
 
 class SparkSetupError(PiitracerError, RuntimeError):
@@ -80,15 +97,21 @@ def log4j_configuration(level: str) -> Path:
     return path
 
 
-def spark_session(settings: SparkSettings, warehouse: Path) -> "SparkSession":
+def spark_session(settings: SparkSettings, warehouse: Path, catalogs: IcebergCatalogs | None = None) -> "SparkSession":
     """The process's Spark session (started on first use, then reused) with the Iceberg catalog
-    ``settings.catalog`` of type hadoop on ``warehouse``."""
-    global _session, _session_key
+    ``settings.catalog`` of type hadoop on ``warehouse`` and, beside it, every catalog of
+    ``catalogs`` Spark can be given (registered now if the running session lacks them; a catalog
+    the session already has with other properties is refused)."""
+    global _session, _session_key, _session_jars
+    wanted = _wanted(catalogs, settings)
+    jars, unavailable = session_jars(settings, wanted)
     # What the running session cannot change: the master, the catalog and where it lives, the jars.
     key = (settings.master, settings.catalog, str(Path(warehouse).absolute()), settings.iceberg_jar, settings.packages)
     if _session is not None:
         if key != _session_key:
             raise SparkSetupError("a Spark session with other settings is already running in this process")
+        unavailable.update(_drivers_missing_from(_session_jars, wanted, unavailable))
+        _register(_session, wanted, unavailable)
         return _session
     from pyspark.sql import SparkSession
 
@@ -109,12 +132,11 @@ def spark_session(settings: SparkSettings, warehouse: Path) -> "SparkSession":
         # Subject values are broadcast to every task: one small table, joined once per dataset.
         .config("spark.sql.autoBroadcastJoinThreshold", str(64 * 1024 * 1024))
     )
-    jar = iceberg_jar(settings)
-    if jar:
-        builder = builder.config("spark.jars", jar)
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
     if settings.packages:
         builder = builder.config("spark.jars.packages", ",".join(settings.packages))
-    conf = dict(settings.conf)
+    conf = {name: value for name, value in settings.conf.items() if name != "spark.jars"}  # merged into jars
     logging_option = f"-Dlog4j2.configurationFile=file:{log4j_configuration(jvm_log_level())}"
     for side in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
         if "log4j2.configurationFile" not in conf.get(side, ""):  # a user's own log4j setting wins
@@ -123,8 +145,107 @@ def spark_session(settings: SparkSettings, warehouse: Path) -> "SparkSession":
         builder = builder.config(name, value)
     _session = builder.getOrCreate()
     _session.sparkContext.setLogLevel(jvm_log_level())
-    _session_key = key
+    _session_key, _session_jars = key, tuple(jars)
+    _registered.clear()
+    _register(_session, wanted, unavailable)
     return _session
+
+
+def session_jars(settings: SparkSettings, catalogs: SparkCatalogs) -> tuple[list[str], dict[str, str]]:
+    """(``spark.jars`` for a new session: the Iceberg runtime jar, ``spark.conf['spark.jars']``'s,
+    and each JDBC catalog's driver found automatically when none of those provides it; catalog ->
+    why Spark cannot be given it, for a JDBC catalog whose driver is nowhere)."""
+    jar = iceberg_jar(settings)
+    jars = [jar] if jar else []
+    jars += [j.strip() for j in settings.conf.get("spark.jars", "").split(",") if j.strip() and j.strip() not in jars]
+    packages = [*settings.packages, *settings.conf.get("spark.jars.packages", "").split(",")]
+    unavailable = {}
+    for name, catalog in sorted(catalogs.catalogs.items()):
+        driver = catalog.driver
+        if driver is None or _provides(jars, driver.jar_word):
+            continue
+        if driver.maven and any(p.strip().startswith(driver.maven + ":") for p in packages):
+            continue
+        if driver.debian_jar and Path(driver.debian_jar).is_file():
+            jars.append(driver.debian_jar)
+            continue
+        unavailable[name] = f"it needs the {driver.database} JDBC driver ({driver.driver_class}) on Spark's classpath: {driver.advice()}"
+    return jars, unavailable
+
+
+def _provides(jars, word: str) -> bool:
+    return any(word in Path(jar).name.lower() for jar in jars)
+
+
+def _wanted(catalogs: IcebergCatalogs | None, settings: SparkSettings) -> SparkCatalogs:
+    """The catalogs to give Spark: ``catalogs``' definitions, but Spark's Hadoop warehouse catalog
+    ``spark.catalog`` keeps its name (a definition of that name is not given: piitracer reads that
+    catalog's tables from the warehouse folder)."""
+    if catalogs is None:
+        return SparkCatalogs()
+    found = spark_catalogs(catalogs.definitions())
+    hadoop = settings.catalog.lower()
+    if hadoop in found.catalogs:
+        kept = {name: catalog for name, catalog in found.catalogs.items() if name != hadoop}
+        return SparkCatalogs(kept, {**found.skipped, hadoop: f"{hadoop!r} is spark.catalog, Spark's Hadoop warehouse catalog"})
+    return found
+
+
+def _drivers_missing_from(jars: tuple[str, ...], catalogs: SparkCatalogs, known: dict[str, str]) -> dict[str, str]:
+    """Catalog -> why: the JDBC catalogs whose driver the running session was started without."""
+    missing = {}
+    for name, catalog in catalogs.catalogs.items():
+        if catalog.driver is not None and name not in known and not _provides(jars, catalog.driver.jar_word) \
+                and name not in _registered:
+            missing[name] = (f"the Spark session running in this process was started without the {catalog.driver.database} "
+                             f"JDBC driver, and jars cannot be added to a running session: run piitracer in a new process")
+    return missing
+
+
+def _register(spark: "SparkSession", catalogs: SparkCatalogs, unavailable: dict[str, str]) -> None:
+    """Give the running session each catalog it lacks (Spark loads a catalog from the session's
+    configuration on first use); record why the others are not given (:data:`UNAVAILABLE`).
+    Catalog properties go to the driver's memory only; what is logged names no credential."""
+    for name, catalog in sorted(catalogs.catalogs.items()):
+        conf = catalog.conf()
+        if name in _registered:
+            if _registered[name] != conf:
+                changed = sorted(k for k in {*conf, *_registered[name]} if conf.get(k) != _registered[name].get(k))
+                raise SparkSetupError(f"Iceberg catalog {name!r}: the Spark session in this process has it with other "
+                                      f"properties ({', '.join(changed)}): a catalog Spark has loaded cannot change; "
+                                      "run piitracer in a new process")
+            continue
+        if spark.conf.get(f"spark.sql.catalog.{name}", None) is not None:
+            log.debug("Iceberg catalog %s: spark.conf configures it; its definition is not given to Spark", name)
+            continue
+        reason = unavailable.get(name) or _classes_missing(spark, catalog)
+        if reason:
+            _unavailable(spark, name, reason)
+            continue
+        for key, value in conf.items():
+            spark.conf.set(key, value)
+        spark.conf.unset(UNAVAILABLE.format(name=name))
+        _registered[name] = conf
+        log.debug("Iceberg catalog %s given to Spark: %s", name, catalog.shown())
+    for name, reason in sorted(catalogs.skipped.items()):
+        if name not in _registered and spark.conf.get(f"spark.sql.catalog.{name}", None) is None:
+            _unavailable(spark, name, reason)
+
+
+def _unavailable(spark: "SparkSession", name: str, reason: str) -> None:
+    spark.conf.set(UNAVAILABLE.format(name=name), reason)
+    log.info("Iceberg catalog %s is not given to Spark: %s", name, reason)
+
+
+def _classes_missing(spark: "SparkSession", catalog: SparkCatalog) -> str | None:
+    """Why the catalog cannot load on this session's classpath (the AWS SDK absent), or None."""
+    utils = spark._jvm.org.apache.spark.util.Utils
+    missing = [name for name in catalog.needs_classes if not utils.classIsLoadable(name)]
+    if not missing:
+        return None
+    return (f"it needs {missing[0]} (the AWS SDK) on Spark's classpath, which the Iceberg runtime jar does not bring: name "
+            "the iceberg-aws-bundle jar in spark.conf['spark.jars'], or add org.apache.iceberg:iceberg-aws-bundle:<version> "
+            "to spark.packages where Maven is reachable (or let pyiceberg run the steps: iceberg.engine)")
 
 
 def check_master_reachable(master: str, timeout: float = 5.0) -> None:

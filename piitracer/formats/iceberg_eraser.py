@@ -10,6 +10,7 @@ import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable
 
+from piitracer.formats.iceberg_spark import UNAVAILABLE
 from piitracer.formats.prepare import BLOOM_FPP, bloom_filter_bytes
 from piitracer.formats.values import SUBJECT_COLUMN, subject_frame
 from piitracer.model.outcome import Attempt, SafetyError, StepOutcome
@@ -79,12 +80,23 @@ class IcebergEraser:
         write, expiry and orphan removal goes to the loaded table's own location."""
         if self.location is None:
             raise SafetyError(f"{self.table}: no catalogued location to check the table against")
+        self.check_catalog()
         from piitracer.storage.guard import canonical
 
         loaded = str(self.java_table().location())
         if canonical(Location.parse(loaded)) != canonical(self.location):
             raise SafetyError(f"{self.table}: Spark's table lives at {loaded}, not at its catalogued location "
                               f"{self.location}: refusing to touch it")
+
+    def check_catalog(self) -> None:
+        """Refuse, saying why, when the Spark session has no catalog of the table's name (the
+        session records why it left a configured catalog out: ``iceberg_spark.UNAVAILABLE``)."""
+        reason = self.spark.conf.get(UNAVAILABLE.format(name=self.catalog.lower()), None)
+        if reason:
+            raise SafetyError(f"{self.table}: Spark cannot reach Iceberg catalog {self.catalog!r}: {reason}")
+        if self.spark.conf.get(f"spark.sql.catalog.{self.catalog}", None) is None:
+            raise SafetyError(f"{self.table}: Spark has no Iceberg catalog {self.catalog!r}: define it under iceberg.catalogs "
+                              f"(or PYICEBERG_CATALOG__{self.catalog.upper()}__*), or set the table's catalog in 'table:'")
 
     def snapshot_id(self) -> str | None:
         snapshot = self.java_table().currentSnapshot()

@@ -11,14 +11,23 @@ from typing import Any, Iterable
 import yaml
 
 from piitracer.executor.spark_session import spark_session
+from piitracer.formats.iceberg_spark import DRIVERS
 from piitracer.model.settings import SparkSettings
 
 _namespaces = itertools.count(1)
 
 
+# Debian's PostgreSQL JDBC driver (libpostgresql-jdbc-java, installed by scripts/setup.sh) is on the
+# shared session's classpath from its start: jars are fixed when a session starts, and a test gives
+# the running session a JDBC catalog later (catalogs are registered when first asked for).
+POSTGRES_JDBC_JAR = DRIVERS["postgresql"].debian_jar
+
+
 def settings() -> SparkSettings:
-    return SparkSettings(master="local[2]", catalog="lake", driver_memory="1g",
-                         conf={"spark.ui.showConsoleProgress": "false"})
+    conf = {"spark.ui.showConsoleProgress": "false"}
+    if Path(POSTGRES_JDBC_JAR).is_file():
+        conf["spark.jars"] = POSTGRES_JDBC_JAR
+    return SparkSettings(master="local[2]", catalog="lake", driver_memory="1g", conf=conf)
 
 
 def spark_for(warehouse: Path):
