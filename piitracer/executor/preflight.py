@@ -17,7 +17,8 @@ was expected, before anything is journaled or recorded:
 5. the location guard (``storage.guard``): every path the table's metadata names lies under the
    dataset's catalogued location (a shallow clone: or its source's) and the warehouse roots; for
    an Iceberg table in the Hadoop catalog, Spark's own path for the table identifier is that
-   location too.
+   location too; for a table whose steps run on another engine (Iceberg through pyiceberg), that
+   engine's check (the catalog's table is the one at the catalogued location).
 """
 
 from __future__ import annotations
@@ -74,12 +75,14 @@ def preflight(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locatio
     touched = sorted({s.dataset for s in plan.steps if s.action not in NO_FILE_WORK})
     for step in plan.steps:
         _check_step(step, catalog, decisions, value_sets)
+    engines = _engines(plan, catalog)
     for capture in plan.resolve:
         _check_computed(plan, capture)
     schemas = {}
     for dataset in touched:
         try:
-            schemas[dataset] = _check_dataset(dataset, catalog, locations, spark, warehouse, guard, store)
+            schemas[dataset] = _check_dataset(dataset, catalog, locations, spark, warehouse, guard, store,
+                                              engines.get(dataset))
         except StorageError as error:
             raise PlanRefused(f"dataset {dataset}: {error}") from None
     for step in plan.steps:
@@ -102,8 +105,9 @@ class _Guard:
 
 
 def _check_dataset(dataset: str, catalog: Mapping[str, CatalogDataset], locations: Mapping[str, Location],
-                   spark: SparkSettings, warehouse: Path, guard: "_Guard", store: Store):
-    """The location guard and the live schema of one dataset a step touches."""
+                   spark: SparkSettings, warehouse: Path, guard: "_Guard", store: Store, engine: str | None = None):
+    """The location guard and the live schema of one dataset a step touches (``engine``: the one
+    its steps name, when not Spark)."""
     entry = catalog[dataset]
     location = locations.get(dataset)
     support = support_for(entry.format)
@@ -113,7 +117,12 @@ def _check_dataset(dataset: str, catalog: Mapping[str, CatalogDataset], location
         raise PlanRefused(f"dataset {dataset}: no location in the catalog: piitracer needs it to find and check its files")
     guard_location(dataset, entry, location, catalog, locations, guard.roots, store,
                    roots_configured=guard.configured, protected=guard.protected)
-    if support.spark_table:
+    if engine in support.engines:
+        try:
+            support.engines[engine].check(dataset, entry, location, store)
+        except (FormatError, SafetyError) as error:
+            raise PlanRefused(f"dataset {dataset}: {error}") from None
+    elif support.spark_table:
         _check_spark_path(dataset, entry, location, spark, warehouse, store)
     try:
         return table_schema(entry, location, store)
@@ -183,6 +192,26 @@ def _same_catalog_facts(step: Step, entry: CatalogDataset, decision: DatasetDeci
         changed.append(f"location {decision.location} -> {entry.location}")
     if changed:
         raise PlanRefused(f"dataset {step.dataset} changed in the catalog since planning ({'; '.join(changed)}): re-plan")
+
+
+def _engines(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset]) -> dict[str, str]:
+    """Dataset -> the engine its steps name other than Spark; refused when a step names an engine
+    its format does not run on, or one dataset's steps name two (an altered plan)."""
+    found: dict[str, set[str]] = {}
+    for step in plan.steps:
+        if step.engine is None:
+            continue
+        support = support_for(catalog[step.dataset].format)
+        allowed = set(support.engines) | ({"spark"} if support.spark_actions else set())
+        if step.engine.value not in allowed:
+            raise PlanRefused(f"step {step.id}: engine {step.engine.value!r} does not run a {support.format.value} "
+                              f"dataset ({step.dataset}): the plan was altered or made by another piitracer")
+        found.setdefault(step.dataset, set()).add(step.engine.value)
+    mixed = sorted(d for d, names in found.items() if len(names) > 1)
+    if mixed:
+        raise PlanRefused(f"dataset {mixed[0]}: its steps name engines {', '.join(sorted(found[mixed[0]]))}: one "
+                          "engine runs a dataset's steps (the plan was altered): re-plan")
+    return {dataset: names.pop() for dataset, names in found.items() if names != {"spark"}}
 
 
 def _value_set_names(plan: DeletionPlan) -> set[str]:

@@ -199,7 +199,7 @@ class PlanExecutor:
         began = time.monotonic()
         try:
             entry = self.context.catalog.get(step.dataset)
-            if entry is not None and step.action in support_for(entry.format).spark_actions:
+            if entry is not None and support_for(entry.format).runs_on_spark(step):
                 self.spark()  # start the session before the step's failpoint timer (test-only) starts
             with during("executor.perform", step.id):  # test-only: a kill mid-step or just before the commit below
                 outcome = self._perform(journal, step, attempt)
@@ -268,7 +268,8 @@ class PlanExecutor:
         perform = support_for(entry.format).perform.get(step.action)
         if perform is None:
             raise SafetyError(f"no way to run {step.action.value} on a {entry.format.value} dataset")
-        return perform(StepWork(step, entry, location, values, attempt, self.context.store, self.spark, self.file_tasks))
+        return perform(StepWork(step, entry, location, values, attempt, self.context.store, self.spark, self.file_tasks,
+                                self.context.warehouse_roots))
 
     # ---- resolve and values ---------------------------------------------------------------
 
@@ -302,7 +303,10 @@ class PlanExecutor:
     def _source_frame(self, dataset: str):
         entry = self.context.catalog[dataset]
         location = self.context.locations.get(dataset)
-        read = support_for(entry.format).source_rows
+        support = support_for(entry.format)
+        # The engine the plan chose for the dataset (Iceberg on object storage: pyiceberg reads it).
+        engine = next((s.engine.value for s in self.plan.steps if s.dataset == dataset and s.engine), None)
+        read = support.engines[engine].source_rows if engine in support.engines else support.source_rows
         if location is None or read is None:
             raise SafetyError(f"cannot read source {dataset}: no location in the catalog, or a "
                               f"{entry.format.value} dataset stores no rows to read")
@@ -331,11 +335,13 @@ def describe(step: Step, catalog: Mapping[str, CatalogDataset]) -> str:
         return (f"touch nothing in {table}: wait {step.params.propagation_wait} after {step.params.primary}'s erasure "
                 "commits, for its replication to carry it; verify then checks the replica")
     if step.action is Action.RESOLVE:
-        return f"capture identifiers and computed keys of the subjects' rows in {table} (values bound as a broadcast view)"
+        engine = f"[{step.engine.value}] " if step.engine else ""  # which engine reads the source
+        return f"{engine}capture identifiers and computed keys of the subjects' rows in {table} (values bound as a broadcast view)"
     if step.action in PERSON_ACTIONS:
         return f"{step.action.value}: {step.reason or ''}".strip()
     text = support_for(entry.format).describe.get(step.action) if entry else None
-    return text(shown) if text else f"{step.action.value} on {table}"
+    said = text(shown) if text else f"{step.action.value} on {table}"
+    return f"[{step.engine.value}] {said}" if step.engine else said
 
 
 def check_location(step: Step, location: Location, roots: tuple[Location, ...], store: Store | None = None) -> None:

@@ -29,7 +29,7 @@ from piitracer.storage.file_tasks import FileTasks, in_this_process
 from piitracer.storage.locations import Location, LocationError
 from piitracer.storage.store import Store
 
-__all__ = ["FormatError", "FormatSupport", "StepWork", "Shown", "TableFacts", "TableFiles", "VersionRows", "key_type_name",
+__all__ = ["FormatError", "FormatSupport", "OtherEngine", "StepWork", "Shown", "TableFacts", "TableFiles", "VersionRows", "key_type_name",
            "support_for", "table_schema", "relative_to", "hidden"]
 
 
@@ -53,6 +53,9 @@ class StepWork:
     spark: Callable[[], Any]
     # Where per-file work runs, given the number and bytes of files (in this process by default).
     file_tasks: Callable[[int, int], FileTasks] = in_this_process
+    # The warehouse roots (canonical or not): a step that deletes files it lists itself checks each
+    # one against them and its location (``storage.guard``).
+    roots: tuple[Location, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,18 @@ class VersionRows:
     gone: bool = False
 
 
+@dataclass(frozen=True)
+class OtherEngine:
+    """A way to run a format's steps other than Spark (Iceberg through pyiceberg), named by the
+    plan's steps (``Step.engine``): what the layers above need of it besides the performers."""
+
+    # The rows of a source as a Spark DataFrame, read without Spark's catalog (for resolve).
+    source_rows: Callable[[Any, CatalogDataset, Location, Store], Any]
+    # Before the first step: the table this engine would change is the one catalogued at the
+    # location (raises FormatError or SafetyError with the reason).
+    check: Callable[[str, CatalogDataset, Location, Store], None]
+
+
 Performer = Callable[[StepWork], StepOutcome]
 Describer = Callable[[Shown], str]
 
@@ -132,7 +147,7 @@ class FormatSupport:
     format: DatasetFormat
     perform: Mapping[Action, Performer] = field(default_factory=dict)  # the eraser of each action
     describe: Mapping[Action, Describer] = field(default_factory=dict)  # the dry-run text of each action
-    spark_actions: frozenset[Action] = frozenset()  # actions that run through Spark
+    spark_actions: frozenset[Action] = frozenset()  # actions that run through Spark (unless a step names another engine)
     spark_table: bool = False  # its steps reach the table by identifier through Spark's catalog
     schema: Callable[[Location, Store], Any] = _nothing  # Arrow schema, None when no table is there
     newest_metadata: Callable[[Location, Store], Location | None] = _nothing  # the file a fingerprint hashes
@@ -160,6 +175,13 @@ class FormatSupport:
 
     @property
     def stores_rows(self) -> bool:
+    # Engines other than Spark a step of this format may name (``Step.engine``), by name.
+    engines: Mapping[str, OtherEngine] = field(default_factory=dict)
+
+    def runs_on_spark(self, step: Step) -> bool:
+        """Whether ``step`` runs through Spark: a Spark action of this format whose step names no
+        other engine."""
+        return step.action in self.spark_actions and (step.engine is None or step.engine.value not in self.engines)
         """Files at a location that piitracer erases, scans and verifies (``DatasetFormat.stores_rows``)."""
         return self.format.stores_rows
 

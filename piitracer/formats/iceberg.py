@@ -1,19 +1,22 @@
-"""Iceberg, the format module (``SUPPORT``): the erasers of its actions on Spark and their dry-run
-text, and which planned action removes a leftover the verifier finds. Reading the table's metadata
+"""Iceberg, the format module (``SUPPORT``): the erasers of its actions and their dry-run text on
+each engine the plan may name (``Step.engine``: Spark, or pyiceberg where Spark cannot reach the
+table), and which planned action removes a leftover the verifier finds. Reading the table's metadata
 (its newest ``metadata.json``, state, referenced paths, files per snapshot, retained snapshots read
 back, discovery) is :mod:`~piitracer.formats.iceberg_metadata`; the erasure on Spark
-(shared/lakehouse-notes.md) is :class:`~piitracer.formats.iceberg_eraser.IcebergEraser`."""
+(shared/lakehouse-notes.md) is :class:`~piitracer.formats.iceberg_eraser.IcebergEraser`, through
+pyiceberg :class:`~piitracer.formats.iceberg_pyiceberg.PyicebergEraser`."""
 
 from __future__ import annotations
 
-from piitracer.formats import FormatSupport, Shown, StepWork, TableFiles, hidden
+from piitracer.formats import FormatSupport, OtherEngine, Shown, StepWork, TableFiles, hidden
+from piitracer.formats import iceberg_pyiceberg
 from piitracer.formats.iceberg_eraser import WORK_BRANCH_PREFIX, IcebergEraser
 from piitracer.formats.iceberg_metadata import (arrow_schema, candidate_files, files, referenced_paths, sample_rows,
                                                 table_facts, table_folder, table_state, versions)
 from piitracer.formats.iceberg_table import newest_metadata_file, stray_metadata_notes
 from piitracer.formats.prepare import proof_columns
 from piitracer.model.outcome import SafetyError, StepOutcome
-from piitracer.model.plan import Action
+from piitracer.model.plan import Action, StepEngine
 from piitracer.model.workspace import CatalogDataset, DatasetFormat
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
@@ -34,7 +37,7 @@ def _expire(work: StepWork) -> StepOutcome:
     return _eraser(work).expire_snapshots(params.retain_last, params.clean_expired_files, work.attempt)
 
 
-PERFORM = {
+SPARK_PERFORM = {
     Action.DELETE_ROWS: lambda work: _eraser(work).delete_rows(work.step.key_column, work.values, work.attempt),
     Action.EQUALITY_DELETE: lambda work: _eraser(work).equality_delete(work.step.key_column, work.values, work.attempt),
     Action.REWRITE_DATA_FILES: lambda work: _eraser(work).rewrite_data_files(
@@ -56,7 +59,7 @@ def _expire_text(shown: Shown) -> str:
     return f"CALL system.expire_snapshots(table => '{shown.table}', older_than => <run time>, retain_last => {params.retain_last})"
 
 
-DESCRIBE = {
+SPARK_DESCRIBE = {
     Action.DELETE_ROWS: lambda s: (
         f"DELETE FROM {s.table} WHERE {s.key} IN (SELECT v FROM subjects_view)  -- subjects_view = {s.values} (redacted)"),
     Action.EQUALITY_DELETE: lambda s: (
@@ -83,6 +86,70 @@ DESCRIBE = {
 
 
 def source_rows(spark, entry: CatalogDataset, location: Location, store: Store):
+def _py(work: StepWork) -> iceberg_pyiceberg.PyicebergEraser:
+    return iceberg_pyiceberg.eraser(work.entry, work.location, work.store, work.roots)
+
+
+def _needs_spark(work: StepWork) -> StepOutcome:
+    raise SafetyError(f"{work.step.dataset}: {work.step.action.value} needs Spark (pyiceberg 0.12 writes no equality "
+                      "deletes): re-plan with delete_mode 'positional' or iceberg.engine: spark")
+
+
+PYICEBERG_PERFORM = {
+    Action.DELETE_ROWS: lambda work: _py(work).delete_rows(work.step.key_column, work.values, work.attempt),
+    Action.EQUALITY_DELETE: _needs_spark,
+    Action.REWRITE_DATA_FILES: lambda work: _py(work).rewrite_data_files(work.step.key_column, work.values, work.attempt),
+    Action.REWRITE_MANIFESTS: lambda work: _py(work).rewrite_manifests(),
+    Action.EXPIRE_SNAPSHOTS: lambda work: _py(work).expire_snapshots(
+        work.step.params.retain_last, work.step.params.clean_expired_files, work.attempt),
+    Action.REMOVE_ORPHAN_FILES: lambda work: _py(work).remove_orphan_files(work.attempt),
+    Action.RELEASE_REF: lambda work: _py(work).drop_ref(work.step.params.ref, work.step.params.ref_type),
+    Action.REWRITE_REF: lambda work: _py(work).rewrite_ref(work.step.params.ref, work.step.params.ref_type,
+                                                           work.step.key_column, work.values, work.attempt),
+}
+
+PYICEBERG_DESCRIBE = {
+    Action.DELETE_ROWS: lambda s: (
+        f"{s.table}.transaction().delete(In({s.key}, {s.values} (redacted)))  -- copy-on-write through the table's "
+        "catalog, counted before and after; a commit lost to another writer is redone from the new state"),
+    Action.EQUALITY_DELETE: lambda s: f"{s.table}: equality delete  -- refused: needs Spark",
+    Action.REWRITE_DATA_FILES: lambda s: (
+        f"{s.table}: data files carrying delete files whose {s.key} bounds admit {s.values} (redacted) read with their "
+        "deletes applied and written again (one overwrite commit)"),
+    Action.REWRITE_MANIFESTS: lambda s: (
+        f"{s.table}: one commit whose manifests keep only live entries (no DELETED entry keeps a removed file's bounds)"),
+    Action.EXPIRE_SNAPSHOTS: lambda s: (
+        f"{s.table}.maintenance.expire_snapshots() of every snapshot but the last {s.step.params.retain_last} of main "
+        "and the tags' and branches' heads"
+        + ("; then piitracer removes the files only they referenced (each under the table's location and the "
+           "warehouse roots; what a snapshot references then is kept)" if s.step.params.clean_expired_files
+           else "  -- shallow clone: metadata only, the source's files stay")),
+    Action.REMOVE_ORPHAN_FILES: lambda s: (
+        f"piitracer removes the files under {s.table}'s location that no snapshot references  "
+        "-- only with --no-concurrent-writers"),
+    Action.RELEASE_REF: lambda s: (
+        f"{s.table}.manage_snapshots().remove_{s.step.params.ref_type}(`{s.step.params.ref}`)  -- only with --drop-refs"),
+    Action.REWRITE_REF: lambda s: (
+        (f"{s.table}.manage_snapshots().create_branch(<tag's snapshot>, `{WORK_BRANCH_PREFIX}{s.step.params.ref}`); "
+         if s.step.params.ref_type == "tag" else "")
+        + f"delete In({s.key}, {s.values} (redacted)) on branch "
+        f"`{(WORK_BRANCH_PREFIX if s.step.params.ref_type == 'tag' else '') + s.step.params.ref}` (copy-on-write); "
+        "a commit without its tombstoned manifests"
+        + (f"; tag `{s.step.params.ref}` moved there with its max-ref-age, the working branch dropped"
+           if s.step.params.ref_type == "tag" else "")),
+}
+
+
+def _on_engine(spark, pyiceberg):
+    """The performer (or dry-run text) of the engine the step names: pyiceberg, else Spark."""
+    return lambda item: (pyiceberg if getattr(item, "step", None) is not None
+                         and item.step.engine is StepEngine.PYICEBERG else spark)(item)
+
+
+PERFORM = {action: _on_engine(SPARK_PERFORM[action], PYICEBERG_PERFORM[action]) for action in SPARK_PERFORM}
+DESCRIBE = {action: _on_engine(SPARK_DESCRIBE[action], PYICEBERG_DESCRIBE[action]) for action in SPARK_DESCRIBE}
+
+
     """The table's rows as Spark reads them by identifier (after the same location check as the
     erasing steps: a read-only step obeys the guard too)."""
     if not entry.table:
@@ -129,3 +196,4 @@ SUPPORT = FormatSupport(
     candidate_files=candidate_files, estimate_basis="Iceberg manifest bounds (scan plan)",
     table_folder=table_folder, table_facts=table_facts, sample_rows=sample_rows,
 )
+    engines={StepEngine.PYICEBERG.value: OtherEngine(source_rows=iceberg_pyiceberg.source_rows, check=iceberg_pyiceberg.check)},
