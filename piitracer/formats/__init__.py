@@ -172,9 +172,6 @@ class FormatSupport:
     sample_rows: Callable[[Location, Store, int], Any] = lambda location, store, limit: None
     loose_files: bool = False
     stored_as: DatasetFormat | None = None
-
-    @property
-    def stores_rows(self) -> bool:
     # Engines other than Spark a step of this format may name (``Step.engine``), by name.
     engines: Mapping[str, OtherEngine] = field(default_factory=dict)
 
@@ -182,6 +179,9 @@ class FormatSupport:
         """Whether ``step`` runs through Spark: a Spark action of this format whose step names no
         other engine."""
         return step.action in self.spark_actions and (step.engine is None or step.engine.value not in self.engines)
+
+    @property
+    def stores_rows(self) -> bool:
         """Files at a location that piitracer erases, scans and verifies (``DatasetFormat.stores_rows``)."""
         return self.format.stores_rows
 

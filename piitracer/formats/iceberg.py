@@ -85,7 +85,6 @@ SPARK_DESCRIBE = {
 }
 
 
-def source_rows(spark, entry: CatalogDataset, location: Location, store: Store):
 def _py(work: StepWork) -> iceberg_pyiceberg.PyicebergEraser:
     return iceberg_pyiceberg.eraser(work.entry, work.location, work.store, work.roots)
 
@@ -150,6 +149,7 @@ PERFORM = {action: _on_engine(SPARK_PERFORM[action], PYICEBERG_PERFORM[action]) 
 DESCRIBE = {action: _on_engine(SPARK_DESCRIBE[action], PYICEBERG_DESCRIBE[action]) for action in SPARK_DESCRIBE}
 
 
+def source_rows(spark, entry: CatalogDataset, location: Location, store: Store):
     """The table's rows as Spark reads them by identifier (after the same location check as the
     erasing steps: a read-only step obeys the guard too)."""
     if not entry.table:
@@ -195,5 +195,5 @@ SUPPORT = FormatSupport(
     versions=versions, version_word="snapshot", file_removers=file_removers, logical_removers=logical_removers,
     candidate_files=candidate_files, estimate_basis="Iceberg manifest bounds (scan plan)",
     table_folder=table_folder, table_facts=table_facts, sample_rows=sample_rows,
-)
     engines={StepEngine.PYICEBERG.value: OtherEngine(source_rows=iceberg_pyiceberg.source_rows, check=iceberg_pyiceberg.check)},
+)
