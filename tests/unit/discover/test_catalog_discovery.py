@@ -19,6 +19,7 @@ from iceberg_catalog_lakehouse import build, catalog_environment, write_stray_me
 from pyiceberg.catalog.sql import SqlCatalog
 from s3_server import free_port
 
+import piitracer
 from piitracer.cli.main import cli
 
 TABLES = {"crm.people": "prod.crm.people", "fintech.payments": "prod.fintech.payments",
@@ -136,3 +137,20 @@ def test_a_dataset_named_by_its_table_takes_the_catalogs_location(tmp_path: Path
     discover(tmp_path, "--write")
     written = yaml.safe_load((tmp_path / "catalog.discovered.yaml").read_text())["catalog"]
     assert written["payments"]["location"] == "lake/fintech/payments" and "fintech.payments" not in written
+
+
+
+def test_what_is_read_next_of_a_discovered_catalog_table_is_read_through_its_catalog(tmp_path: Path, monkeypatch) -> None:
+    """classify samples the tables discovery found: a catalog's through the catalog's pointer."""
+    from piitracer.api.catalog import discover_catalog, discovery_store
+    from piitracer.formats.iceberg_table import newest_metadata_file
+    from piitracer.storage.locations import Location
+
+    catalog, built = lakehouse(tmp_path, monkeypatch)
+    people = catalog.load_table("crm.people")
+    write_stray_metadata(people)
+    ws = piitracer.load_workspace(workspace(tmp_path))
+    found = discover_catalog(ws)
+    location = Location.parse(built.locations["crm.people"])
+    assert found.bindings[location] == "prod.crm.people"
+    assert newest_metadata_file(location, discovery_store(ws, found.bindings)).uri == Location.parse(people.metadata_location).uri
