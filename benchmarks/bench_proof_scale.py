@@ -199,7 +199,7 @@ def bloom_only(root: Path, names: list[str], value_sets: dict) -> dict:
     value set (``verify.scope``); the chunks a filter admits are counted, not decoded here."""
     from piitracer.storage.locations import Location
     from piitracer.storage.store import Store
-    from piitracer.verify.parquet_bloom import _bloom_may_hold
+    from piitracer.verify.parquet_bloom import bloom_may_hold
     from piitracer.verify.parquet_pages import CountingFile, read_metadata
     from piitracer.verify.parquet_proofs import ParquetProver
     from piitracer.verify.scope import ScopedIndex
@@ -217,7 +217,7 @@ def bloom_only(root: Path, names: list[str], value_sets: dict) -> dict:
                     chunk = metadata.row_group(group).column(column.leaf)
                     checked += 1
                     if chunk.bloom_filter_offset is None or column.hashes is None or \
-                            _bloom_may_hold(handle, chunk, column.hashes):
+                            bloom_may_hold(handle, chunk, column.hashes):
                         admitted += 1
             read += handle.bytes_read
             total += handle.size()

@@ -307,7 +307,7 @@ def test_iceberg_rewrite_data_files_writes_bloom_filters_then_restores_the_table
 def _admitted(path: str, column: str, encoded: list[bytes]) -> list[bool]:
     """Per value (its plain encoding), whether the verifier's Bloom probe of every row group's
     chunk of ``column`` may hold it."""
-    from piitracer.verify.parquet_bloom import _bloom_may_hold, xxh64
+    from piitracer.verify.parquet_bloom import bloom_may_hold, xxh64
     from piitracer.verify.parquet_pages import CountingFile
 
     with pa.OSFile(path, "rb") as raw:
@@ -315,7 +315,7 @@ def _admitted(path: str, column: str, encoded: list[bytes]) -> list[bool]:
         metadata = pq.ParquetFile(path).metadata
         leaf = next(i for i in range(metadata.num_columns) if metadata.schema.column(i).path == column)
         chunks = [metadata.row_group(g).column(leaf) for g in range(metadata.num_row_groups)]
-        return [any(_bloom_may_hold(handle, chunk, [xxh64(value)]) for chunk in chunks) for value in encoded]
+        return [any(bloom_may_hold(handle, chunk, [xxh64(value)]) for chunk in chunks) for value in encoded]
 
 
 def test_the_bloom_filters_written_hold_every_kept_value_for_the_verifiers_probe(tmp_path: Path) -> None:

@@ -44,10 +44,10 @@ from typing import Any
 import orjson
 
 from piitracer.ingest.openlineage.columns import ColumnLineageReader, EdgeRow, Typing
-from piitracer.ingest.openlineage.facets import (GAP_FACETS, NO_LINEAGE_FACETS, READ_FACETS, _schema_columns,
-                                                 _symlinks)
-from piitracer.ingest.openlineage.models import (_DatasetEventModel, _DatasetModel, _JobEventModel, _JobModel,
-                                                 _RunEventModel, _validate_event)
+from piitracer.ingest.openlineage.facets import (GAP_FACETS, NO_LINEAGE_FACETS, READ_FACETS, schema_columns,
+                                                 symlink_names)
+from piitracer.ingest.openlineage.models import (DatasetEventModel, DatasetModel, JobEventModel, JobModel,
+                                                 RunEventModel, event_model)
 from piitracer.ingest.source_files import display_path, files_under
 from piitracer.model.gc_pause import cyclic_gc_paused
 from piitracer.model.lineage import (
@@ -81,7 +81,7 @@ RUN_STATES = ("START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER")
 class _Event:
     """One valid event with where it was read and its place in reading order."""
 
-    model: _RunEventModel | _JobEventModel | _DatasetEventModel
+    model: RunEventModel | JobEventModel | DatasetEventModel
     origin: Origin  # file and start line (job filled in for run and job events)
     order: int
 
@@ -93,9 +93,9 @@ class _Event:
     @property
     def contributes_lineage(self) -> bool:
         """COMPLETE run events and job events carry lineage that really happened / is static."""
-        if isinstance(self.model, _JobEventModel):
+        if isinstance(self.model, JobEventModel):
             return True
-        return isinstance(self.model, _RunEventModel) and self.model.eventType == "COMPLETE"
+        return isinstance(self.model, RunEventModel) and self.model.eventType == "COMPLETE"
 
 
 @dataclass
@@ -103,7 +103,7 @@ class _Occurrence:
     """One input/output/dataset of an event, resolved to its canonical id."""
 
     path: str  # e.g. ``outputs[0]``, for problem messages
-    dataset: _DatasetModel
+    dataset: DatasetModel
     canonical: str
     aliases: tuple[str, ...]
     columns: tuple[str, ...] | None  # None: no (usable) schema facet
@@ -131,11 +131,11 @@ class _Reader:
         """Validate one decoded JSON value as an event; keep it or report why not."""
         self.units_read += 1
         origin = Origin(kind=OriginKind.OPENLINEAGE, file=file, line=line)
-        model, reason = _validate_event(value)
+        model, reason = event_model(value)
         if model is None:
             self.problems.append(IngestProblem(origin=origin, reason=reason))
             return
-        if not isinstance(model, _DatasetEventModel):
+        if not isinstance(model, DatasetEventModel):
             origin = origin.model_copy(update={"job": _job_name(model.job)})
         self.builder.add(_Event(model=model, origin=origin, order=self.events_read))
         self.events_read += 1
@@ -283,7 +283,7 @@ def _line_of(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
-def _job_name(job: _JobModel) -> str:
+def _job_name(job: JobModel) -> str:
     return f"{job.namespace}/{job.name}"
 
 
@@ -367,11 +367,11 @@ class _Builder:
     def _note_facets(self, event: _Event) -> None:
         """Count every facet piitracer neither reads nor knows to carry no lineage."""
         model = event.model
-        if isinstance(model, _DatasetEventModel):
+        if isinstance(model, DatasetEventModel):
             places: list[tuple[str, Any]] = [("dataset", model.dataset.facets)]
         else:
             places = [("job", (model.job.model_extra or {}).get("facets"))]
-            if isinstance(model, _RunEventModel):
+            if isinstance(model, RunEventModel):
                 places.append(("run", (model.run.model_extra or {}).get("facets")))
             for side, datasets in (("input", model.inputs), ("output", model.outputs)):
                 for dataset in datasets or ():
@@ -501,7 +501,7 @@ def _column_edges(rows: set[tuple[str, str, str, str | None, int, int]], typings
 def _resolve_event(builder: _Builder, event: _Event) -> list[_Occurrence]:
     """Every dataset the event names, with canonical ids, aliases and columns."""
     model = event.model
-    if isinstance(model, _DatasetEventModel):
+    if isinstance(model, DatasetEventModel):
         named = [("dataset", model.dataset)]
     else:
         named = [(f"inputs[{i}]", d) for i, d in enumerate(model.inputs or [])]
@@ -509,11 +509,11 @@ def _resolve_event(builder: _Builder, event: _Event) -> list[_Occurrence]:
     return [_resolve_dataset(builder, event, path, dataset) for path, dataset in named]
 
 
-def _resolve_dataset(builder: _Builder, event: _Event, path: str, dataset: _DatasetModel) -> _Occurrence:
+def _resolve_dataset(builder: _Builder, event: _Event, path: str, dataset: DatasetModel) -> _Occurrence:
     facets = dataset.facets or {}
     notes: list[str] = []
-    columns = _schema_columns(facets["schema"], f"{path}.facets.schema", notes) if "schema" in facets else None
-    identifiers = _symlinks(facets["symlinks"], f"{path}.facets.symlinks", notes) if "symlinks" in facets else []
+    columns = schema_columns(facets["schema"], f"{path}.facets.schema", notes) if "schema" in facets else None
+    identifiers = symlink_names(facets["symlinks"], f"{path}.facets.symlinks", notes) if "symlinks" in facets else []
     for note in notes:
         builder.warn(event.origin, note)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from piitracer.ingest.openlineage.models import _SchemaFacet, _SymlinksFacet
+from piitracer.ingest.openlineage.models import SchemaFacet, SymlinksFacet
 from piitracer.ingest.pydantic_problems import validate_part
 
 
@@ -41,7 +41,7 @@ GAP_FACETS = {
 # cost more than the event's JSON parse. Anything else goes through the models, which say why.
 
 
-def _schema_columns(facet: Any, path: str, notes: list[str]) -> tuple[str, ...] | None:
+def schema_columns(facet: Any, path: str, notes: list[str]) -> tuple[str, ...] | None:
     """Column names of a ``schema`` facet (top-level fields), or None when it is unusable."""
     if type(facet) is dict:
         fields = facet.get("fields")
@@ -50,11 +50,11 @@ def _schema_columns(facet: Any, path: str, notes: list[str]) -> tuple[str, ...] 
         if type(fields) is list and all(type(f) is dict and type(f.get("name")) is str and (f.get("fields") is None or type(f["fields"]) is list)
                                         for f in fields):
             return tuple(f["name"] for f in fields)
-    schema = validate_part(_SchemaFacet, facet, path, notes)
+    schema = validate_part(SchemaFacet, facet, path, notes)
     return None if schema is None else tuple(f.name for f in schema.fields or [])
 
 
-def _symlinks(facet: Any, path: str, notes: list[str]) -> list[tuple[str, str, str | None]]:
+def symlink_names(facet: Any, path: str, notes: list[str]) -> list[tuple[str, str, str | None]]:
     """(namespace, name, type) of every identifier of a ``symlinks`` facet ([] when unusable)."""
     if type(facet) is dict:
         identifiers = facet.get("identifiers")
@@ -63,5 +63,5 @@ def _symlinks(facet: Any, path: str, notes: list[str]) -> list[tuple[str, str, s
         if type(identifiers) is list and all(type(i) is dict and type(i.get("namespace")) is str and type(i.get("name")) is str
                                              and (i.get("type") is None or type(i["type"]) is str) for i in identifiers):
             return [(i["namespace"], i["name"], i.get("type")) for i in identifiers]
-    symlinks = validate_part(_SymlinksFacet, facet, path, notes)
+    symlinks = validate_part(SymlinksFacet, facet, path, notes)
     return [] if symlinks is None else [(i.namespace, i.name, i.type) for i in symlinks.identifiers or []]

@@ -21,7 +21,7 @@ class _Lenient(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-class _JobModel(_Lenient):
+class JobModel(_Lenient):
     namespace: str
     name: str
 
@@ -30,7 +30,7 @@ class _RunModel(_Lenient):
     runId: str  # noqa: N815 (spec field name)
 
 
-class _DatasetModel(_Lenient):
+class DatasetModel(_Lenient):
     namespace: str
     name: str
     # Facets are free-form; the ones used are validated by their own models below.
@@ -53,23 +53,23 @@ class _EventModel(_Lenient):
         return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
-class _RunEventModel(_EventModel):
+class RunEventModel(_EventModel):
     run: _RunModel
-    job: _JobModel
+    job: JobModel
     # Optional in the spec; an event without it is not a COMPLETE, so it only yields facts.
     eventType: Literal["START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER"] | None = None  # noqa: N815
-    inputs: list[_DatasetModel] | None = None
-    outputs: list[_DatasetModel] | None = None
+    inputs: list[DatasetModel] | None = None
+    outputs: list[DatasetModel] | None = None
 
 
-class _JobEventModel(_EventModel):
-    job: _JobModel
-    inputs: list[_DatasetModel] | None = None
-    outputs: list[_DatasetModel] | None = None
+class JobEventModel(_EventModel):
+    job: JobModel
+    inputs: list[DatasetModel] | None = None
+    outputs: list[DatasetModel] | None = None
 
 
-class _DatasetEventModel(_EventModel):
-    dataset: _DatasetModel
+class DatasetEventModel(_EventModel):
+    dataset: DatasetModel
 
 
 # ---- facet models ------------------------------------------------------------------------------
@@ -80,7 +80,7 @@ class _SchemaField(_Lenient):
     fields: list[Any] | None = None  # nested struct fields: not columns of the dataset
 
 
-class _SchemaFacet(_Lenient):
+class SchemaFacet(_Lenient):
     fields: list[_SchemaField] | None = None
 
 
@@ -90,7 +90,7 @@ class _Identifier(_Lenient):
     type: str | None = None
 
 
-class _SymlinksFacet(_Lenient):
+class SymlinksFacet(_Lenient):
     identifiers: list[_Identifier] | None = None
 
 
@@ -100,23 +100,23 @@ def validate_event(value: Any) -> tuple[str | None, str | None]:
     """(kind, None) when ``value`` is an OpenLineage event piitracer can read (kind: RunEvent,
     JobEvent or DatasetEvent), else (None, why: every defect found, ``; `` separated): the file
     ingest's rules, for events received over HTTP."""
-    model, reason = _validate_event(value)
+    model, reason = event_model(value)
     if model is None:
         return None, reason
     return _EVENT_KINDS[type(model)], None
 
 
-def _validate_event(value: Any) -> tuple[BaseModel | None, str]:
+def event_model(value: Any) -> tuple[BaseModel | None, str]:
     """The event model for ``value``, or ``None`` and the reason it is not a valid event."""
     if not isinstance(value, dict):
         return None, f"expected a JSON object (an OpenLineage event), got {_json_type(value)}"
     # The kind is read from the content: producers' schemaURL is not reliable.
     if "run" in value or "eventType" in value:
-        model_type: type[BaseModel] = _RunEventModel
+        model_type: type[BaseModel] = RunEventModel
     elif "dataset" in value and "job" not in value:
-        model_type = _DatasetEventModel
+        model_type = DatasetEventModel
     elif "job" in value:
-        model_type = _JobEventModel
+        model_type = JobEventModel
     else:
         return None, (
             "not an OpenLineage event: expected the fields of a RunEvent (run, job), "
@@ -128,7 +128,7 @@ def _validate_event(value: Any) -> tuple[BaseModel | None, str]:
         return None, describe(exc)
 
 
-_EVENT_KINDS = {_RunEventModel: "RunEvent", _JobEventModel: "JobEvent", _DatasetEventModel: "DatasetEvent"}
+_EVENT_KINDS = {RunEventModel: "RunEvent", JobEventModel: "JobEvent", DatasetEventModel: "DatasetEvent"}
 
 
 def _json_type(value: Any) -> str:

@@ -34,11 +34,11 @@ _WINDOW_VALUE_FUNCTIONS = (exp.Lag, exp.Lead, exp.FirstValue, exp.LastValue, exp
 # Generators: one input row gives several output rows, so no per-row expression exists.
 _GENERATORS = (exp.Explode, exp.Inline, exp.Unnest)
 _COLUMN_INFLUENCES = frozenset({EdgeSubtype.CONDITIONAL, EdgeSubtype.WINDOW})
-_FLATTEN_COLUMNS = ("seq", "key", "path", "index", "value", "this")
-_VALUE_ROLES = frozenset({EdgeSubtype.IDENTITY, EdgeSubtype.TRANSFORMATION})  # what a join equality carries
+FLATTEN_COLUMNS = ("seq", "key", "path", "index", "value", "this")
+VALUE_ROLES = frozenset({EdgeSubtype.IDENTITY, EdgeSubtype.TRANSFORMATION})  # what a join equality carries
 # Rankings number rows by their window's order: ordered by a person's key (and not restarted per
 # partition), the number is assigned per key value, a surrogate key of the person.
-_RANKINGS = (exp.RowNumber, exp.Rank, exp.DenseRank)
+RANKINGS = (exp.RowNumber, exp.Rank, exp.DenseRank)
 # What a surrogate key can be assigned from: the key's value itself, or another surrogate of it.
 _KEY_ROLES = frozenset({EdgeSubtype.IDENTITY, EdgeSubtype.TRANSFORMATION, EdgeSubtype.SURROGATE})
 # A number (or id) drawn once per row written: a sequence, Spark's row id, a random UUID.
@@ -63,29 +63,29 @@ def per_row_key(columns: list[tuple[str, ColumnLineage]], how: str) -> ColumnLin
     return ColumnLineage(frozenset(Flow(source, EdgeSubtype.SURROGATE, expression=how) for source in keys))
 
 
-def _reads_column(expression: exp.Expression, name: str) -> bool:
+def reads_column(expression: exp.Expression, name: str) -> bool:
     return any(isinstance(c, exp.Column) and c.name.lower() == name for c in expression.walk())
 
 
-def _output_name(projection: exp.Expression) -> str:
+def output_name(projection: exp.Expression) -> str:
     """The alias, the column name, or (as Spark does) the expression's text."""
     return (projection.alias_or_name or projection.sql(dialect=DIALECT)).lower()
 
 
-def _merge(a: ColumnLineage, b: ColumnLineage) -> ColumnLineage:
+def merge_branches(a: ColumnLineage, b: ColumnLineage) -> ColumnLineage:
     """One column fed by two branches: all flows; a value tree only if both agree."""
     same = a.tree is not None and b.tree is not None and a.tree == b.tree
     return ColumnLineage(a.flows | b.flows, a.tree if same else None)
 
 
-def _merged(*lineages: ColumnLineage) -> ColumnLineage:
+def merged_using(*lineages: ColumnLineage) -> ColumnLineage:
     """The column of ``JOIN ... USING (c)``: equal on both sides, so every side's flows and the
     first side's value."""
     flows: frozenset[Flow] = frozenset().union(*(lineage.flows for lineage in lineages))
     return ColumnLineage(flows, lineages[0].tree if lineages else None)
 
 
-def _field_access(lineage: ColumnLineage, fields: list[str]) -> ColumnLineage:
+def field_access(lineage: ColumnLineage, fields: list[str]) -> ColumnLineage:
     """``column.field[.field]``: a TRANSFORMATION of the column (its value is part of it)."""
     if not fields:
         return lineage
@@ -111,13 +111,13 @@ def _field_access(lineage: ColumnLineage, fields: list[str]) -> ColumnLineage:
 # ---- expression helpers -------------------------------------------------------------------------
 
 
-def _unwrap(node: exp.Expression) -> exp.Expression:
+def unwrap(node: exp.Expression) -> exp.Expression:
     while isinstance(node, (exp.Alias, exp.Paren)):
         node = node.this
     return node
 
 
-def _leaves(root: exp.Expression) -> list[exp.Expression]:
+def expression_leaves(root: exp.Expression) -> list[exp.Expression]:
     """Column references and nested queries of an expression, in a stable order.
 
     Nested queries are leaves: their own columns belong to their own scope.
@@ -133,7 +133,7 @@ def _leaves(root: exp.Expression) -> list[exp.Expression]:
     ]
 
 
-def _substitute(
+def substitute_leaves(
     root: exp.Expression, leaves: list[exp.Expression], trees: list[exp.Expression | None]
 ) -> exp.Expression | None:
     """``root`` with every leaf replaced by its tree (unqualified base columns)."""
@@ -142,7 +142,7 @@ def _substitute(
     if len(leaves) == 1 and leaves[0] is root:
         return trees[0].copy()
     copy = root.copy()
-    for leaf, tree in zip(_leaves(copy), trees):
+    for leaf, tree in zip(expression_leaves(copy), trees):
         leaf.replace(tree.copy())
     return copy
 
@@ -155,7 +155,7 @@ def _ancestors(leaf: exp.Expression, root: exp.Expression) -> Iterable[tuple[exp
         child = child.parent
 
 
-def _role(leaf: exp.Expression, root: exp.Expression) -> EdgeSubtype:
+def leaf_role(leaf: exp.Expression, root: exp.Expression) -> EdgeSubtype:
     """How a leaf feeds the expression's value; the innermost condition or window wins."""
     aggregated = False
     for node, key in _ancestors(leaf, root):
@@ -176,7 +176,7 @@ def _is_aggregate(node: exp.Expression) -> bool:
     return isinstance(node, exp.AggFunc) and not isinstance(node, _WINDOW_VALUE_FUNCTIONS)
 
 
-def _masked(leaf: exp.Expression, root: exp.Expression) -> bool:
+def is_masked(leaf: exp.Expression, root: exp.Expression) -> bool:
     return any(_is_hash(node) for node, _ in _ancestors(leaf, root))
 
 
@@ -188,7 +188,7 @@ def _is_hash(node: exp.Expression) -> bool:
     return isinstance(node, _HASH_CLASSES) or _function_name(node) in _HASH_NAMES
 
 
-def _unrepeatable(root: exp.Expression) -> bool:
+def unrepeatable(root: exp.Expression) -> bool:
     """Whether the value cannot be recomputed from one row: aggregates, windows, generators,
     nested queries, non-deterministic functions."""
     return any(
@@ -198,7 +198,7 @@ def _unrepeatable(root: exp.Expression) -> bool:
     )
 
 
-def _compose(
+def compose_flow(
     flow: Flow, role: EdgeSubtype, masked: bool, path_tree: Callable[[], exp.Expression | None]
 ) -> Flow | None:
     """One more hop: ``flow`` reaches a leaf that feeds the new column as ``role``. A join-equality
@@ -218,14 +218,14 @@ def _compose(
     return Flow(flow.source, EdgeSubtype.TRANSFORMATION, masked or flow.masking, expression, tree, flow.join_equality)
 
 
-def _without_repeats(flows: set[Flow]) -> frozenset[Flow]:
+def without_repeats(flows: set[Flow]) -> frozenset[Flow]:
     """Drop a join-equality flow that a plain flow already gives (``a JOIN a2 ON a.id = a2.id``)."""
     plain = {(f.source, f.subtype, f.masking, f.expression) for f in flows if f.join_equality is None}
     return frozenset(f for f in flows
                      if f.join_equality is None or (f.source, f.subtype, f.masking, f.expression) not in plain)
 
 
-def _ranking_flows(
+def ranking_flows(
     root: exp.Window, leaves: list[exp.Expression], resolved: list[ColumnLineage], flows: set[Flow]
 ) -> set[Flow]:
     """A ranking's flows: its WINDOW influences carry the ranking as text (so a plan can say why
@@ -234,7 +234,7 @@ def _ranking_flows(
     different ones (``row_number`` numbers every row apart), so the number follows the person.
     With a PARTITION BY the numbers restart in every partition: one number belongs to many."""
     trees = [r.tree for r in resolved]
-    shown = _substitute(root, leaves, trees) if all(t is not None for t in trees) else None
+    shown = substitute_leaves(root, leaves, trees) if all(t is not None for t in trees) else None
     text = (shown if shown is not None else root).sql(dialect=DIALECT)
     result = {Flow(f.source, f.subtype, expression=text) if f.subtype is EdgeSubtype.WINDOW else f for f in flows}
     if root.args.get("partition_by"):
@@ -249,10 +249,10 @@ def _ranking_flows(
     return result
 
 
-def _conjuncts(condition: exp.Expression) -> Iterable[exp.Expression]:
-    condition = _unwrap(condition)
+def conjuncts(condition: exp.Expression) -> Iterable[exp.Expression]:
+    condition = unwrap(condition)
     if isinstance(condition, exp.And):
-        yield from _conjuncts(condition.this)
-        yield from _conjuncts(condition.expression)
+        yield from conjuncts(condition.this)
+        yield from conjuncts(condition.expression)
     else:
         yield condition

@@ -10,8 +10,8 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from piitracer.ingest.sql.expressions import (DIALECT, _VALUE_ROLES, _compose, _conjuncts, _masked, _role,
-                                              _substitute, _unwrap)
+from piitracer.ingest.sql.expressions import (DIALECT, VALUE_ROLES, compose_flow, conjuncts, is_masked, leaf_role,
+                                              substitute_leaves, unwrap)
 from piitracer.ingest.sql.relations import ColumnLineage, Flow
 
 
@@ -26,10 +26,10 @@ class JoinEqualities:
         inner join's ON or the WHERE. Only top-level AND-conjuncts count, and only ``x = y`` with
         ``x`` and ``y`` bare columns of two different sources of this scope: OR, other
         comparisons and functions (``lower(a.x) = b.y``) equate no values."""
-        for conjunct in _conjuncts(condition):
+        for conjunct in conjuncts(condition):
             if not isinstance(conjunct, exp.EQ):
                 continue
-            left, right = _unwrap(conjunct.this), _unwrap(conjunct.expression)
+            left, right = unwrap(conjunct.this), unwrap(conjunct.expression)
             if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
                 continue
             a, b = self._locate(left), self._locate(right)
@@ -94,13 +94,13 @@ class JoinEqualities:
         for leaf, place in zip(leaves, places):
             if place is None or place not in self.equal:
                 continue
-            role, masked = _role(leaf, root), _masked(leaf, root)
-            if role not in _VALUE_ROLES:
+            role, masked = leaf_role(leaf, root), is_masked(leaf, root)
+            if role not in VALUE_ROLES:
                 continue
             for (key, name), text in self._equivalents(place):
                 other = self.sources[key].column(name)
                 for flow in other.flows if other is not None else ():
-                    if flow.subtype not in _VALUE_ROLES:
+                    if flow.subtype not in VALUE_ROLES:
                         continue
 
                     def path_tree(flow: Flow = flow, place: tuple[str, str] = place) -> exp.Expression | None:
@@ -108,10 +108,10 @@ class JoinEqualities:
                         if not repeatable or flow.tree is None or any(r.tree is None for r in resolved):
                             return None
                         trees = [flow.tree if p == place else r.tree for p, r in zip(places, resolved)]
-                        return _substitute(root, leaves, trees)
+                        return substitute_leaves(root, leaves, trees)
 
-                    composed = _compose(flow, role, masked, path_tree)
-                    if composed is not None and composed.subtype in _VALUE_ROLES:
+                    composed = compose_flow(flow, role, masked, path_tree)
+                    if composed is not None and composed.subtype in VALUE_ROLES:
                         chain = f"{flow.join_equality} AND {text}" if flow.join_equality else text
                         flows.add(replace(composed, join_equality=chain))
         return flows

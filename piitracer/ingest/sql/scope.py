@@ -22,10 +22,10 @@ from typing import Iterable, Mapping
 from sqlglot import exp
 
 from piitracer.ingest.sql.context import QueryContext
-from piitracer.ingest.sql.expressions import (DIALECT, _FLATTEN_COLUMNS, _RANKINGS, _compose, _field_access,
-                                              _leaves, _masked, _merge, _merged, _output_name, _ranking_flows,
-                                              _reads_column, _role, _substitute, _unrepeatable, _unwrap,
-                                              _without_repeats, is_sequence, per_row_key)
+from piitracer.ingest.sql.expressions import (DIALECT, FLATTEN_COLUMNS, RANKINGS, compose_flow, field_access,
+                                              expression_leaves, is_masked, merge_branches, merged_using, output_name, ranking_flows,
+                                              reads_column, leaf_role, substitute_leaves, unrepeatable, unwrap,
+                                              without_repeats, is_sequence, per_row_key)
 from piitracer.ingest.sql.join_equalities import JoinEqualities
 from piitracer.ingest.sql.relations import (
     ColumnLineage,
@@ -173,7 +173,7 @@ class Scope(JoinEqualities):
         positions = set()
         if isinstance(item.this, exp.Explode) and any(isinstance(a, exp.Kwarg) for a in item.this.iter_expressions()):
             # Snowflake's FLATTEN(INPUT => x): its columns, whether or not the query names them.
-            names = names or list(_FLATTEN_COLUMNS)
+            names = names or list(FLATTEN_COLUMNS)
             positions = {"seq", "index", "path"}
         label = alias.name if alias and alias.name else "unnest"
         if isinstance(item, exp.Unnest) and item.args.get("offset") and isinstance(item.args["offset"], exp.Expression):
@@ -196,7 +196,7 @@ class Scope(JoinEqualities):
             return base
         if pivot.args.get("unpivot"):
             return self._unpivoted(base, pivot, field_, scope)
-        aggregates = [_unwrap(e) for e in pivot.expressions]
+        aggregates = [unwrap(e) for e in pivot.expressions]
         if not aggregates:
             return base
         names = [c.name.lower() for c in pivot.args.get("columns") or []]
@@ -216,14 +216,14 @@ class Scope(JoinEqualities):
         return PivotRelation(columns, base, used, frozenset(scope.inputs), frozenset(scope.indirect))
 
     def _unpivoted(self, base: Relation, pivot: exp.Pivot, field_: exp.Expression, scope: Scope) -> Relation:
-        values = [_unwrap(e) for e in pivot.expressions]
+        values = [unwrap(e) for e in pivot.expressions]
         value_names = [i.name.lower() for v in values for i in (v.expressions if isinstance(v, exp.Tuple) else [v])]
         name_column = field_.this.name.lower()
         merged: list[ColumnLineage] = [ColumnLineage() for _ in value_names]
         used: set[str] = set()
         for entry in field_.expressions:
             entry = entry.this if isinstance(entry, (exp.PivotAlias, exp.Alias)) else entry
-            entry = _unwrap(entry)
+            entry = unwrap(entry)
             sources = entry.expressions if isinstance(entry, exp.Tuple) else [entry]
             for index, source in enumerate(sources[: len(value_names)]):
                 lineage = scope.lineage_of(source)
@@ -273,7 +273,7 @@ class Scope(JoinEqualities):
                     if found is None:
                         self.ctx.warn(f"column {'.'.join(parts[:split + 1])} not found in {relation.label}")
                         return None
-                    return _field_access(found, parts[split + 1:])
+                    return field_access(found, parts[split + 1:])
             scope = scope.parent
         if len(parts) > 1 and not self._known_qualifier(parts[0]):
             found = self._unqualified(parts[0], column, quiet=True)
@@ -281,7 +281,7 @@ class Scope(JoinEqualities):
                 if not self.has_known_column(parts[0]):
                     self.ctx.warn(f"column {column.sql(dialect=DIALECT)!r} read as field {'.'.join(parts[1:])} of "
                                   f"column {parts[0]!r}: no source is named {parts[0]!r} and no schema says so")
-                return _field_access(found, parts[1:])
+                return field_access(found, parts[1:])
         if len(parts) > 1:
             self.ctx.warn(f"cannot resolve column {column.sql(dialect=DIALECT)!r}")
             return None
@@ -316,7 +316,7 @@ class Scope(JoinEqualities):
         scope: Scope | None = self
         while scope is not None:
             if name in scope.using:
-                return _merged(*(scope.sources[key].column(name) or ColumnLineage() for key in scope.using[name]))
+                return merged_using(*(scope.sources[key].column(name) or ColumnLineage() for key in scope.using[name]))
             if name in scope.lateral and not scope.has_known_column(name):
                 # Spark 3.4+/Databricks/Snowflake: an earlier select item's alias, unless a source has it.
                 return scope.lateral[name]
@@ -391,14 +391,14 @@ class Scope(JoinEqualities):
 
     def lineage_of(self, expression: exp.Expression) -> ColumnLineage:
         """Compose an expression over this scope into flows from base columns."""
-        root = _unwrap(expression)
-        leaves = _leaves(root)
+        root = unwrap(expression)
+        leaves = expression_leaves(root)
         resolved = [self._leaf_lineage(leaf) for leaf in leaves]
-        repeatable = not _unrepeatable(root)
-        value = _substitute(root, leaves, [r.tree for r in resolved]) if repeatable else None
+        repeatable = not unrepeatable(root)
+        value = substitute_leaves(root, leaves, [r.tree for r in resolved]) if repeatable else None
         flows: set[Flow] = set()
         for leaf, lineage in zip(leaves, resolved):
-            role, masked = _role(leaf, root), _masked(leaf, root)
+            role, masked = leaf_role(leaf, root), is_masked(leaf, root)
             for flow in lineage.flows:
 
                 def path_tree(flow: Flow = flow, lineage: ColumnLineage = lineage) -> exp.Expression | None:
@@ -408,15 +408,15 @@ class Scope(JoinEqualities):
                     if flow.tree is lineage.tree:
                         return value
                     trees = [flow.tree if r is lineage else r.tree for r in resolved]
-                    return _substitute(root, leaves, trees)
+                    return substitute_leaves(root, leaves, trees)
 
-                composed = _compose(flow, role, masked, path_tree)
+                composed = compose_flow(flow, role, masked, path_tree)
                 if composed is not None:
                     flows.add(composed)
         flows |= self._equality_flows(root, leaves, resolved, repeatable)
-        if isinstance(root, exp.Window) and isinstance(root.this, _RANKINGS):
-            flows = _ranking_flows(root, leaves, resolved, flows)
-        return ColumnLineage(_without_repeats(flows), value)
+        if isinstance(root, exp.Window) and isinstance(root.this, RANKINGS):
+            flows = ranking_flows(root, leaves, resolved, flows)
+        return ColumnLineage(without_repeats(flows), value)
 
     def _leaf_lineage(self, leaf: exp.Expression) -> ColumnLineage:
         if isinstance(leaf, exp.Column):
@@ -443,7 +443,7 @@ class Scope(JoinEqualities):
         aliases: dict[str, ColumnLineage] = {}
         for name, lineage in outputs:
             aliases.setdefault(name, lineage)
-        for leaf in _leaves(expression):
+        for leaf in expression_leaves(expression):
             if isinstance(leaf, exp.Column):
                 lineage = self._clause_column(leaf, aliases)
                 self._influenced_by(lineage.flows if lineage else frozenset(), subtype)
@@ -542,9 +542,9 @@ def _projections(select: exp.Select, scope: Scope) -> list[tuple[str, ColumnLine
     columns: list[tuple[str, ColumnLineage]] = []
     sequences: list[tuple[int, str]] = []
     for projection in select.expressions:
-        if is_sequence(_unwrap(projection)):
-            sequences.append((len(columns), _unwrap(projection).sql(dialect=DIALECT)))
-            columns.append((_output_name(projection), ColumnLineage()))
+        if is_sequence(unwrap(projection)):
+            sequences.append((len(columns), unwrap(projection).sql(dialect=DIALECT)))
+            columns.append((output_name(projection), ColumnLineage()))
             continue
         star = projection if isinstance(projection, exp.Star) else None
         if isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star):
@@ -555,9 +555,9 @@ def _projections(select: exp.Select, scope: Scope) -> list[tuple[str, ColumnLine
                 if isinstance(projection, exp.Column) else ""
             columns += scope.expand_star(qualifier, excluded)
             continue
-        name, lineage = _output_name(projection), scope.lineage_of(projection)
+        name, lineage = output_name(projection), scope.lineage_of(projection)
         columns.append((name, lineage))
-        if isinstance(projection, exp.Alias) and not _reads_column(projection.this, name):
+        if isinstance(projection, exp.Alias) and not reads_column(projection.this, name):
             # Later items may name it (lateral column alias); ``lower(email) AS email`` proves the
             # source has ``email``, so there the name stays the source's column.
             scope.lateral.setdefault(name, lineage)
@@ -586,7 +586,7 @@ def _set_operation_relation(
             indirect |= {(f.source, EdgeSubtype.FILTER) for f in other.flows if f.join_equality is None}
             columns.append((name, lineage))
         else:
-            columns.append((name, _merge(lineage, other)))
+            columns.append((name, merge_branches(lineage, other)))
     relation = DerivedRelation(columns, left.inputs | right.inputs, frozenset(indirect))
     if node.args.get("order"):
         scope = Scope(ctx, ctes, parent)

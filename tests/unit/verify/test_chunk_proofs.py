@@ -218,7 +218,7 @@ def test_bloom_filter_of_every_written_value_admits_it(tmp_path: Path) -> None:
     """The filter reader and the pure-Python xxHash64 agree with pyarrow's writer on every value
     written (a Bloom filter has no false negatives), for int32, int64 and strings of every length
     around xxHash's 4, 8 and 32-byte lanes."""
-    from piitracer.verify.parquet_bloom import _bloom_may_hold, xxh64
+    from piitracer.verify.parquet_bloom import bloom_may_hold, xxh64
     from piitracer.verify.parquet_pages import CountingFile
 
     rng = random.Random(1)
@@ -232,8 +232,8 @@ def test_bloom_filter_of_every_written_value_admits_it(tmp_path: Path) -> None:
     for number, (column, encode) in enumerate([("s", str.encode), ("i", lambda v: struct.pack("<i", v)),
                                                ("l", lambda v: struct.pack("<q", v))]):
         for value in table.column(column).to_pylist():
-            assert _bloom_may_hold(handle, chunks.column(number), [xxh64(encode(value))]), (column, value)
-    absent = sum(_bloom_may_hold(handle, chunks.column(0), [xxh64(f"absent{n}".encode())]) for n in range(200))
+            assert bloom_may_hold(handle, chunks.column(number), [xxh64(encode(value))]), (column, value)
+    absent = sum(bloom_may_hold(handle, chunks.column(0), [xxh64(f"absent{n}".encode())]) for n in range(200))
     assert absent < 20  # and it does say "absent" (fpp 0.001)
     assert xxh64(b"") == 0xEF46DB3751D8E999 and xxh64(b"a") == 0xD24EC4F1A98C6E5B
 
