@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
-from piitracer.api._wiring import (audit_log_path, dataset_locations, execution_context, journal_steps, warehouse_roots,
+from piitracer.api.wiring import (audit_log_path, dataset_locations, execution_context, journal_steps, warehouse_roots,
                                    workspace_store)
 from piitracer.api.lineage import build_lineage_graph
 from piitracer.audit import (AnchorFile, AuditError, AuditKey, AuditLog, AuditProblem, VerifyResult, load_audit_key,
@@ -234,28 +234,3 @@ def table_metadata_hash(workspace: Workspace, dataset: str) -> tuple[str, str] |
     if newest is None:
         return None
     return location.relative(newest), hashlib.sha256(store.read_bytes(newest)).hexdigest()
-
-
-# ---- the commands' use cases: each opens the workspace's audit log itself -------------------------
-
-
-def check_workspace_audit(workspace: Workspace, key_file: str | os.PathLike[str] | None = None,
-                          expect_head: str | None = None) -> VerifyResult:
-    """``audit verify``: :func:`verify_audit` of the workspace's existing audit log (key from
-    ``key_file`` or the environment), with the journal cross-check."""
-    with audit_log(workspace, key_file=key_file, create=False) as log:
-        return verify_audit(log, workspace, expect_head=expect_head)
-
-
-def request_report(workspace: Workspace, request_id: str, fmt: str = "html",
-                   key_file: str | os.PathLike[str] | None = None) -> str:
-    """``audit report``: :func:`audit_report` from the workspace's existing audit log."""
-    with audit_log(workspace, key_file=key_file, create=False) as log:
-        return audit_report(workspace, log, request_id, fmt)
-
-
-def request_certificate(workspace: Workspace, request_id: str, signing_key,
-                        key_file: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-    """``audit certificate``: :func:`erasure_certificate` from the workspace's existing audit log."""
-    with audit_log(workspace, key_file=key_file, create=False) as log:
-        return erasure_certificate(workspace, log, request_id, signing_key)

@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import yaml
 
-from piitracer.api._wiring import dataset_locations, iceberg_catalogs, warehouse_roots, workspace_store
+from piitracer.api.wiring import dataset_locations, iceberg_catalogs, warehouse_roots, workspace_store
 from piitracer.api.lineage import build_lineage_graph
 from piitracer.discover.catalog_file import DiscoveredCatalog, catalog_entries, kept_identifiers, with_identifiers
 from piitracer.discover.classify import ClassifyOptions, ColumnVerdict, classify_columns, inherited

@@ -14,16 +14,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from piitracer.api._wiring import request_store, write_private
-from piitracer.api.audit import audit_log, audit_report, erasure_certificate, record_plan, record_run, record_verification, verify_audit
-from piitracer.api.execute import execute_plan
+from piitracer.api.wiring import write_private
+from piitracer.api.keys import Keys
 from piitracer.api.lineage import build_lineage_graph
-from piitracer.api.plan import check_plan_origin, plan_deletion, plan_file_text, plan_requests, seal_plan
-from piitracer.api.requests import close_request, move_plan_requests, register_plan_requests, settle_after_verify
-from piitracer.api.verify import Evidence, attest_step, attested_steps, verify_plan
+from piitracer.api.plan import plan_requests
+from piitracer.api.session import open as open_session
+from piitracer.api.verify import Evidence
 from piitracer.audit import load_audit_key
 from piitracer.crypto.envelope import load_master_key, write_master_key
-from piitracer.crypto.signing import generate_signing_key, load_signing_key, public_key_path
+from piitracer.crypto.signing import generate_signing_key, public_key_path
 from piitracer.demo import DEFAULT_ROWS, DEFAULT_SEED, SUBJECT_USER_ID, build_lakehouse
 from piitracer.demo.subjects import existing_subjects, subject_rows
 from piitracer.demo.workspace_files import prepare_workspace
@@ -35,7 +34,6 @@ from piitracer.ingest.workspace.loader import load_workspace
 from piitracer.model.audit import AuditEntry
 from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import PERSON_ACTIONS, DeletionPlan, Subject
-from piitracer.model.requests import RequestState
 from piitracer.model.verification import VerificationReport
 from piitracer.planner.build import PlanningError
 from piitracer.render.lineage_diagram import lineage_diagram, render_lineage
@@ -101,7 +99,10 @@ def run_demo(
     and, unless ``attest`` is False, attests each as its simulated owner (the evidence says it is
     simulated), verifies again and writes the audit report. ``warehouse`` puts the Iceberg warehouse
     elsewhere (tests point it at their running Spark session's). ``progress`` gets one line per phase.
-    The subjects live only under their requests' data keys (the demo's own master key), and a
+
+    Every use case goes through one session with the demo's own keys (:func:`demo_keys`), exactly
+    as ``piitracer plan -o``, ``execute``, ``verify``, ``attest``, ``requests close`` and ``audit
+    certificate`` would run them: the subjects live only under their requests' data keys, and a
     complete erasure ends by closing the requests (their values shredded) unless ``close`` is False."""
     say = progress or (lambda message: None)
     seconds: dict[str, float] = {}
@@ -119,24 +120,19 @@ def run_demo(
     phase("build")
     say(f"lakehouse {'reused' if built.reused else 'built'} in {seconds['build']:.1f} s")
 
-    graph = build_lineage_graph(workspace)
     source = _demo_source(workspace)
     spark = spark_session(workspace.config.spark, workspace.resolve(workspace.config.spark.warehouse))
     values = existing_subjects(spark, source.table, "user_id", subjects, DEFAULT_SEED) if subjects else [str(SUBJECT_USER_ID)]
     found = subject_rows(spark, source.table, "user_id", values)
     received = datetime.now(timezone.utc).replace(microsecond=0)
     batch = [Subject(value=v, request_id=f"demo-{received:%Y%m%dT%H%M%S}-{i + 1}", received_at=received) for i, v in enumerate(values)]
-    key = load_audit_key(key_file=demo_audit_key(root))
-    plan = seal_plan(plan_deletion(workspace, graph, [DEMO_SOURCE], batch), key)
-    # The demo keeps the person only as piitracer would in production: under the request's data key
-    # (wrapped by the demo's own master key), shredded at close.
-    store = request_store(workspace, load_master_key(demo_master_key(root)))
-    log = audit_log(workspace, key=key)
     plan_path, diagram_path = root / "plan.json", root / "lineage.svg"
-    try:
-        register_plan_requests(workspace, store, log, plan, "planned (demo)")
-        cipher = store.cipher(plan_requests(plan))
-        write_private(plan_path, plan_file_text(plan, cipher))
+
+    with open_session(workspace, demo_keys(root)) as session:
+        planned = session.plan([DEMO_SOURCE], batch, keep=True, action="planned (demo)")  # as `plan -o`
+        plan = planned.plan
+        write_private(plan_path, planned.text)
+        graph = build_lineage_graph(workspace)
         diagram_path.write_bytes(render_lineage(plan_diagram(graph, plan), "svg"))
         phase("plan")
         say(f"planned {len(plan.steps)} steps for {len(batch)} subject(s) ({found} source rows): {plan_path}")
@@ -144,57 +140,42 @@ def run_demo(
         result = DemoResult(folder=root, build=built, subjects=len(batch), subject_rows=found, plan=plan,
                             plan_path=plan_path, diagram_path=diagram_path, seconds=seconds)
         # No --drop-refs: the demo's month_end_close tag is rewritten (rewrite_ref), not dropped.
-        options = ExecuteOptions(no_concurrent_writers=True)
-        record_plan(log, plan)
-        check_plan_origin(workspace, log, plan)  # the checks execute makes: recorded, and what planning gives now
-        move_plan_requests(store, log, plan, RequestState.EXECUTING, "execute (demo)")
-        result.run = execute_plan(workspace, plan, options, attested=attested_steps(log, plan), cipher=cipher,
-                                  on_step=lambda r: say(f"  {r.step.id} {r.step.action.value} {r.step.dataset}: {r.state}"))
-        record_run(log, plan, result.run, workspace)
-        move_plan_requests(store, log, plan, RequestState.EXECUTED, f"executed: {result.run.status}")
+        result.run = session.execute(plan_path, ExecuteOptions(no_concurrent_writers=True), on_step=lambda r: say(
+            f"  {r.step.id} {r.step.action.value} {r.step.dataset}: {r.state}"))
         awaiting = result.run.awaiting()
         say(f"executed: {result.run.status}" + (f": {len(awaiting)} step(s) awaiting attestation: " + ", ".join(
             f"{r.step.id} {r.step.action.value} {r.step.dataset}" for r in awaiting) if awaiting else ""))
         phase("execute")
 
-        result.first_verification = result.verification = verify_plan(workspace, plan, attested=attested_steps(log, plan),
-                                                                      cipher=cipher)
-        record_verification(log, plan, result.verification)
-        settle_after_verify(store, log, plan, result.verification, workspace.config.policy.watch)
+        result.first_verification = result.verification = session.verify(plan_path).report
         say("verified: " + ("complete" if result.verification.complete else
                             f"not complete (verify exits 1): {_open_summary(result.verification)}"))
         if attest and not result.verification.complete:
-            for step in (s for s in plan.steps if s.action in PERSON_ACTIONS):
-                if step.id in attested_steps(log, plan):
-                    continue
+            attested = session.attested(plan)
+            for step in (s for s in plan.steps if s.action in PERSON_ACTIONS and s.id not in attested):
                 owner = step.owner or _DEMO_OWNERS.get(step.action.value, "data-platform on-call")
                 statement = (f"SIMULATED by piitracer demo: no person did this; {owner} would confirm "
                              f"{step.action.value} of {step.dataset} here")
-                result.attestations.append(attest_step(log, plan, step.id, f"{owner} (simulated)", Evidence.of(statement),
-                                                       statement=statement))
+                result.attestations.append(session.attest(plan_path, step.id, f"{owner} (simulated)",
+                                                          Evidence.of(statement), statement=statement))
                 say(f"  attested {step.id} {step.action.value} {step.dataset} as {owner} (simulated)")
-            result.verification = verify_plan(workspace, plan, attested=attested_steps(log, plan), cipher=cipher)
-            record_verification(log, plan, result.verification)
-            settle_after_verify(store, log, plan, result.verification, workspace.config.policy.watch)
+            result.verification = session.verify(plan_path).report
             say("verified again: " + ("complete" if result.verification.complete else _open_summary(result.verification)))
         phase("verify")
         if close and result.verification.complete:
             for request_id in plan_requests(plan):
-                close_request(workspace, store, log, request_id, now_reason="demo: closed at once, no watching period")
+                session.close(request_id, now_reason="demo: closed at once, no watching period")
                 result.closed.append(request_id)
             say(f"closed {len(result.closed)} request(s): piitracer's own copies of the subject(s) shredded")
-        result.audit_intact = verify_audit(log, workspace).ok
+        result.audit_intact = session.check_audit().ok
         result.report_path = root / "report.html"
-        result.report_path.write_text(audit_report(workspace, log, batch[0].request_id, graph=graph), encoding="utf-8")
+        result.report_path.write_text(session.report(batch[0].request_id, graph=graph), encoding="utf-8")
         if result.verification.complete:
-            signing_key, result.public_key_path = demo_signing_key(root)
-            document = erasure_certificate(workspace, log, batch[0].request_id, load_signing_key(signing_key))
+            result.public_key_path = public_key_path(session.keys.signing_key_file)
+            document = session.certificate(batch[0].request_id)
             result.certificate_path = root / "certificate.json"
             result.certificate_path.write_text(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
                                                encoding="utf-8")
-    finally:
-        log.close()
-        store.close()
     phase("audit")
     say(f"audit trail recorded; report: {result.report_path}")
     return result
@@ -253,6 +234,14 @@ def demo_signing_key(folder: Path) -> tuple[Path, Path]:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         generate_signing_key(path)
     return path, public_key_path(path)
+
+
+def demo_keys(folder: Path) -> Keys:
+    """The demo's own keys (audit, master, signing), made once per demo folder, 0600 in its state
+    folder: the demo runs on its own lakehouse with keys nobody else holds."""
+    signing, _ = demo_signing_key(folder)
+    return Keys(audit=load_audit_key(key_file=demo_audit_key(folder)), master=load_master_key(demo_master_key(folder)),
+                signing_key_file=signing)
 
 
 def _demo_source(workspace: Workspace):

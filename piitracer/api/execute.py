@@ -5,22 +5,14 @@ Rooms: executor, serve (run events), audit, requests, model."""
 
 from __future__ import annotations
 
-import os
 from datetime import datetime, timezone
 from typing import Callable, Sequence
 
-from piitracer.api._wiring import audit_log_path, dataset_locations, execution_context, journal_steps, request_store
-from piitracer.api.audit import audit_log, record_plan, record_run
-from piitracer.api.plan import check_plan_origin, check_plan_seal, load_plan, plan_requests
-from piitracer.api.requests import move_plan_requests, register_plan_requests
-from piitracer.api.verify import recorded_attestations
-from piitracer.audit import AuditKey
-from piitracer.crypto.envelope import KeyWrapper, ValueCipher
-from piitracer.executor.preflight import PlanRefused
+from piitracer.api.wiring import dataset_locations, execution_context, journal_steps
+from piitracer.crypto.envelope import ValueCipher
 from piitracer.executor.runner import ExecuteOptions, ExecutionError, PlanExecutor, RunSummary, StepResult
 from piitracer.workspace.model import Workspace
 from piitracer.model.plan import NO_FILE_WORK, Action, DeletionPlan
-from piitracer.model.requests import RequestState
 from piitracer.serve.emit import ChangedDataset, emit_run_event, run_uuid
 
 
@@ -81,47 +73,3 @@ def prepare_execution(
     executor = PlanExecutor(plan, execution_context(workspace, attested, cipher), options, on_step)
     executor.preflight()
     return executor
-
-
-
-
-def execute_recorded(workspace: Workspace, plan_file: str | os.PathLike[str], options: ExecuteOptions = ExecuteOptions(),
-                     *, audit_key: AuditKey, master: KeyWrapper, on_start: Callable[[DeletionPlan], None] | None = None,
-                     on_step: Callable[[StepResult], None] | None = None) -> RunSummary:
-    """``piitracer execute``: everything is checked before the audit log, the request store or the
-    journal is written, so a refused run leaves no trace — the plan file opened with the request
-    store's keys, its seal (``options.unsealed`` accepts none), the plan against the workspace and the
-    lakehouse (preflight), then its origin (recorded in this workspace's audit log, and what
-    planning it again gives now, unless resumed or re-run). A dry run stops there and returns what
-    it would do. Otherwise the plan's requests move executing -> executed around the run, and every
-    step is recorded in the audit log (a failed run too, before its error is raised). ``on_start``
-    gets the plan once it runs; ``on_step`` each step's result."""
-    with request_store(workspace, master) as store:
-        plan = load_plan(plan_file, store.cipher)
-        check_plan_seal(plan, audit_key, unsealed_ok=options.unsealed)
-        executor = prepare_execution(workspace, plan, options, attested=recorded_attestations(workspace, audit_key, plan))
-        if not audit_log_path(workspace).exists():  # opening would create it: a refusal leaves no trace
-            raise PlanRefused(f"plan {plan.plan_id[:16]} is not recorded in this workspace's audit log (there is none "
-                              "yet): plan again with `piitracer plan -o`")
-        with audit_log(workspace, key=audit_key, create=False) as log:
-            check_plan_origin(workspace, log, plan, replan=not (options.resume or options.rerun))
-        if options.dry_run:
-            return executor.run()
-        with audit_log(workspace, key=audit_key) as log:
-            register_plan_requests(workspace, store, log, plan, "planned (execute)")
-            executor.context.cipher = store.cipher(plan_requests(plan))
-            record_plan(log, plan)
-            move_plan_requests(store, log, plan, RequestState.EXECUTING, "execute" + (" --resume" if options.resume else
-                                                                                        " --rerun" if options.rerun else ""))
-            if on_start is not None:
-                on_start(plan)
-            executor.on_step = on_step
-            try:
-                summary = run_execution(workspace, executor)
-            except ExecutionError as error:
-                record_run(log, plan, journal_steps(workspace, plan.plan_id), workspace)  # the failed step too
-                move_plan_requests(store, log, plan, RequestState.EXECUTING, "execute failed", reason=str(error)[:300])
-                raise
-            record_run(log, plan, summary, workspace)
-            move_plan_requests(store, log, plan, RequestState.EXECUTED, f"executed: {summary.status}")
-    return summary

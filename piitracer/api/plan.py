@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from pydantic import ValidationError
 
-from piitracer.api._wiring import dataset_locations, request_store, workspace_store
+from piitracer.api.wiring import dataset_locations, workspace_store
 from piitracer.api.lineage import lineage_graph_for, parse_column
-from piitracer.crypto.envelope import MasterKeyError, ValueCipher, is_sealed, load_master_key
+from piitracer.crypto.envelope import MasterKeyError, ValueCipher, is_sealed
 from piitracer.executor.preflight import PlanRefused
 from piitracer.formats import FormatError, key_type_name, support_for, table_schema
 from piitracer.graph.lineage_graph import LineageGraph
@@ -259,14 +259,3 @@ def plan_erasure(workspace: Workspace, sources: Sequence[str], subjects: Sequenc
     ``audit_key`` when one is given. ``labels`` name each subject's position in errors."""
     plan = plan_deletion(workspace, lineage_graph_for(workspace, sources), sources, subjects, labels=labels)
     return seal_plan(plan, audit_key) if audit_key is not None else plan
-
-
-def load_workspace_plan(workspace: Workspace, path: str | os.PathLike[str],
-                        master_key_file: str | os.PathLike[str] | None = None) -> DeletionPlan:
-    """A plan file, its sealed values opened with the workspace's request store keys; the master key
-    (``master_key_file``, else the environment) is loaded only when the file holds sealed values."""
-    def cipher_for(request_ids: Sequence[str]) -> ValueCipher:
-        with request_store(workspace, load_master_key(master_key_file)) as store:
-            return store.cipher(request_ids)
-
-    return load_plan(path, cipher_for)

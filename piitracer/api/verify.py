@@ -7,17 +7,16 @@ scanner), crypto (the request store's keys), audit (verifications, attestations)
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from piitracer.api._wiring import audit_log_path, execution_context, request_store, request_store_path
-from piitracer.api.audit import audit_log, record_verification
-from piitracer.api.plan import check_plan_seal, load_plan, load_workspace_plan, parse_plan, plan_requests
-from piitracer.api.requests import move_request, note_attestation, settle_after_verify
-from piitracer.audit import AuditKey, AuditLog, record_attestation_entry, record_plan_entry
-from piitracer.crypto.envelope import KeyWrapper, ShreddedError, ValueCipher, has_master_key, load_master_key
+from piitracer.api.wiring import execution_context, request_store, request_store_path
+from piitracer.api.audit import record_verification
+from piitracer.api.plan import parse_plan, plan_requests
+from piitracer.requests.lifecycle import move_request
+from piitracer.audit import AuditLog, record_attestation_entry, record_plan_entry
+from piitracer.crypto.envelope import ShreddedError, ValueCipher, has_master_key, load_master_key
 from piitracer.executor.journal import Journal
 from piitracer.executor.spark_session import spark_session
 from piitracer.workspace.model import Workspace
@@ -143,14 +142,6 @@ def attest_step(log: AuditLog, plan: DeletionPlan, step_id: str, attested_by: st
                                     evidence_kind=evidence.kind if evidence else None, statement=note)
 
 
-def recorded_attestations(workspace: Workspace, key: AuditKey, plan: DeletionPlan) -> dict[str, str]:
-    """:func:`attested_steps` of the workspace's audit log, without creating a log (none yet: {})."""
-    if not audit_log_path(workspace).exists():
-        return {}
-    with audit_log(workspace, key=key, create=False) as log:
-        return attested_steps(log, plan)
-
-
 def attested_steps(log: AuditLog, plan: DeletionPlan) -> dict[str, str]:
     """Step id -> "by NAME at TIME" for every attestation the audit log holds for the plan's
     person steps (manual, manual_review, recompute)."""
@@ -191,63 +182,3 @@ def reverify_requests(workspace: Workspace, store, log: AuditLog, sweep: str | N
 
 def _plan_from_text(text: str, store) -> DeletionPlan:
     return parse_plan(text, "the request store's copy of the plan", store.cipher)
-
-
-# ---- the commands' use cases: each opens the workspace's request store and audit log itself ------
-
-
-@dataclass
-class Verified:
-    """What ``piitracer verify`` found: the plan, its verification report, and the plan's requests
-    already closed (their values shredded: left out of this verification)."""
-
-    plan: DeletionPlan
-    report: VerificationReport
-    closed: list[str]
-
-
-def verify_recorded(workspace: Workspace, plan_file: str | os.PathLike[str], *, audit_key: AuditKey | None,
-                    master: KeyWrapper | None, record: bool = True, sweep: str | None = None,
-                    engine: TaskEngine | None = None, explain: str | None = None) -> Verified:
-    """``piitracer verify``: open the plan file with the request store's keys, leave out its closed
-    requests, read its attestations (with ``audit_key``), verify it (:func:`verify_plan`), and unless
-    ``record`` is False record the result in the audit log and move the plan's requests by it
-    (:func:`~piitracer.api.requests.settle_after_verify`, when the store holds every one of them).
-    ``explain`` must name a dataset of the plan."""
-    with request_store(workspace, master) as store:
-        plan = load_plan(plan_file, store.cipher)
-        if explain is not None and explain not in {d.dataset for d in plan.datasets}:
-            raise PlanningError(f"--explain {explain}: not a dataset of plan {plan.plan_id[:16]} (expected one of: "
-                                + ", ".join(d.dataset for d in plan.datasets) + ")")
-        closed = [r for r in plan_requests(plan) if store.has(r) and store.get(r).state is RequestState.CLOSED]
-        attested = recorded_attestations(workspace, audit_key, plan) if audit_key is not None else {}
-        report = verify_plan(workspace, plan, attested=attested, sweep=sweep, cipher=store.cipher(plan_requests(plan)),
-                             skip_requests=closed, engine=engine, explain=(explain,) if explain else ())
-        if record:
-            with audit_log(workspace, key=audit_key) as log:
-                record_verification(log, plan, report)
-                if all(store.has(r) for r in plan_requests(plan)):
-                    settle_after_verify(store, log, plan, report, workspace.config.policy.watch)
-    return Verified(plan, report, closed)
-
-
-def reverify_watched(workspace: Workspace, sweep: str | None = "catalog", *, audit_key: AuditKey,
-                     master: KeyWrapper) -> list[tuple[str, bool]]:
-    """``requests reverify``: :func:`reverify_requests` in the workspace's request store and audit log."""
-    with request_store(workspace, master) as store, audit_log(workspace, key=audit_key) as log:
-        return reverify_requests(workspace, store, log, sweep)
-
-
-def attest_recorded(workspace: Workspace, plan_file: str | os.PathLike[str], step_id: str, attested_by: str,
-                    evidence: str | None, *, audit_key: AuditKey,
-                    master_key_file: str | os.PathLike[str] | None = None) -> AuditEntry:
-    """``piitracer attest``: the plan file (an altered plan is refused; an unsealed one is
-    attestable), the attestation recorded in the audit log (:func:`attest_step`, ``evidence`` a
-    file or a text, only its SHA-256 kept) and noted on the plan's requests."""
-    plan = load_workspace_plan(workspace, plan_file, master_key_file)
-    check_plan_seal(plan, audit_key, unsealed_ok=True)
-    proof = Evidence.of(evidence) if evidence is not None else None
-    with audit_log(workspace, key=audit_key) as log:
-        entry = attest_step(log, plan, step_id, attested_by, proof)
-    note_attestation(workspace, plan, step_id, attested_by)
-    return entry

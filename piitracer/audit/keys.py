@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from piitracer.model.errors import PiitracerError
-from piitracer.model.key_files import open_mode_problem
+from piitracer.model.errors import BadKeyError
+from piitracer.storage.key_files import read_key_file
 
 ENV_KEY = "PIITRACER_AUDIT_KEY"
 ENV_KEY_FILE = "PIITRACER_AUDIT_KEY_FILE"
 MIN_KEY_BYTES = 16
 
 
-class AuditKeyError(PiitracerError):
+class AuditKeyError(BadKeyError):
     """No usable audit key: the message says how to supply one."""
 
 
@@ -84,14 +84,7 @@ def load_audit_key(
 
 
 def _from_file(path: Path, source: str) -> AuditKey:
-    try:
-        with open(path, "rb") as handle:
-            mode = os.fstat(handle.fileno()).st_mode  # of the file read, not of a path swapped meanwhile
-            secret = handle.read()
-    except OSError as error:
-        raise AuditKeyError(f"{source}: cannot read the audit key: {error.strerror or error}") from None
-    if problem := open_mode_problem(path, mode):
-        raise AuditKeyError(f"{source}: {problem}")
+    secret = read_key_file(path, source, "the audit key", error=AuditKeyError)
     # A trailing newline from `echo ... > keyfile` is not part of the key.
     return _checked(secret.rstrip(b"\r\n"), source)
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from piitracer.api import check_certificate, check_workspace_audit, request_certificate, request_report
-from piitracer.cli.common import EXIT_FOUND, EXIT_OK, open_workspace
+from piitracer.api import check_certificate
+from piitracer.cli.common import EXIT_FOUND, EXIT_OK, open_session
 from piitracer.cli.terminal import err_console
 from piitracer.crypto.envelope import missing_folder
 from piitracer.crypto.signing import SigningKeyError, generate_signing_key, load_signing_key
@@ -35,8 +35,9 @@ def audit_verify(ctx: click.Context, output: str, expect_head: str | None) -> No
     """Recompute the chain, hashes, seals, sequence and Merkle roots; check the log's structure, its
     anchor (audit.anchor), --expect-head and the journal (every executed plan recorded). Exit 0
     intact, 1 tampered (the first problem is named), 2 error (no key, unreadable log)."""
-    workspace = open_workspace(ctx)
-    result = check_workspace_audit(workspace, ctx.obj.get("audit_key_file"), expect_head)
+    with open_session(ctx, ctx.obj.get("audit_key_file")) as session:
+        workspace = session.workspace
+        result = session.check_audit(expect_head)
     if output == "json":
         click.echo(json.dumps({"ok": result.ok, "entries": result.entries, "head_hash": result.head_hash,
                                "bad_entry": result.problem.seq if result.problem else None,
@@ -61,7 +62,8 @@ def audit_verify(ctx: click.Context, output: str, expect_head: str | None) -> No
 @click.pass_context
 def audit_report_command(ctx: click.Context, request_id: str, out: Path | None, fmt: str) -> None:
     """The audit report of one request, from the audit log (and the workspace's lineage)."""
-    text = request_report(open_workspace(ctx), request_id, fmt, ctx.obj.get("audit_key_file"))
+    with open_session(ctx, ctx.obj.get("audit_key_file")) as session:
+        text = session.report(request_id, fmt)
     if out is None:
         click.echo(text, nl=False)
     else:
@@ -96,10 +98,10 @@ def audit_certificate(ctx: click.Context, request_id: str, signing_key: Path | N
     with its evidence counts, the attestations, the close (shred time), the Merkle root and chain
     head. Exit 0 written; 1 not certifiable (log not intact, latest verification not complete);
     2 error (no key, unknown request)."""
-    key = load_signing_key(signing_key)
-    workspace = open_workspace(ctx)
+    load_signing_key(signing_key)  # a missing or bad signing key is the first thing said, before the workspace
     try:
-        document = request_certificate(workspace, request_id, key, ctx.obj.get("audit_key_file"))
+        with open_session(ctx, ctx.obj.get("audit_key_file"), signing_key_file=signing_key) as session:
+            document = session.certificate(request_id)
     except NotCertifiable as error:
         click.echo(f"not certified: {error}", err=True)
         sys.exit(EXIT_FOUND)

@@ -3,7 +3,6 @@ subjects read from ``--subject`` values or a requests file (labelled by position
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -13,8 +12,6 @@ import click
 
 import piitracer
 from piitracer.api import write_private
-from piitracer.audit import load_audit_key
-from piitracer.audit.keys import ENV_KEY, ENV_KEY_FILE
 from piitracer.ingest.requests import read_labelled_requests
 from piitracer.model.plan import Subject
 from piitracer.planner.build import PlanningError
@@ -25,6 +22,18 @@ MASTER_OPTION = click.option("--master-key-file", type=click.Path(dir_okay=False
                              help="The master key (default: $PIITRACER_MASTER_KEY_FILE, then $PIITRACER_MASTER_KEY).")
 AUDIT_OPTION = click.option("--audit-key-file", type=click.Path(dir_okay=False, path_type=Path),
                             help="File holding the audit key (default: $PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE).")
+
+
+def open_session(ctx: click.Context, audit_key_file: Path | None = None, master_key_file: Path | None = None,
+                 signing_key_file: Path | None = None):
+    """A session (:func:`piitracer.api.session.open`) on the workspace of ``--workspace`` with the
+    keys given as files or in the environment (a given key that is unusable stops here); each use
+    case asks for the keys it needs."""
+    from piitracer.api.keys import Keys
+    from piitracer.api.session import open as open_api_session
+
+    workspace = open_workspace(ctx)
+    return open_api_session(workspace, Keys.load(audit_key_file, master_key_file, signing_key_file))
 
 
 def open_workspace(ctx: click.Context) -> piitracer.Workspace:
@@ -67,11 +76,3 @@ def _subject(value: str, label: str, request_id: str, received_at: datetime) -> 
     if not value.strip():
         raise PlanningError(f"{label}: a subject value must not be empty")
     return Subject(value=value, request_id=request_id, received_at=received_at)
-
-
-def optional_audit_key(key_file: Path | None):
-    """The audit key when one is given or in the environment, else None (planning and dry runs
-    work without one); a key that is given but unusable is still an error."""
-    if key_file is None and not os.environ.get(ENV_KEY) and not os.environ.get(ENV_KEY_FILE):
-        return None
-    return load_audit_key(key_file=key_file, option="--audit-key-file")

@@ -48,8 +48,12 @@ def _serve_demo(folder: Path, port: int) -> None:
     from piitracer.console.demo import DEMO_VIEWER, demo_console
     from piitracer.serve.app import create_app
 
+    from piitracer.api.session import open as open_session
+
     config, token = demo_console(folder)
     # Loopback only: the demo's console is for the person at this machine (no TLS, no lineage token).
     click.echo(f"console: http://127.0.0.1:{port}/console/ (Ctrl-C stops it)\n"
                f"sign in as {DEMO_VIEWER} (read-only) with this token, shown once:\n{token}")
-    uvicorn.run(create_server(config, create_app(folder)), host="127.0.0.1", port=port, log_level="warning")
+    with open_session(config.workspace, config.keys) as session:
+        app = create_app(session.received_events())
+    uvicorn.run(create_server(config, app), host="127.0.0.1", port=port, log_level="warning")

@@ -17,9 +17,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 # The use cases by attribute: piitracer.api loads each one's module on first use, so `plan` does not
 # import the verifier or the executor's run wiring.
 import piitracer.api as api
-from piitracer.audit import load_audit_key
-from piitracer.crypto.envelope import has_master_key, load_master_key
-from piitracer.cli.common import EXIT_FOUND, EXIT_OK, aware, labelled_subjects, open_workspace, optional_audit_key
+from piitracer.cli.common import EXIT_FOUND, EXIT_OK, aware, labelled_subjects, open_session
 from piitracer.cli.terminal import chunk_summary, console, err_console, redacted_json, summary_table, verification_table
 from piitracer.executor.runner import ExecuteOptions, StepResult
 from piitracer.model.plan import DeletionPlan
@@ -60,15 +58,13 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
     if bool(subject_values) == bool(requests_file):
         raise click.UsageError("give either --subject VALUE (repeatable) or --requests FILE")
     labels, subjects = labelled_subjects(subject_values, requests_file, request_id, aware(received_at), "cli")
-    workspace = open_workspace(ctx)
-    # Keys first: a plan that would be written but cannot be recorded or encrypted is refused before work.
-    key = load_audit_key(key_file=audit_key_file, option="--audit-key-file") if out is not None else optional_audit_key(audit_key_file)
-    master = load_master_key(master_key_file) if out is not None else None
-    plan = api.plan_erasure(workspace, sources, subjects, labels, audit_key=key)
+    with open_session(ctx, audit_key_file, master_key_file) as session:
+        # With -o, keys first: a plan that would be kept but cannot be recorded or encrypted is refused before work.
+        planned = session.plan(sources, subjects, labels, keep=out is not None)
+    plan, text = planned.plan, planned.text
     if plan.deadline_at < datetime.now(timezone.utc):
         err_console.print(f"warning: the deadline {plan.deadline_at:%Y-%m-%d %H:%M} UTC has already passed "
                           "(--received-at or the requests' received_at)", highlight=False)
-    text = api.keep_plan(workspace, plan, audit_key=key, master=master) if out is not None else None
     if out is not None:
         api.write_private(out, text)
         sealed = "sealed" if plan.seal else "NOT sealed (no audit key: execute will need --unsealed)"
@@ -105,14 +101,12 @@ def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bo
     runs). The plan is checked first — its seal, its shape, every dataset against this workspace's
     catalog, every path its tables name against their catalogued locations — and a refused plan
     writes nothing. The plan's requests move executing -> executed."""
-    workspace = open_workspace(ctx)
     options = ExecuteOptions(dry_run=dry_run, resume=resume, rerun=rerun, no_concurrent_writers=no_concurrent_writers,
                              drop_refs=drop_refs, unsealed=unsealed)
     # An erasure nobody can prove afterwards is worth little: no audit key, no run; values are only
     # ever stored encrypted: no master key, no run. A dry run passes exactly the same checks (what
     # it prints is what execute would run), then stops.
-    key = load_audit_key(key_file=audit_key_file, option="--audit-key-file")
-    master = load_master_key(master_key_file)
+    session = open_session(ctx, audit_key_file, master_key_file)
     # markup=False: a step's description holds dataset names, printed as they are
     columns = (TextColumn("{task.description}", markup=False), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                TimeElapsedColumn())
@@ -128,8 +122,8 @@ def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bo
         progress.update(task, advance=1, description=f"{result.step.id} {result.step.action.value} {result.step.dataset}: {result.state}")
 
     try:
-        summary = api.execute_recorded(workspace, plan_file, options, audit_key=key, master=master, on_start=on_start,
-                                       on_step=on_step)
+        with session:
+            summary = session.execute(plan_file, options, on_start=on_start, on_step=on_step)
     finally:
         if task is not None:  # stopping a progress display that never started still prints a line
             progress.stop()
@@ -171,10 +165,8 @@ def attest_command(ctx, plan_file: Path, step_id: str, attested_by: str, evidenc
     """Record in the audit log that a person did a step piitracer cannot (a Kafka topic erased, a
     masked table rebuilt, an aggregate recomputed): who, when, and the SHA-256 of the evidence.
     verify counts the step's dataset as attested once nothing of the subjects is found in it."""
-    workspace = open_workspace(ctx)
-    key = load_audit_key(key_file=audit_key_file, option="--audit-key-file")
-    entry = api.attest_recorded(workspace, plan_file, step_id, attested_by, evidence, audit_key=key,
-                                master_key_file=master_key_file)
+    with open_session(ctx, audit_key_file, master_key_file) as session:
+        entry = session.attest(plan_file, step_id, attested_by, evidence)
     body = entry.body
     if output == "json":
         click.echo(json.dumps({"seq": entry.seq, "entry_hash": entry.entry_hash, **body}, indent=2))
@@ -209,13 +201,10 @@ def verify_command(ctx, plan_file: Path, output: str, sweep: str | None, audit_k
     snapshot/version, and record the result in the audit trail. Exit 0 only when every dataset is
     erased, attested or needs no action; 1 when any is found, pending, unplanned or awaiting
     attestation; 2 on error. Never prints a subject value."""
-    workspace = open_workspace(ctx)
-    # No key, no record: stop before the scan. A read-only check may go without one.
-    key = optional_audit_key(audit_key_file) if no_record else load_audit_key(key_file=audit_key_file, option="--audit-key-file")
-    # The master key is loaded when a sealed value must be opened (a plan and journal the CLI wrote).
-    master = load_master_key(master_key_file) if master_key_file or has_master_key() else None
-    verified = api.verify_recorded(workspace, plan_file, audit_key=key, master=master, record=not no_record, sweep=sweep,
-                                   engine=TaskEngine(engine) if engine else None, explain=explain)
+    # No key, no record: the session refuses before the scan. A read-only check may go without one.
+    with open_session(ctx, audit_key_file, master_key_file) as session:
+        verified = session.verify(plan_file, record=not no_record, sweep=sweep,
+                                  engine=TaskEngine(engine) if engine else None, explain=explain)
     report = verified.report
     for request_id in verified.closed:
         err_console.print(f"request {request_id} is closed: its values were shredded at close; the certificate is its "

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import click
 
-from piitracer.api import plan_batch_window, queue_requests, request_board, reverify_watched, shred_request, write_private
-from piitracer.audit import load_audit_key
-from piitracer.cli.common import AUDIT_OPTION, EXIT_FOUND, EXIT_OK, MASTER_OPTION, aware, labelled_subjects, open_workspace
+from piitracer.api import write_private
+from piitracer.cli.common import AUDIT_OPTION, EXIT_FOUND, EXIT_OK, MASTER_OPTION, aware, labelled_subjects, open_session
 from piitracer.cli.terminal import console, print_batch, request_board_table
-from piitracer.crypto.envelope import load_master_key, write_master_key
+from piitracer.crypto.envelope import write_master_key
 from piitracer.model.requests import RequestState
 
 
@@ -29,9 +28,9 @@ def requests_group(ctx: click.Context, state: str | None, overdue: bool, output:
     executed, awaiting_attestation, verified, watching, closed). Without a subcommand: the board."""
     if ctx.invoked_subcommand is not None:
         return
-    workspace = open_workspace(ctx)
     now = datetime.now(timezone.utc)
-    shown = request_board(workspace, state, overdue, now)
+    with open_session(ctx) as session:
+        shown = session.board(state, overdue, now)
     if output == "json":
         click.echo(json.dumps([{**r.model_dump(mode="json"), "overdue": r.overdue(now), "days_left": r.days_left(now)}
                                for r in shown], indent=2))
@@ -58,10 +57,8 @@ def requests_add(ctx, sources, subject_values, requests_file, request_id, receiv
         raise click.UsageError("give either --subject VALUE (repeatable) or --requests FILE")
     labels, subjects = labelled_subjects(subject_values, requests_file, request_id, aware(received_at), "req",
                                          stdin=True)
-    workspace = open_workspace(ctx)
-    key = load_audit_key(key_file=audit_key_file, option="--audit-key-file")
-    master = load_master_key(master_key_file)
-    added = queue_requests(workspace, sources, subjects, labels, audit_key=key, master=master)
+    with open_session(ctx, audit_key_file, master_key_file) as session:
+        added = session.queue(sources, subjects, labels)
     for request in added:
         click.echo(f"queued {request.request_id}: {request.subjects} subject(s), deadline {request.deadline_at:%Y-%m-%d}")
 
@@ -76,10 +73,8 @@ def requests_close(ctx, request_id: str, now_reason: str | None, audit_key_file,
     """Close a request: crypto-shred piitracer's own copies of the person (the data key destroyed,
     the journal's resolved values deleted), recorded in the audit log. Refused unless it is
     verified complete (every person step attested) and watched."""
-    workspace = open_workspace(ctx)
-    key = load_audit_key(key_file=audit_key_file, option="--audit-key-file")
-    master = load_master_key(master_key_file)
-    fingerprint = shred_request(workspace, request_id, now_reason, audit_key=key, master=master)
+    with open_session(ctx, audit_key_file, master_key_file) as session:
+        fingerprint = session.close(request_id, now_reason)
     click.echo(f"closed {request_id}: data key {fingerprint} destroyed; piitracer keeps no value of its subjects")
 
 
@@ -92,10 +87,8 @@ def requests_reverify(ctx, sweep: str, audit_key_file, master_key_file) -> None:
     """Verify again every watching request (and sweep beyond its plan): rows resurrected by a late
     pipeline run, a compaction that dropped delete files or a restore move it back to executed.
     Exit 1 when any request had subject data again."""
-    workspace = open_workspace(ctx)
-    key = load_audit_key(key_file=audit_key_file, option="--audit-key-file")
-    master = load_master_key(master_key_file)
-    results = reverify_watched(workspace, None if sweep == "none" else sweep, audit_key=key, master=master)
+    with open_session(ctx, audit_key_file, master_key_file) as session:
+        results = session.reverify(None if sweep == "none" else sweep)
     for request_id, complete in results:
         click.echo(f"{request_id}: {'still erased' if complete else 'subject data found again: back to executed'}")
     if not results:
@@ -141,11 +134,9 @@ def batch_plan_command(ctx, due_within: int | None, all_open: bool, sources, bud
     --budget (nothing written) unless --over-budget OK; 2 error."""
     if (due_within is None) == (not all_open):
         raise click.UsageError("give either --due-within DAYS or --all-open")
-    workspace = open_workspace(ctx)
-    key = load_audit_key(key_file=audit_key_file, option="--audit-key-file")
-    master = load_master_key(master_key_file)
-    window = plan_batch_window(workspace, timedelta(days=due_within) if due_within is not None else None, sources,
-                               audit_key=key, master=master, budget=budget, over_budget_ok=over_budget == "OK")
+    with open_session(ctx, audit_key_file, master_key_file) as session:
+        window = session.batch_window(timedelta(days=due_within) if due_within is not None else None, sources,
+                                      budget=budget, over_budget_ok=over_budget == "OK")
     chosen, over, written = window.chosen, window.over_budget, window.text is not None
     estimate = chosen.estimate
     if written:

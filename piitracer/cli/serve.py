@@ -10,11 +10,10 @@ from pathlib import Path
 
 import click
 
+from piitracer.api.session import open as open_api_session
 from piitracer.cli.common import open_workspace
 from piitracer.cli.terminal import err_console
 from piitracer.console.app import create_server, server_config
-from piitracer.crypto.envelope import has_master_key, load_master_key
-from piitracer.crypto.sealed_body import BodySealer
 from piitracer.planner.build import PlanningError
 from piitracer.serve.app import create_app, is_loopback
 from piitracer.workspace.layout import StateLayout
@@ -50,21 +49,21 @@ def serve(ctx: click.Context, host: str, port: int, token_file: Path | None, mas
     Put TLS in front of it (a reverse proxy on this machine) when it is reachable from others."""
     import uvicorn  # here, not at the top: the web server and its event loop load only when serving
 
-    workspace = open_workspace(ctx)
     token = token_file.read_text(encoding="utf-8").strip() if token_file else os.environ.get("PIITRACER_LINEAGE_TOKEN")
     if token_file and not token:
         raise PlanningError(f"--token-file {token_file}: the file is empty (expected the bearer token)")
     if not token and not is_loopback(host):
         raise PlanningError(f"--host {host} is reachable from other machines: give producers a token with --token-file "
                             "FILE (or $PIITRACER_LINEAGE_TOKEN), or listen on 127.0.0.1")
-    master = load_master_key(master_key_file) if master_key_file or has_master_key() else None
+    workspace = open_workspace(ctx)
+    config, notes = server_config(workspace, master_key_file, audit_key_file, signing_key)
+    master = config.master
     err_console.print(f"piitracer: receiving OpenLineage events on http://{host}:{port}/api/v1/lineage into "
                       f"{StateLayout(workspace.root).lineage}" + (" (bearer token required)" if token else "")
                       + ("; rejected bodies sealed under the master key" if master else
                          "; no master key: only a rejected body's SHA-256 is kept"), highlight=False)
-    app = create_app(workspace.root, token, cipher=BodySealer(master) if master else None,
-                     retention=timedelta(days=rejected_retention_days))
-    config, notes = server_config(workspace, master, audit_key_file, signing_key)
+    with open_api_session(workspace, config.keys) as session:
+        app = create_app(session.received_events(timedelta(days=rejected_retention_days)), token)
     err_console.print(f"piitracer: console on http://{host}:{port}/console/ (sign in with a token from piitracer owners "
                       "add NAME" + ("".join(f"; {note}" for note in notes)) + ")", highlight=False)
     uvicorn.run(create_server(config, app), host=host, port=port, log_level="warning")

@@ -50,6 +50,13 @@ class ConsoleConfig:
     signing_key_path: Path | None = None
     now: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
 
+    @property
+    def keys(self):
+        """The server's keys as one value, for the sessions it opens (one per page)."""
+        from piitracer.api.keys import Keys
+
+        return Keys(audit=self.audit_key, master=self.master, signing_key_file=self.signing_key_path)
+
 
 def create_server(config: ConsoleConfig, lineage_app: FastAPI) -> FastAPI:
     """``lineage_app`` (the OpenLineage endpoint, ``serve.app.create_app``) with the console added."""
@@ -214,7 +221,8 @@ class _Console:
 
     def board_page(self, request: Request, session: Session, state: str | None, overdue: bool) -> Response:
         states = [s.value for s in RequestState]
-        rows = board(self._requests(), self.config.now(), state if state in states else None, overdue)
+        with self._open() as lifecycle:
+            rows = board(lifecycle.board(), self.config.now(), state if state in states else None, overdue)
         return self._html("board.html", session, rows=rows, states=states, state=state, overdue=overdue)
 
     def request_page(self, request: Request, session: Session, request_id: str, error: str | None = None,
@@ -227,8 +235,8 @@ class _Console:
                               "(start piitracer serve with PIITRACER_AUDIT_KEY_FILE or --audit-key-file)")
         elif notice is None and request.query_params.get("attested"):
             notice = f"step {request.query_params['attested']} attested as {session.user.name}"
-        with self._log() as audit:
-            view = request_view(self.workspace, audit, self._request(request_id), request_id, now)
+        with self._open() as lifecycle:
+            view = request_view(self.workspace, self._trail_log(lifecycle), lifecycle.request(request_id), request_id, now)
         diagram, problem = None, None
         if view.facts is not None:
             try:
@@ -245,23 +253,20 @@ class _Console:
     def owner_page(self, request: Request, session: Session, owner: str) -> Response:
         if session.user.role == OWNER and owner != session.user.name:
             return self.refused(request, 403, "an owner sees the steps waiting for them only", session)
-        with self._log() as audit:
-            waiting = waiting_for(self.workspace, audit, self._requests(), owner, self.config.now())
+        with self._open() as lifecycle:
+            waiting = waiting_for(self.workspace, self._trail_log(lifecycle), lifecycle.board(), owner, self.config.now())
         return self._html("owner.html", session, owner=owner, waiting=waiting)
 
     def certificate(self, request: Request, session: Session, request_id: str) -> Response:
         import json
 
-        from piitracer.api import erasure_certificate
-        from piitracer.crypto.signing import load_signing_key
-
         if self.config.signing_key_path is None or self.config.audit_key is None:
             return self.refused(request, 404, "this server has no signing key: issue the certificate with "
                                               "piitracer audit certificate", session)
-        with self._log() as audit:
-            if audit is None:
+        with self._open() as lifecycle:
+            if not lifecycle.has_audit_log():
                 raise NotFoundError(f"no request {request_id!r} in the audit log")
-            document = erasure_certificate(self.workspace, audit, request_id, load_signing_key(self.config.signing_key_path))
+            document = lifecycle.certificate(request_id)
         text = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
         return Response(text, media_type="application/json", headers={
             "Content-Disposition": f'attachment; filename="certificate-{_safe_name(request_id)}.json"'})
@@ -282,9 +287,8 @@ class _Console:
                 "this server has no " + ("audit key" if self.config.audit_key is None else "master key")
                 + ": attestations cannot be recorded here"))
         try:
-            with self._store(write=True) as store, self._log() as audit:
-                entry = attest(self.workspace, store, audit, self.config.audit_key, session.user, request_id, step_id,
-                               text, upload)
+            with self._open() as lifecycle:
+                entry = attest(lifecycle, session.user, request_id, step_id, text, upload)
         except ConsoleRefused as error:
             return self.request_page(request, session, request_id, error=str(error), status=error.status)
         log.info("console: %s attested step %s of request %s (audit entry %d)", session.user.name, step_id,
@@ -296,36 +300,18 @@ class _Console:
     def _html(self, name: str, session: Session, status: int = 200, **context) -> Response:
         return HTMLResponse(templates.render(name, user=session.user, csrf=session.csrf, **context), status_code=status)
 
-    def _requests(self):
-        if not self._store_path().exists():
-            return []
-        with self._store() as store:
-            return store.all()
+    def _open(self):
+        """A session (:func:`piitracer.api.session.open`) with the server's keys, for one page: the
+        console reads and records through the same use cases as the CLI."""
+        from piitracer.api.session import open as open_session
 
-    def _request(self, request_id: str):
-        if not self._store_path().exists():
+        return open_session(self.workspace, self.config.keys)
+
+    def _trail_log(self, lifecycle):
+        """The session's audit log when the server has the audit key and the workspace a log (else None)."""
+        if lifecycle.keys.audit is None or not lifecycle.has_audit_log():
             return None
-        with self._store() as store:
-            return store.get(request_id) if store.has(request_id) else None
-
-    def _store_path(self) -> Path:
-        from piitracer.api import request_store_path
-
-        return request_store_path(self.workspace)
-
-    def _store(self, write: bool = False):
-        from piitracer.api import request_store
-
-        return request_store(self.workspace, self.config.master if write else None)
-
-    def _log(self):
-        from contextlib import nullcontext
-
-        from piitracer.api import audit_log, audit_log_path
-
-        if self.config.audit_key is None or not audit_log_path(self.workspace).exists():
-            return nullcontext(None)
-        return audit_log(self.workspace, key=self.config.audit_key, create=False)
+        return lifecycle.audit(create=False)
 
     def _diagram(self, facts) -> str:
         from piitracer.render.report import lineage_svg
@@ -349,32 +335,20 @@ def _safe_name(text: str) -> str:
 
 
 
-def server_config(workspace: Workspace, master: Any = None, audit_key_file: Path | None = None,
+def server_config(workspace: Workspace, master_key_file: Path | None = None, audit_key_file: Path | None = None,
                   signing_key_file: Path | None = None, environ: dict[str, str] | None = None) -> tuple[ConsoleConfig, list[str]]:
-    """The console's keys for ``piitracer serve``, as the CLI finds them elsewhere: the audit key
-    from ``audit_key_file``, ``$PIITRACER_AUDIT_KEY`` or ``$PIITRACER_AUDIT_KEY_FILE``; the signing
-    key from ``signing_key_file`` or ``$PIITRACER_SIGNING_KEY_FILE``. A key given by option must
-    load (its error stops the server); one merely absent leaves that part of the console off, and
-    the returned lines say which."""
-    import os
+    """The console's keys for ``piitracer serve``, loaded as every command loads them
+    (:meth:`piitracer.api.keys.Keys.load`: a file given, else the environment). A key given but
+    unusable stops the server now (not at a download); one merely absent leaves that part of the
+    console off, and the returned lines say which."""
+    from piitracer.api.keys import Keys
 
-    from piitracer.audit.keys import AuditKeyError, load_audit_key
-    from piitracer.crypto.signing import ENV_SIGNING_KEY_FILE, load_signing_key
-
-    environ = dict(os.environ) if environ is None else environ
+    keys = Keys.load(audit_key_file, master_key_file, signing_key_file, environ=environ)
     notes: list[str] = []
-    try:
-        audit_key = load_audit_key(key_file=audit_key_file, environ=environ, option="--audit-key-file")
-    except AuditKeyError:
-        if audit_key_file is not None:
-            raise
-        audit_key = None
+    if keys.audit is None:
         notes.append("no audit key: the console shows the board only (no plan, evidence or attestation)")
-    signing = signing_key_file or (Path(environ[ENV_SIGNING_KEY_FILE]) if environ.get(ENV_SIGNING_KEY_FILE) else None)
-    if signing is not None:
-        load_signing_key(signing, option="--signing-key")  # a bad key stops the server now, not at a download
-    else:
+    if keys.signing_key_file is None:
         notes.append("no signing key: certificates are issued with piitracer audit certificate")
-    if master is None:
+    if keys.master is None:
         notes.append("no master key: owners cannot attest here")
-    return ConsoleConfig(workspace, audit_key=audit_key, master=master, signing_key_path=signing), notes
+    return ConsoleConfig(workspace, audit_key=keys.audit, master=keys.master, signing_key_path=keys.signing_key_file), notes

@@ -21,9 +21,7 @@ def demo_console(folder: Path) -> tuple[ConsoleConfig, str]:
     (one a person wrote is left as it is: then it must list privacy-office)."""
     from piitracer.workspace.model import WORKSPACE_FILE
     from piitracer.ingest.workspace.loader import load_workspace
-    from piitracer.api import demo_audit_key, demo_master_key, demo_signing_key
-    from piitracer.audit import load_audit_key
-    from piitracer.crypto.envelope import load_master_key
+    from piitracer.api import demo_keys
 
     root = Path(folder)
     workspace_file = root / WORKSPACE_FILE
@@ -33,6 +31,6 @@ def demo_console(folder: Path) -> tuple[ConsoleConfig, str]:
         workspace_file.write_text(text.rstrip("\n") + "\n\n# piitracer demo --serve: the privacy office reads the console "
                                   f"(a viewer token)\nviewers: [{DEMO_VIEWER}]\n", encoding="utf-8")
     workspace = load_workspace(root)
-    config = ConsoleConfig(workspace, audit_key=load_audit_key(key_file=demo_audit_key(root)),
-                           master=load_master_key(demo_master_key(root)), signing_key_path=demo_signing_key(root)[0])
+    keys = demo_keys(root)
+    config = ConsoleConfig(workspace, audit_key=keys.audit, master=keys.master, signing_key_path=keys.signing_key_file)
     return config, add_token(workspace, DEMO_VIEWER)

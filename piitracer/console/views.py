@@ -14,7 +14,6 @@ from datetime import datetime
 from typing import Any
 
 from piitracer.audit import AuditLog
-from piitracer.audit.keys import AuditKey
 from piitracer.console.tokens import ConsoleUser
 from piitracer.workspace.model import Workspace
 from piitracer.model.audit import AuditEntry, EntryKind
@@ -195,29 +194,31 @@ def waiting_for(workspace: Workspace, log: AuditLog | None, requests: list[Erasu
     return found
 
 
-def attest(workspace: Workspace, store, log: AuditLog, key: AuditKey, user: ConsoleUser, request_id: str, step_id: str,
-           evidence_text: str, evidence_file: tuple[str, bytes] | None) -> AuditEntry:
-    """Record ``user``'s attestation of a person step of the request's plan: the same entry
-    ``piitracer attest --by NAME --evidence ...`` writes, the name taken from the signed-in token.
-    Refused (:class:`ConsoleRefused`) for a viewer, a closed or unplanned request, a step that is
-    not a person's step, a dataset the user does not own, or no evidence at all."""
+def attest(session, user: ConsoleUser, request_id: str, step_id: str, evidence_text: str,
+           evidence_file: tuple[str, bytes] | None) -> AuditEntry:
+    """Record ``user``'s attestation of a person step of the request's plan through the session
+    (:meth:`piitracer.api.session.Session.attest`): the same entry ``piitracer attest --by NAME
+    --evidence ...`` writes, the name taken from the signed-in token. Refused
+    (:class:`ConsoleRefused`) for a viewer, a closed or unplanned request, a step that is not a
+    person's step, a dataset the user does not own, or no evidence at all."""
     import hashlib
 
-    from piitracer.api import Evidence, attest_step, check_plan_seal, parse_plan, plan_requests
+    from piitracer.api import Evidence
 
     if not user.can_attest:
         raise ConsoleRefused(f"{user.name} is a viewer: only owners attest", 403)
-    request = store.get(request_id)
+    request = session.request(request_id)
+    if request is None:
+        raise NotFoundError(f"no request {request_id!r}")
     if request.state is RequestState.CLOSED:
         raise ConsoleRefused(f"request {request_id} is closed: nothing is left to attest")
     if request.plan_id is None:
         raise ConsoleRefused(f"request {request_id} has no plan yet")
-    plan = parse_plan(store.plan_json(request.plan_id), f"the request store's plan {request.plan_id[:16]}", store.cipher)
-    check_plan_seal(plan, key, unsealed_ok=True)  # as `piitracer attest`: an altered plan is refused
+    plan = session.plan_of_request(request_id)
     step = next((s for s in plan.steps if s.id == step_id), None)
     if step is None or step.action not in PERSON_ACTIONS:
         raise ConsoleRefused(f"step {step_id}: not a person's step of request {request_id}'s plan")
-    owner = dataset_owner(workspace, step.dataset)
+    owner = dataset_owner(session.workspace, step.dataset)
     if owner != user.name:
         raise ConsoleRefused(f"step {step_id} ({step.dataset}) belongs to {owner or 'no owner in the catalog'}, "
                              f"not {user.name}: an owner attests only the steps of the datasets they own", 403)
@@ -228,8 +229,4 @@ def attest(workspace: Workspace, store, log: AuditLog, key: AuditKey, user: Cons
         evidence = Evidence(hashlib.sha256(evidence_text.encode("utf-8")).hexdigest(), "text")
     else:
         raise ConsoleRefused("give evidence: a text (a ticket, a statement) or a file; only its SHA-256 is kept", 400)
-    entry = attest_step(log, plan, step.id, user.name, evidence)
-    for rid in plan_requests(plan):
-        if store.has(rid):
-            store.note(rid, f"attested {step.id} by {user.name}")
-    return entry
+    return session.attest(plan, step.id, user.name, evidence)

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Protocol
 
-from piitracer.model.errors import PiitracerError
-from piitracer.model.key_files import open_mode_problem
+from piitracer.model.errors import BadKeyError, PiitracerError
+from piitracer.storage.key_files import read_key_file
 
 ENV_KEY = "PIITRACER_MASTER_KEY"
 ENV_KEY_FILE = "PIITRACER_MASTER_KEY_FILE"
@@ -37,7 +37,7 @@ MIN_SECRET_BYTES = 32
 PREFIX = "enc:v1:"
 
 
-class MasterKeyError(PiitracerError):
+class MasterKeyError(BadKeyError):
     """No usable master key, or not the one that wrapped a request's data key."""
 
 
@@ -133,14 +133,7 @@ def write_master_key(path: Path) -> MasterKey:
 
 
 def _from_file(path: Path, source: str, option: str) -> MasterKey:
-    try:
-        with open(path, "rb") as handle:
-            mode = os.fstat(handle.fileno()).st_mode  # of the file read, not of a path swapped meanwhile
-            secret = handle.read()
-    except OSError as error:
-        raise MasterKeyError(f"{source}: cannot read the master key: {error.strerror or error} (check {option})") from None
-    if problem := open_mode_problem(path, mode):
-        raise MasterKeyError(f"{source}: {problem}")
+    secret = read_key_file(path, source, "the master key", hint=f" (check {option})", error=MasterKeyError)
     return _checked(secret.rstrip(b"\r\n"), source, option)
 
 

@@ -21,14 +21,14 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from piitracer.model.key_files import open_mode_problem
-from piitracer.model.errors import PiitracerError
+from piitracer.model.errors import BadKeyError
+from piitracer.storage.key_files import read_key_file
 
 ENV_SIGNING_KEY_FILE = "PIITRACER_SIGNING_KEY_FILE"
 ALGORITHM = "Ed25519"
 
 
-class SigningKeyError(PiitracerError):
+class SigningKeyError(BadKeyError):
     """A signing or public key cannot be made, read or used."""
 
 
@@ -81,14 +81,8 @@ def load_public_key(path: Path, option: str = "--public-key") -> Ed25519PublicKe
 
 def _load_pem(path: Path, option: str, kind: str, loader, expected: type):
     """A key of type ``expected`` from a PEM file, or one clear SigningKeyError naming ``option``."""
-    try:
-        with open(path, "rb") as handle:
-            mode = os.fstat(handle.fileno()).st_mode  # of the file read, not of a path swapped meanwhile
-            data = handle.read()
-    except OSError as error:
-        raise SigningKeyError(f"{option} {path}: cannot read the {kind} key: {error.strerror or error}") from None
-    if kind == "private" and (problem := open_mode_problem(path, mode)):  # a public key is meant to be shared
-        raise SigningKeyError(f"{option} {path}: {problem}")
+    # A public key is meant to be shared: only the private key's file must be its owner's alone.
+    data = read_key_file(path, f"{option} {path}", f"the {kind} key", secret=kind == "private", error=SigningKeyError)
     try:
         key = loader(data)
     except (ValueError, TypeError) as error:

@@ -100,8 +100,13 @@ class ExecutionContext:
     store: Store = field(default_factory=Store)  # files at the locations (local, s3://, gs://...)
     rewrite: FileWorkSettings = FileWorkSettings()  # where plain Parquet and archive files are rewritten
     # Seals the values the journal keeps under each request's data key (None: kept in clear, for
-    # API callers without a request store; the CLI always gives one).
+    # API callers without a request store; the CLI always gives one): a ValueCipher, or a function
+    # that gives one when the journal first needs it (the session's requests are registered by then).
     cipher: Any = None
+
+    def values_cipher(self) -> Any:
+        """The cipher of the journal's values (called only when values are read or written)."""
+        return self.cipher() if callable(self.cipher) else self.cipher
 
 
 class PlanExecutor:
@@ -274,7 +279,7 @@ class PlanExecutor:
     # ---- resolve and values ---------------------------------------------------------------
 
     def _resolve(self, journal: Journal) -> StepOutcome:
-        cipher = self.context.cipher
+        cipher = self.context.values_cipher()
         saved = journal.load_request_values(self.plan.plan_id, cipher)
         if saved is None or (self.options.rerun and not self._resolved_now):
             # A rerun reads the sources again: a subject's late rows may hold identifier values
@@ -295,7 +300,7 @@ class PlanExecutor:
 
     def _values(self, journal: Journal) -> dict[str, list[Any]]:
         if self._value_sets is None:
-            self._value_sets = journal.load_values(self.plan.plan_id, self.context.cipher)
+            self._value_sets = journal.load_values(self.plan.plan_id, self.context.values_cipher())
             if self._value_sets is None:
                 raise SafetyError("the subjects' values were never resolved: run the resolve step first")
         return self._value_sets

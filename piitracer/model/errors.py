@@ -18,3 +18,8 @@ class NotFoundError(PiitracerError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "not found"
+
+
+class BadKeyError(PiitracerError):
+    """A key (audit, master, signing) that is missing, unreadable, too short, open to group or
+    others, or not the key that is needed: the message says which and how to supply it."""

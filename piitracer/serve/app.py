@@ -16,27 +16,25 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import logging
-from datetime import timedelta
-from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
-from piitracer.ingest.openlineage.received import DEFAULT_RETENTION, BodyCipher, Limits, ReceivedEvents
+from piitracer.ingest.openlineage.received import ReceivedEvents
 
 LINEAGE_PATH = "/api/v1/lineage"
 log = logging.getLogger(__name__)
 
 
-def create_app(workspace_root: Path, token: str | None = None, *, cipher: BodyCipher | None = None,
-               retention: timedelta = DEFAULT_RETENTION, limits: Limits = Limits()) -> FastAPI:
-    """The endpoint for one workspace. ``token``: the bearer token producers send (required by the
-    CLI unless the server listens on loopback only); ``cipher``: seals rejected bodies under the
-    master key (without one only their digest is kept); ``retention``: how long rejected records
-    are kept; ``limits``: body size as sent and inflated, JSON depth."""
-    store = ReceivedEvents(workspace_root, cipher=cipher, retention=retention, limits=limits)
+def create_app(received: ReceivedEvents, token: str | None = None) -> FastAPI:
+    """The endpoint for one workspace's lineage store. ``received``: where events go (the session
+    gives it: :meth:`piitracer.api.session.Session.received_events`, rejected bodies sealed under
+    the master key when there is one, kept for its retention, bodies within its limits);
+    ``token``: the bearer token producers send (required by the CLI unless the server listens on
+    loopback only)."""
+    store, limits = received, received.limits
     app = FastAPI(title="piitracer OpenLineage endpoint", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.received = store
 

@@ -12,7 +12,9 @@ failpoint costs one dictionary lookup. Never set it in production.
   step id: ``executor.after_commit@s004`` kills right after step s004's journal commit);
 - ``name~MS`` or ``name@tag~MS`` (for :func:`during` blocks) kills MS milliseconds after the block starts, while the
   work (for instance a Java action in the JVM) is in progress, or at the block's end if it
-  finishes sooner: the kill lands somewhere inside the work, always before the journal hears of it.
+  finishes sooner: the kill lands somewhere inside the work, always before the journal hears of it;
+- ``name!`` or ``name@tag!`` raises :class:`FailpointError` there instead of killing: a step that
+  fails (the run goes on to record the failure), where a kill tests a crash.
 
 ``PIITRACER_PAUSEPOINT`` (comma-separated ``name`` or ``name@tag``) with ``PIITRACER_PAUSE_DIR``
 makes the process wait at those points instead: it creates ``<dir>/<point>.paused`` (holding its
@@ -42,7 +44,17 @@ PAUSE_ENV, PAUSE_DIR_ENV = "PIITRACER_PAUSEPOINT", "PIITRACER_PAUSE_DIR"
 PAUSE_LIMIT_SECONDS = 900  # a test that never says go must not hang the run forever
 
 
-_SPEC = re.compile(r"^(?P<name>[^@~]+)(?:~(?P<ms>\d+))?(?:@(?P<tag>[^@~]+))?(?:~(?P<ms2>\d+))?$")
+_SPEC = re.compile(r"^(?P<name>[^@~!]+)(?:~(?P<ms>\d+))?(?:@(?P<tag>[^@~!]+))?(?:~(?P<ms2>\d+))?(?P<fail>!)?$")
+
+
+class FailpointError(RuntimeError):
+    """A test-only failure raised at a failpoint (``PIITRACER_FAILPOINT=name!``)."""
+
+
+def _fails_here(name: str, tag: str | None) -> bool:
+    """Whether the failpoint spec asks for a raised failure (``!``) at this point."""
+    text = os.environ.get(ENV, "").strip()
+    return text.endswith("!") and _matches(_spec(), name, tag)
 
 
 def _spec() -> tuple[str, str | None, int | None] | None:
@@ -51,7 +63,7 @@ def _spec() -> tuple[str, str | None, int | None] | None:
         return None
     match = _SPEC.match(text.strip())
     if match is None:
-        raise ValueError(f"{ENV}={text!r}: expected name[@tag][~milliseconds]")
+        raise ValueError(f"{ENV}={text!r}: expected name[@tag][~milliseconds][!]")
     millis = match["ms"] or match["ms2"]
     return match["name"], match["tag"], int(millis) if millis else None
 
@@ -73,6 +85,8 @@ def failpoint(name: str, tag: str | None = None) -> None:
     ``PIITRACER_PAUSEPOINT`` does."""
     spec = _spec()
     if spec is not None and spec[2] is None and _matches(spec, name, tag):
+        if _fails_here(name, tag):
+            raise FailpointError(f"failpoint {name}{'@' + tag if tag else ''}: a test-only failure")
         kill_now()
     pauses = os.environ.get(PAUSE_ENV)
     if pauses:
@@ -101,6 +115,8 @@ def during(name: str, tag: str | None = None) -> Iterator[None]:
     if spec is None or not _matches(spec, name, tag):
         yield
         return
+    if _fails_here(name, tag):
+        raise FailpointError(f"failpoint {name}{'@' + tag if tag else ''}: a test-only failure")
     timer = None
     if spec[2] is not None:
         timer = threading.Timer(spec[2] / 1000, kill_now)

@@ -19,7 +19,7 @@ HEADER_WINDOW = 256  # bytes read for a Bloom filter header of unknown length
 SALT = (0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D, 0x705495C7, 0x2DF1424B, 0x9EFC4947, 0x5C6BFB31)
 
 
-def _hashes(candidates: pa.Array | None, values: list[Any], physical: str, kind: pa.DataType,
+def xxhash64_of(candidates: pa.Array | None, values: list[Any], physical: str, kind: pa.DataType,
             bound_format: str | None, length: int | None) -> list[int] | None:
     """xxHash64 of every candidate's plain encoding, or None when this column's values are not
     hashed here (floats, decimals...: decoded instead)."""
@@ -36,7 +36,7 @@ def _hashes(candidates: pa.Array | None, values: list[Any], physical: str, kind:
     return None
 
 
-def _bloom_may_hold(handle: CountingFile, chunk, hashes: list[int]) -> bool:
+def bloom_may_hold(handle: CountingFile, chunk, hashes: list[int]) -> bool:
     """Whether the chunk's split-block Bloom filter may hold any of ``hashes`` (parquet-format
     BloomFilter.md); a filter of another algorithm, hash or compression raises ValueError."""
     offset, length = chunk.bloom_filter_offset, chunk.bloom_filter_length

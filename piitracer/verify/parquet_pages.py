@@ -102,7 +102,7 @@ class CountingFile:
     def __exit__(self, *exc) -> None:
         self.close()
 
-class _BytesAt:
+class BytesAt:
     """A chunk's bytes, read once, served at their file offsets (for :func:`read_page_headers`)."""
 
     def __init__(self, data: bytes, start: int) -> None:

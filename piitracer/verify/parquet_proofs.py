@@ -43,10 +43,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from piitracer.verify.columns import candidates_for, column_hits
-from piitracer.verify.parquet_bloom import _bloom_may_hold, _hashes
+from piitracer.verify.parquet_bloom import bloom_may_hold, xxhash64_of
 from piitracer.verify.parquet_pages import (DATA_PAGE, DATA_PAGE_V2, DECOMPRESS, DICTIONARY_PAGE, PLAIN,
                                             PLAIN_DICTIONARY, RLE_DICTIONARY, CountingFile, PageHeader,
-                                            _BytesAt, chunk_start, decode_dictionary, parse_footer,
+                                            BytesAt, chunk_start, decode_dictionary, parse_footer,
                                             read_page_headers)
 from piitracer.verify.parquet_thrift import ThriftError, read_struct
 from piitracer.verify.values import ValueIndex
@@ -132,7 +132,7 @@ class ParquetProver:
                     why.append("page index unreadable")
         if chunk.bloom_filter_offset is not None and column.hashes is not None and not column.inside_text:
             try:
-                if not _bloom_may_hold(self.handle, chunk, column.hashes):
+                if not bloom_may_hold(self.handle, chunk, column.hashes):
                     return ChunkProof("bloom")
                 why.append("Bloom filter admits a searched value")
             except (ThriftError, OSError, ValueError, struct.error):
@@ -178,7 +178,7 @@ class ParquetProver:
         data = self.handle.read_at(size, start)
         if len(data) != size:
             return "chunk truncated"
-        pages = read_page_headers(_BytesAt(data, start), chunk)
+        pages = read_page_headers(BytesAt(data, start), chunk)
         if pages is None or sum(p.num_values for p in pages if p.type != DICTIONARY_PAGE) != chunk.num_values:
             return "page headers do not add up to the chunk"
         if chunk.compression != "UNCOMPRESSED" and chunk.compression not in DECOMPRESS:
@@ -332,7 +332,7 @@ class _Column:
             elif pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
                 byte_values = list(candidates.to_pylist())
         return cls(name, leaf, physical, candidates, inside, values, ordered, bound_format,
-                   _hashes(candidates, values, physical, kind, bound_format, descr.length),
+                   xxhash64_of(candidates, values, physical, kind, bound_format, descr.length),
                    _dictionary_type(kind, physical), prefilter, byte_values)
 
 

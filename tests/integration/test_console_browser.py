@@ -34,6 +34,7 @@ import piitracer
 from piitracer.api import demo_audit_key, demo_master_key, demo_signing_key, request_store
 from piitracer.audit import AuditLog, load_audit_key
 from piitracer.console.app import ConsoleConfig, create_server
+from piitracer.ingest.openlineage.received import ReceivedEvents
 from piitracer.console.tokens import add_token
 from piitracer.crypto.envelope import load_master_key
 from piitracer.demo import SUBJECT_USER_ID
@@ -115,7 +116,7 @@ def site(tmp_path_factory):
     config = ConsoleConfig(workspace, audit_key=load_audit_key(key_file=demo_audit_key(folder)), master=master,
                            signing_key_path=demo_signing_key(folder)[0])  # made by the demo once it completes
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_server(config, create_app(folder)), host="127.0.0.1", port=port,
+    server = uvicorn.Server(uvicorn.Config(create_server(config, create_app(ReceivedEvents(folder))), host="127.0.0.1", port=port,
                                            log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

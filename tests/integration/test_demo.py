@@ -464,3 +464,29 @@ def test_after_the_demo_nothing_of_the_person_is_left_anywhere(demo, warehouse: 
             found += sqlite_cells(path, values)
             found += [f"{path.name}: raw page bytes" for text in texts if text in data]
     assert found == []
+
+
+def test_a_demo_run_that_fails_is_recorded_like_an_execute_that_fails(demo, warehouse: Path, monkeypatch) -> None:
+    """The demo is a script over the session (issue 39): a step that fails mid-run is journaled
+    and recorded in the audit log with its failed state, and the requests stay 'executing' with the
+    reason — what `piitracer execute` does. The demo before the session recorded nothing of a
+    failed run. (Last in the module: it leaves an open request behind.)"""
+    from piitracer.api import Keys, open as open_session
+    from piitracer.api.demo import demo_keys as keys_of_demo
+    from piitracer.executor.runner import ExecutionError
+    from piitracer.model.audit import EntryKind
+
+    workspace, _ = demo
+    plan = plan_deletion(workspace, piitracer.build_lineage_graph(workspace), ["prod.payments.user_id"],
+                         [Subject(value=str(SUBJECT_USER_ID), request_id="r", received_at="2026-11-20T09:00:00Z")])
+    failing = next(s for s in plan.steps if s.action.value == "delete_rows")  # a step piitracer performs
+    monkeypatch.setenv("PIITRACER_FAILPOINT", f"executor.perform@{failing.id}!")
+    with pytest.raises(ExecutionError):
+        run_demo(workspace.root, warehouse=warehouse)
+    keys: Keys = keys_of_demo(workspace.root)
+    with open_session(workspace, keys) as session:
+        (request,) = [r for r in session.board() if r.state.value == "executing"]
+        steps = {e.body["step_id"]: e.body["state"] for e in session.audit().entries(plan_id=request.plan_id)
+                 if e.kind is EntryKind.STEP}
+    assert request.last_action == "execute failed"
+    assert steps.get(failing.id) == "failed", steps  # the failed step is in the audit log

@@ -30,7 +30,7 @@ from pyiceberg.expressions import EqualTo
 from s3_server import s3_server
 
 import piitracer
-from piitracer.api._wiring import dataset_locations, workspace_store
+from piitracer.api.wiring import dataset_locations, workspace_store
 from piitracer.model.plan import Action, DeletionPlan
 from piitracer.verify import verify_datasets
 from piitracer.verify.verifier import sets_for

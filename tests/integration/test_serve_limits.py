@@ -33,7 +33,8 @@ from s3_server import free_port
 from test_serve import ROOT, post, serving, workspace
 
 import piitracer
-from piitracer.api import audit_log, close_request, request_store
+from piitracer.api import Keys, open as open_session, request_store
+from piitracer.audit import load_audit_key
 from piitracer.crypto.envelope import load_master_key
 from piitracer.crypto.sealed_body import BodySealer
 from piitracer.ingest.openlineage.received import REJECTED_FOLDER, Limits, ReceivedEvents, kept_rejected
@@ -278,7 +279,7 @@ def test_rejected_records_expire(tmp_path: Path) -> None:
     assert (converted.record["reason"], converted.body) == ("old reason", MARKER.encode())
     assert MARKER.encode() not in every_byte(lineage(ws))
 
-    app = create_app(ws, cipher=BodySealer(load_master_key()), retention=timedelta(seconds=1))
+    app = create_app(ReceivedEvents(ws, cipher=BodySealer(load_master_key()), retention=timedelta(seconds=1)))
     with app_server(app) as url:
         assert kept_rejected(ws) == []  # older than the 1-second retention at start
         assert post(url, b"{", {})[0] == 400
@@ -328,9 +329,10 @@ def test_close_deletes_every_rejected_body_holding_the_person(tmp_path: Path) ->
     assert len(list((ws_root / REJECTED_FOLDER).iterdir())) == 6
 
     ws, store = watching_request(ws_root, "dsr-30", value, {"crm.people.email": [email]})
-    with store, audit_log(ws, key=AUDIT) as log:
-        close_request(ws, store, log, "dsr-30", now_reason="test")
-        entry = log.entries(request_id="dsr-30")[-1]
+    store.close()
+    with open_session(ws, Keys(audit=load_audit_key(AUDIT), master=load_master_key())) as session:
+        session.close("dsr-30", now_reason="test")
+        entry = session.audit().entries(request_id="dsr-30")[-1]
     kept = kept_rejected(ws_root, BodySealer(load_master_key()))
     assert [r.body for r in kept] == [bodies[-1][0]]
     for form in (value, email):
@@ -349,9 +351,10 @@ def test_close_deletes_rejected_bodies_it_cannot_open_and_says_so(tmp_path: Path
         {"received_at": "2026-11-25T10:00:00+00:00", "reason": "r", "body_bytes": 20, "body": text}) + "\n"
         for text in ('{"user": "7000000003"}', '{"user": "8000000004"}')))
     ws, store = watching_request(ws_root, "dsr-31", "7000000003")
-    with store, audit_log(ws, key=AUDIT) as log:
-        close_request(ws, store, log, "dsr-31", now_reason="test")
-        entry = log.entries(request_id="dsr-31")[-1]
+    store.close()
+    with open_session(ws, Keys(audit=load_audit_key(AUDIT), master=load_master_key())) as session:
+        session.close("dsr-31", now_reason="test")
+        entry = session.audit().entries(request_id="dsr-31")[-1]
     kept = kept_rejected(ws_root, BodySealer(load_master_key()))
     assert [(r.record["kept"], r.body) for r in kept] == [("encrypted", b'{"user": "8000000004"}'), ("digest", None)]
     assert b"7000000003" not in every_byte(ws_root / ".piitracer") and b"8000000004" not in every_byte(lineage(ws_root))

@@ -103,9 +103,10 @@ def test_serve_finds_the_consoles_keys_as_the_cli_does_and_says_what_is_off(tmp_
     assert [n.split(":")[0] for n in notes] == ["no audit key", "no signing key", "no master key"]
     signing = tmp_path / "signing.key"
     generate_signing_key(signing)
-    config, notes = server_config(ws, master=object(), environ={"PIITRACER_AUDIT_KEY": "k" * 32,
-                                                                 "PIITRACER_SIGNING_KEY_FILE": str(signing)})
-    assert config.audit_key is not None and config.signing_key_path == signing and notes == []
+    config, notes = server_config(ws, environ={"PIITRACER_AUDIT_KEY": "k" * 32, "PIITRACER_MASTER_KEY": "m" * 64,
+                                               "PIITRACER_SIGNING_KEY_FILE": str(signing)})
+    assert config.audit_key is not None and config.master is not None and config.signing_key_path == signing
+    assert notes == []
     with pytest.raises(AuditKeyError, match="missing.key"):
         server_config(ws, audit_key_file=tmp_path / "missing.key", environ={})
 
@@ -121,13 +122,14 @@ def test_behind_a_tls_proxy_the_cookies_are_secure(tmp_path: Path) -> None:
     import uvicorn
 
     from piitracer.console.app import ConsoleConfig, create_server
+    from piitracer.ingest.openlineage.received import ReceivedEvents
     from piitracer.serve.app import create_app
 
     ws = workspace(tmp_path / "ws")
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_server(ConsoleConfig(ws), create_app(ws.root)), host="127.0.0.1",
+    server = uvicorn.Server(uvicorn.Config(create_server(ConsoleConfig(ws), create_app(ReceivedEvents(ws.root))), host="127.0.0.1",
                                            port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -167,7 +169,7 @@ def test_an_evidence_file_is_attested_as_the_cli_records_one_and_no_evidence_is_
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from piitracer.api import audit_log, keep_plan, plan_erasure, request_store
+    from piitracer.api import Keys, open as open_session
     from piitracer.audit import load_audit_key
     from piitracer.console.tokens import ConsoleUser
     from piitracer.console.views import ConsoleRefused, attest
@@ -187,17 +189,16 @@ def test_an_evidence_file_is_attested_as_the_cli_records_one_and_no_evidence_is_
                     "stream.cdc": {"format": "external", "owner": "streaming-team (topic cdc)", "columns": ["user_id"]}}}))
     ws = piitracer.load_workspace(root)
     key, master = load_audit_key("console-test-audit-key-0123456789"), write_master_key(tmp_path / "master.key")
-    plan = plan_erasure(ws, ["crm.users.user_id"], [Subject(value="7000000001", request_id="r1",
-                                                             received_at="2026-11-20T09:00:00Z")], audit_key=key)
-    keep_plan(ws, plan, audit_key=key, master=master)
-    (step,) = [s for s in plan.steps if s.dataset == "stream.cdc"]
-    owner = ConsoleUser("streaming-team", "owner")
-    with request_store(ws, master) as store, audit_log(ws, key=key) as log:
+    with open_session(ws, Keys(audit=key, master=master)) as session:
+        plan = session.plan(["crm.users.user_id"], [Subject(value="7000000001", request_id="r1",
+                                                            received_at="2026-11-20T09:00:00Z")], keep=True).plan
+        (step,) = [s for s in plan.steps if s.dataset == "stream.cdc"]
+        owner = ConsoleUser("streaming-team", "owner")
         with pytest.raises(ConsoleRefused, match="give evidence") as refused:
-            attest(ws, store, log, key, owner, "r1", step.id, "  ", None)
+            attest(session, owner, "r1", step.id, "  ", None)
         assert refused.value.status == 400
-        entry = attest(ws, store, log, key, owner, "r1", step.id, "", ("ticket-4411.pdf", b"%PDF the ticket"))
-        assert store.get("r1").last_action == f"attested {step.id} by streaming-team"
+        entry = attest(session, owner, "r1", step.id, "", ("ticket-4411.pdf", b"%PDF the ticket"))
+        assert session.request("r1").last_action == f"attested {step.id} by streaming-team"
     assert entry.body["evidence_kind"] == "file" and entry.body["statement"] == "evidence file ticket-4411.pdf"
     assert entry.body["evidence_sha256"] == hashlib.sha256(b"%PDF the ticket").hexdigest()
     assert entry.body["attested_by"] == "streaming-team" and entry.request_ids == ("r1",)

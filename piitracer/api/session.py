@@ -1,0 +1,486 @@
+"""One session for the erasure lifecycle: the front doors' one way in.
+
+``with piitracer.open(workspace, keys) as session:`` opens the workspace, takes the keys as one
+:class:`~piitracer.api.keys.Keys` value, and opens the request store and the audit log once, on
+first use; the use cases are its methods — :meth:`Session.plan`, :meth:`~Session.execute`,
+:meth:`~Session.verify`, :meth:`~Session.attest`, :meth:`~Session.close`,
+:meth:`~Session.certificate` and the rest. The CLI, the console, the HTTP endpoint and the demo
+parse, call one of them and render; none opens a store itself (tests/unit/architecture).
+
+What each use case checks before it writes anything (a plan's seal and origin, the executor's
+preflight) is the same whoever calls it, and so is what it records: a refused run leaves no trace;
+a failed run is recorded with its failed step.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from piitracer.api.wiring import journal_steps, request_store
+from piitracer.api.keys import Keys
+from piitracer.workspace.layout import StateLayout
+from piitracer.workspace.model import Workspace
+
+if TYPE_CHECKING:
+    from piitracer.api.requests import BatchPlan
+    from piitracer.api.verify import Evidence
+    from piitracer.audit import AuditLog, VerifyResult
+    from piitracer.executor.runner import ExecuteOptions, RunSummary, StepResult
+    from piitracer.model.audit import AuditEntry
+    from piitracer.model.plan import DeletionPlan, Subject
+    from piitracer.model.requests import ErasureRequest, RequestState
+    from piitracer.model.settings import TaskEngine
+    from piitracer.model.verification import VerificationReport
+    from piitracer.requests.store import RequestStore
+
+PlanOrFile = "DeletionPlan | str | os.PathLike[str]"
+
+
+@dataclass
+class Planned:
+    """What :meth:`Session.plan` made: the plan (sealed when the session has an audit key) and,
+    when it was kept, the plan file's text (every subject value sealed under its request's key)."""
+
+    plan: "DeletionPlan"
+    text: str | None = None
+
+
+@dataclass
+class Verified:
+    """What :meth:`Session.verify` found: the plan, its verification report, and the plan's
+    requests already closed (their values shredded: left out of this verification)."""
+
+    plan: "DeletionPlan"
+    report: "VerificationReport"
+    closed: list[str]
+
+
+@dataclass
+class BatchWindow:
+    """What :meth:`Session.batch_window` did: the requests chosen, whether the estimate is over the
+    budget, and the plan file's text (values sealed) when the plan was kept, else None."""
+
+    chosen: "BatchPlan"
+    over_budget: bool
+    text: str | None = None
+
+
+def open(workspace: Workspace | str | os.PathLike[str] = ".", keys: Keys | None = None) -> "Session":  # noqa: A001
+    """A session on ``workspace`` (a loaded :class:`Workspace` or its folder) with ``keys``
+    (default: every key the environment gives, :meth:`Keys.load`).
+
+    Args:
+        workspace: the workspace, or the folder holding its ``piitracer.yaml``.
+        keys: the audit, master and signing keys; absent ones are asked for by the use cases
+            that need them.
+
+    Returns:
+        The session; use it as a context manager so its stores are closed.
+
+    Raises:
+        WorkspaceError: the workspace cannot be loaded.
+        BadKeyError: a key the environment gives is unusable.
+    """
+    if not isinstance(workspace, Workspace):
+        from piitracer.ingest.workspace.loader import load_workspace
+
+        workspace = load_workspace(workspace)
+    return Session(workspace, keys if keys is not None else Keys.load())
+
+
+class Session:
+    """The erasure lifecycle on one workspace with one set of keys (see the module docstring).
+    Not shared between threads: a server opens one per request."""
+
+    def __init__(self, workspace: Workspace, keys: Keys) -> None:
+        self.workspace = workspace
+        self.keys = keys
+        self.layout = StateLayout(workspace.root)
+        self._stack = ExitStack()
+        self._store: RequestStore | None = None
+        self._log: AuditLog | None = None
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.end()
+
+    def end(self) -> None:
+        """Close the request store and the audit log (a session may be used again: they reopen)."""
+        self._stack.close()
+        self._stack = ExitStack()
+        self._store, self._log = None, None
+
+    # ---- the stores, opened once ------------------------------------------------------------
+
+    def requests(self) -> "RequestStore":
+        """The workspace's request store (created on first use), with the master key when the
+        session has one (needed to add requests and to read or seal their values)."""
+        if self._store is None:
+            self._store = self._stack.enter_context(request_store(self.workspace, self.keys.master))
+        return self._store
+
+    def has_requests(self) -> bool:
+        """Whether the workspace has a request store yet (reading one never creates it)."""
+        return self._store is not None or self.layout.request_store.exists()
+
+    def audit(self, create: bool = True) -> "AuditLog":
+        """The workspace's audit log under the session's audit key (created on first write unless
+        not ``create``: then a missing log is an ``AuditError``)."""
+        if self._log is None:
+            from piitracer.api.audit import audit_log
+
+            self._log = self._stack.enter_context(audit_log(self.workspace, key=self.keys.need_audit(), create=create))
+        return self._log
+
+    def has_audit_log(self) -> bool:
+        """Whether the workspace has an audit log yet."""
+        return self._log is not None or self.layout.audit_log.exists()
+
+    # ---- plans ------------------------------------------------------------------------------
+
+    def load_plan(self, plan: PlanOrFile) -> "DeletionPlan":
+        """A plan given as itself or as a plan file, its sealed values opened with the request
+        store's keys (the master key is needed only when the file holds sealed values)."""
+        from piitracer.api.plan import load_plan
+        from piitracer.model.plan import DeletionPlan
+
+        if isinstance(plan, DeletionPlan):
+            return plan
+        return load_plan(plan, lambda request_ids: self.requests().cipher(request_ids))
+
+    def plan(self, sources: Sequence[str], subjects: Sequence["Subject"], labels: Sequence[str] = (), *,
+             keep: bool = False, action: str = "planned") -> Planned:
+        """Plan the erasure of ``subjects`` from the ``sources`` columns (``piitracer plan``).
+
+        Args:
+            sources: source key columns, ``dataset.column``.
+            subjects: the subjects, each with its request id and arrival time.
+            labels: each subject's position for error messages (``--subject #2``), never its value.
+            keep: queue the plan's requests in the request store (planned), record the plan in the
+                audit log and return the plan file's text (values sealed): ``plan -o``.
+            action: what the request history says of the planning.
+
+        Returns:
+            The plan (sealed when the session has an audit key) and, when kept, its file's text.
+
+        Raises:
+            PlanningError: a source that is not a key column, a subject value not of its type.
+            BadKeyError: ``keep`` without an audit key or a master key.
+        """
+        from piitracer.api.plan import plan_erasure
+
+        if keep:  # keys first: a plan that would be kept but cannot be recorded or encrypted is refused before work
+            self.keys.need_audit(), self.keys.need_master()
+        plan = plan_erasure(self.workspace, sources, subjects, labels, audit_key=self.keys.audit)
+        return Planned(plan, self._keep(plan, action) if keep else None)
+
+    def _keep(self, plan: "DeletionPlan", action: str) -> str:
+        from piitracer.api.audit import record_plan
+        from piitracer.api.plan import plan_file_text
+        from piitracer.requests.lifecycle import plan_request_ids
+
+        self._register(plan, action)
+        record_plan(self.audit(), plan)
+        return plan_file_text(plan, self.requests().cipher(plan_request_ids(plan)))
+
+    def _register(self, plan: "DeletionPlan", action: str) -> None:
+        """Every request of the plan in the store (a plan made through the API adds its own), then
+        planned, the plan kept with its values sealed."""
+        from piitracer.api.plan import plan_file_text
+        from piitracer.api.requests import add_requests
+        from piitracer.requests.lifecycle import mark_planned, plan_request_ids
+
+        store, log = self._sealed_store(), self.audit()
+        missing = [s for s in plan.subjects if not store.has(s.request_id)]
+        if missing:
+            add_requests(self.workspace, store, log, [str(ref) for ref in plan.sources], missing,
+                         action=f"{action} (from the plan)")
+        mark_planned(store, log, plan, lambda: plan_file_text(plan, store.cipher(plan_request_ids(plan))), action)
+
+    # ---- requests -----------------------------------------------------------------------------
+
+    def queue(self, sources: Sequence[str], subjects: Sequence["Subject"], labels: Sequence[str] = ()) -> list["ErasureRequest"]:
+        """Queue erasure requests (``requests add``): values checked strictly against the source key
+        columns' types, kept only under each request's data key, each recorded in the audit log."""
+        from piitracer.api.requests import add_requests
+
+        return add_requests(self.workspace, self._sealed_store(), self.audit(), sources, subjects, labels)
+
+    def board(self, state: "RequestState | str | None" = None, overdue: bool = False,
+              now: datetime | None = None) -> list["ErasureRequest"]:
+        """The requests (``piitracer requests``): all, or those in ``state``; with ``overdue`` only
+        those past their deadline at ``now`` and not yet proven erased."""
+        from piitracer.api.requests import filter_board
+
+        found = self.requests().all() if self.has_requests() else []
+        return filter_board(found, state, overdue, now)
+
+    def request(self, request_id: str) -> "ErasureRequest | None":
+        """One request as the store holds it (None when there is no such request)."""
+        if not self.has_requests():
+            return None
+        store = self.requests()
+        return store.get(request_id) if store.has(request_id) else None
+
+    def plan_of_request(self, request_id: str) -> "DeletionPlan":
+        """The plan the request store keeps for a request, its values opened (needs the master key)."""
+        from piitracer.api.plan import parse_plan
+        from piitracer.model.errors import NotFoundError
+
+        request = self.request(request_id)
+        if request is None or request.plan_id is None:
+            raise NotFoundError(f"request {request_id!r} has no plan in the request store")
+        store = self._sealed_store()
+        return parse_plan(store.plan_json(request.plan_id), f"the request store's plan {request.plan_id[:16]}", store.cipher)
+
+    def batch_window(self, due_within: timedelta | None, sources: Sequence[str] = (), *, budget: float | None = None,
+                     over_budget_ok: bool = False) -> BatchWindow:
+        """``batch plan``: plan every queued request due within ``due_within`` as one batch,
+        estimated; unless nothing is due or the estimate is over ``budget`` (and not
+        ``over_budget_ok``), the plan is sealed, its requests planned and the plan and its
+        estimate recorded."""
+        from piitracer.api.plan import seal_plan
+        from piitracer.api.requests import batch_plan
+        from piitracer.audit import record_estimate_entry
+
+        audit_key = self.keys.need_audit()
+        store = self._sealed_store()
+        chosen = batch_plan(self.workspace, store, due_within, sources)
+        estimate = chosen.estimate
+        over = budget is not None and estimate is not None and estimate.cost > budget
+        if chosen.plan is None or (over and not over_budget_ok):
+            return BatchWindow(chosen, over)
+        plan = seal_plan(chosen.plan, audit_key)
+        text = self._keep(plan, "planned (batch)")
+        record_estimate_entry(self.audit(), plan, estimate.as_dict())
+        return BatchWindow(chosen, over, text)
+
+    def close(self, request_id: str, now_reason: str | None = None) -> str:
+        """Close a request (``requests close``): crypto-shred piitracer's own copies of the person
+        (its data key, the journal's resolved values, rejected events holding them), recorded in
+        the audit log. Refused unless it is verified complete and watched (``now_reason`` skips the
+        rest of the watching period, saying why). Returns the destroyed key's fingerprint."""
+        from piitracer.api.requests import forget_copies
+        from piitracer.requests.lifecycle import close
+
+        store = self._sealed_store()
+        return close(store, self.audit(), request_id, now_reason,
+                     lambda request, pairs: forget_copies(self.workspace, store, request, pairs))
+
+    # ---- execute --------------------------------------------------------------------------------
+
+    def execute(self, plan: PlanOrFile, options: "ExecuteOptions | None" = None, *,
+                on_start: Callable[["DeletionPlan"], None] | None = None,
+                on_step: Callable[["StepResult"], None] | None = None) -> "RunSummary":
+        """Run a plan on the lakehouse (``piitracer execute``).
+
+        Everything is checked before the audit log, the request store or the journal is written,
+        so a refused run leaves no trace: the plan's seal (``options.unsealed`` accepts none), the
+        plan against the workspace and the lakehouse (preflight), then its origin (recorded in
+        this workspace's audit log, and what planning it again gives now, unless resumed or
+        re-run). A dry run stops there. Otherwise the plan's requests move executing -> executed
+        around the run, and every step is recorded in the audit log — a failed run too, before
+        its error is raised.
+
+        Args:
+            plan: the plan, or its file.
+            options: dry run, resume, rerun, concurrent writers, refs, unsealed.
+            on_start: called with the plan once it runs (not for a dry run).
+            on_step: called with each step's result (not for a dry run: its summary lists them).
+
+        Returns:
+            The run's summary (per step: state, rows, files, bytes).
+
+        Raises:
+            PlanRefused: the plan does not match the workspace, acts outside its locations, or is
+                not one piitracer made here.
+            PlanSealError: an altered plan, or an unsealed one without ``options.unsealed``.
+            ExecutionError: a step failed (the run is recorded first).
+        """
+        from piitracer.api.audit import record_plan, record_run
+        from piitracer.api.execute import prepare_execution, run_execution
+        from piitracer.api.plan import check_plan_origin, check_plan_seal
+        from piitracer.executor.preflight import PlanRefused
+        from piitracer.executor.runner import ExecuteOptions, ExecutionError
+        from piitracer.model.requests import RequestState
+        from piitracer.requests.lifecycle import move_plan_requests, plan_request_ids
+
+        options = options or ExecuteOptions()
+        audit_key = self.keys.need_audit()
+        self.keys.need_master()
+        plan = self.load_plan(plan)
+        check_plan_seal(plan, audit_key, unsealed_ok=options.unsealed)
+        # The run's cipher is the plan's requests' keys, asked for when the journal first needs them:
+        # by then the requests are registered (a plan made through the API brings its own).
+        # A dry run reports through its summary: on_step and on_start are for a run that starts.
+        executor = prepare_execution(self.workspace, plan, options, None if options.dry_run else on_step,
+                                     attested=self.attested(plan),
+                                     cipher=lambda: self.requests().cipher(plan_request_ids(plan)))
+        if not self.has_audit_log():  # opening would create it: a refusal leaves no trace
+            raise PlanRefused(f"plan {plan.plan_id[:16]} is not recorded in this workspace's audit log (there is none "
+                              "yet): plan again with `piitracer plan -o`")
+        log = self.audit(create=False)
+        check_plan_origin(self.workspace, log, plan, replan=not (options.resume or options.rerun))
+        if options.dry_run:
+            return executor.run()
+        self._register(plan, "planned (execute)")
+        record_plan(log, plan)
+        store = self.requests()
+        how = "execute" + (" --resume" if options.resume else " --rerun" if options.rerun else "")
+        move_plan_requests(store, log, plan, RequestState.EXECUTING, how)
+        if on_start is not None:
+            on_start(plan)
+        try:
+            summary = run_execution(self.workspace, executor)
+        except ExecutionError as error:
+            record_run(log, plan, journal_steps(self.workspace, plan.plan_id), self.workspace)  # the failed step too
+            move_plan_requests(store, log, plan, RequestState.EXECUTING, "execute failed", reason=str(error)[:300])
+            raise
+        record_run(log, plan, summary, self.workspace)
+        move_plan_requests(store, log, plan, RequestState.EXECUTED, f"executed: {summary.status}")
+        return summary
+
+    # ---- verify and attest ------------------------------------------------------------------------
+
+    def attested(self, plan: "DeletionPlan") -> dict[str, str]:
+        """Step id -> "by NAME at TIME" of every attestation the audit log holds for the plan's
+        person steps (none without an audit key or a log)."""
+        from piitracer.api.verify import attested_steps
+
+        if self.keys.audit is None or not self.has_audit_log():
+            return {}
+        return attested_steps(self.audit(create=False), plan)
+
+    def verify(self, plan: PlanOrFile, *, record: bool = True, sweep: str | None = None,
+               engine: "TaskEngine | None" = None, explain: str | None = None) -> Verified:
+        """Prove the erasure of a plan (``piitracer verify``): decode every file of its datasets and
+        read back their retained versions, leaving out its closed requests (their values are
+        shredded).
+
+        Args:
+            plan: the plan, or its file.
+            record: append the result to the audit log and move the plan's requests by it (needs
+                the audit key); without it, attestations are read only when a key is there.
+            sweep: also decode what the plan does not reach: ``catalog`` or ``roots``.
+            engine: where files are decoded (driver, spark, auto); default: ``verify.engine``.
+            explain: a dataset of the plan whose decoded Parquet column chunks are listed.
+
+        Returns:
+            The plan, its verification report and its closed requests.
+
+        Raises:
+            VerificationError: the plan never ran here (no resolved values in the journal).
+            PlanningError: ``explain`` names no dataset of the plan.
+        """
+        from piitracer.api.verify import verify_plan
+        from piitracer.api.audit import record_verification
+        from piitracer.model.requests import RequestState
+        from piitracer.planner.build import PlanningError
+        from piitracer.requests.lifecycle import plan_request_ids, settle_after_verify
+
+        if record:
+            self.keys.need_audit()
+        store = self.requests()
+        loaded = self.load_plan(plan)
+        if explain is not None and explain not in {d.dataset for d in loaded.datasets}:
+            raise PlanningError(f"--explain {explain}: not a dataset of plan {loaded.plan_id[:16]} (expected one of: "
+                                + ", ".join(d.dataset for d in loaded.datasets) + ")")
+        requests = plan_request_ids(loaded)
+        closed = [r for r in requests if store.has(r) and store.get(r).state is RequestState.CLOSED]
+        report = verify_plan(self.workspace, loaded, attested=self.attested(loaded), sweep=sweep,
+                             cipher=store.cipher(requests), skip_requests=closed, engine=engine,
+                             explain=(explain,) if explain else ())
+        if record:
+            log = self.audit()
+            record_verification(log, loaded, report)
+            if all(store.has(r) for r in requests):
+                settle_after_verify(store, log, loaded, report, self.workspace.config.policy.watch)
+        return Verified(loaded, report, closed)
+
+    def reverify(self, sweep: str | None = "catalog") -> list[tuple[str, bool]]:
+        """Verify again every watching request's plan (``requests reverify``), sweeping beyond it: a
+        finding moves the request back to executed, while its values still exist. Returns
+        (request, still erased) pairs."""
+        from piitracer.api.verify import reverify_requests
+
+        self.keys.need_audit()
+        return reverify_requests(self.workspace, self._sealed_store(), self.audit(), sweep)
+
+    def attest(self, plan: PlanOrFile, step_id: str, attested_by: str, evidence: "Evidence | str | None" = None,
+               statement: str | None = None) -> "AuditEntry":
+        """Record that a person did a ``manual``, ``manual_review`` or ``recompute`` step of a plan
+        (``piitracer attest``, an owner in the console): who, when, and the evidence's SHA-256
+        (a file's bytes or a text; never the evidence itself). An altered plan is refused; an
+        unsealed one is attestable. Noted on the plan's requests the store holds."""
+        from piitracer.api.plan import check_plan_seal
+        from piitracer.api.verify import Evidence, attest_step
+        from piitracer.requests.lifecycle import note_on_requests, plan_request_ids
+
+        audit_key = self.keys.need_audit()
+        loaded = self.load_plan(plan)
+        check_plan_seal(loaded, audit_key, unsealed_ok=True)
+        proof = Evidence.of(evidence) if isinstance(evidence, str) else evidence
+        entry = attest_step(self.audit(), loaded, step_id, attested_by, proof, statement=statement)
+        if self.has_requests():
+            note_on_requests(self.requests(), plan_request_ids(loaded), f"attested {step_id} by {attested_by.strip()}")
+        return entry
+
+    # ---- the audit trail --------------------------------------------------------------------------
+
+    def check_audit(self, expect_head: str | None = None) -> "VerifyResult":
+        """``audit verify``: the existing audit log's chain, seals, anchor and ``expect_head``, and
+        the journal cross-check (every executed plan recorded)."""
+        from piitracer.api.audit import verify_audit
+
+        return verify_audit(self.audit(create=False), self.workspace, expect_head=expect_head)
+
+    def report(self, request_id: str, fmt: str = "html", graph: Any = None) -> str:
+        """The audit report of one request (``audit report``): ``html`` (a self-contained page with
+        the lineage diagram) or ``md``."""
+        from piitracer.api.audit import audit_report
+
+        return audit_report(self.workspace, self.audit(create=False), request_id, fmt, graph=graph)
+
+    def trail(self, request_id: str):
+        """Everything the audit log holds about one request (``RequestTrail``)."""
+        from piitracer.api.audit import request_trail
+
+        return request_trail(self.audit(create=False), request_id)
+
+    def certificate(self, request_id: str, issued_at: datetime | None = None) -> dict[str, Any]:
+        """The signed erasure certificate of one request (``audit certificate``): refused
+        (``NotCertifiable``) unless the whole log verifies and the request's latest verification
+        is complete. Needs the signing key."""
+        from piitracer.api.audit import erasure_certificate
+
+        signing = self.keys.need_signing()
+        return erasure_certificate(self.workspace, self.audit(create=False), request_id, signing, issued_at)
+
+    # ---- lineage received over HTTP ---------------------------------------------------------------
+
+    def received_events(self, retention: timedelta | None = None, limits: Any = None):
+        """Where the OpenLineage endpoint puts what it receives (``piitracer serve``): the
+        workspace's lineage store, a rejected body sealed under the master key when the session has
+        one (else only its digest is kept), kept for ``retention``, bodies within ``limits``."""
+        from piitracer.crypto.sealed_body import BodySealer
+        from piitracer.ingest.openlineage.received import DEFAULT_RETENTION, Limits, ReceivedEvents
+
+        cipher = BodySealer(self.keys.master) if self.keys.master is not None else None
+        return ReceivedEvents(self.workspace.root, cipher=cipher, retention=retention or DEFAULT_RETENTION,
+                              limits=limits or Limits())
+
+    # ---- helpers ------------------------------------------------------------------------------------
+
+    def _sealed_store(self) -> "RequestStore":
+        """The request store, with the master key required (its values are sealed under it)."""
+        self.keys.need_master()
+        return self.requests()
+
+
+__all__ = ["BatchWindow", "Keys", "Planned", "Session", "Verified", "open"]
