@@ -1,6 +1,15 @@
 """piitracer: find, erase and prove the erasure of a person's data across a lakehouse.
 
-The Python API (notebooks use it; the CLI is a thin layer over the same calls)::
+The Python API (notebooks use it; the CLI is a thin layer over the same calls). The erasure's
+use cases are one session's methods::
+
+    import piitracer
+    with piitracer.open("my-workspace", piitracer.Keys.load()) as session:
+        planned = session.plan(["crm.people.user_id"], subjects, keep=True)
+        session.execute(planned.plan)
+        session.verify(planned.plan)
+
+and the lineage is read without one::
 
     import piitracer
     workspace = piitracer.load_workspace("lineage_fixtures")
@@ -53,7 +62,7 @@ def __getattr__(name: str) -> Any:
     if module is not None:
         return getattr(importlib.import_module(module), name)
     api = importlib.import_module("piitracer.api")  # its name table only: the use cases load on first use
-    if name in api._EXPORTS:
+    if name in api.__all__:  # its public names
         return getattr(api, name)
     raise AttributeError(f"module 'piitracer' has no attribute {name!r}")
 
