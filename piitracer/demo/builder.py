@@ -27,6 +27,7 @@ from piitracer.demo.arrow_bridge import ArrowBridge
 from piitracer.demo.iceberg_tables import DemoBuildError, check_location, create_table, drop_table, quoted_table
 from piitracer.demo.sql_pipelines import PipelineRunner, PipelineStatement, pipeline_statements
 from piitracer.executor.spark_session import spark_session
+from piitracer.formats.iceberg_catalogs import IcebergCatalogs
 from piitracer.workspace.model import Workspace
 from piitracer.model.table_properties import delta_properties
 from piitracer.model.workspace import CatalogDataset, DatasetFormat
@@ -89,7 +90,7 @@ def build_lakehouse(workspace: Workspace, rows: int = DEFAULT_ROWS, seed: int = 
                          seconds=time.monotonic() - started)
     if rows < 100:
         raise DemoBuildError(f"--rows {rows}: the demo needs at least 100 payments")
-    spark = spark_session(workspace.config.spark, _warehouse(workspace))
+    spark = demo_spark(workspace)
     # Small tables on few cores: one shuffle partition per core keeps jobs and files few.
     shuffle_partitions = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", str(BUILD_SHUFFLE_PARTITIONS))
@@ -116,6 +117,13 @@ def build_lakehouse(workspace: Workspace, rows: int = DEFAULT_ROWS, seed: int = 
     return build
 
 
+def demo_spark(workspace: Workspace):
+    """The process's Spark session for a demo workspace: Spark's Hadoop warehouse catalog and the
+    workspace's Iceberg catalogs (``iceberg.catalogs``: a JDBC catalog the demo's tables may live in,
+    :class:`~piitracer.demo.workspace_files.DemoCatalog`), from the same definitions pyiceberg reads."""
+    return spark_session(workspace.config.spark, _warehouse(workspace), IcebergCatalogs(workspace.config.iceberg))
+
+
 def clear_lakehouse(spark, workspace: Workspace) -> None:
     """Drop the catalog's Iceberg tables and delete its other locations (only folders inside the
     workspace or the warehouse: a catalog pointing elsewhere is never deleted by the demo)."""
@@ -124,7 +132,7 @@ def clear_lakehouse(spark, workspace: Workspace) -> None:
         entry, location = catalog[dataset], workspace.location_of(dataset)
         if entry.format is DatasetFormat.ICEBERG and entry.table and location is not None and location.exists():
             drop_table(spark, entry.table)
-    roots = [workspace.root.absolute(), _warehouse(workspace).absolute()]
+    roots = [workspace.root.absolute(), _warehouse(workspace).absolute(), *_catalog_warehouses(workspace).values()]
     for dataset, entry in catalog.items():
         location = workspace.location_of(dataset)
         if location is None or not location.exists():
@@ -221,7 +229,24 @@ def _warehouse(workspace: Workspace) -> Path:
     return workspace.resolve(workspace.config.spark.warehouse)
 
 
+def _catalog_warehouses(workspace: Workspace) -> dict[str, Path]:
+    """Catalog name -> the local warehouse folder of each ``iceberg.catalogs`` catalog that has one
+    (where Spark creates the demo's tables of that catalog)."""
+    found = {}
+    for name, properties in workspace.config.iceberg.catalogs.items():
+        warehouse = str(properties.get("warehouse", ""))
+        if warehouse.startswith(("/", "file:")):
+            found[name] = Path(warehouse.removeprefix("file://").removeprefix("file:")).absolute()
+    return found
+
+
 def _check_iceberg_locations(workspace: Workspace) -> None:
+    warehouses = {workspace.config.spark.catalog.lower(): _warehouse(workspace), **_catalog_warehouses(workspace)}
     for dataset, entry in workspace.config.catalog.items():
         if entry.format is DatasetFormat.ICEBERG:
-            check_location(dataset, entry, workspace.location_of(dataset), _warehouse(workspace))
+            catalog = (entry.table or "").split(".", 1)[0].lower()
+            if catalog not in warehouses:
+                raise DemoBuildError(f"catalog.{dataset}: the demo creates its Iceberg tables in spark.catalog "
+                                     f"({workspace.config.spark.catalog}) or a catalog of iceberg.catalogs with a local "
+                                     f"warehouse; {entry.table} is in neither")
+            check_location(dataset, entry, workspace.location_of(dataset), warehouses[catalog])

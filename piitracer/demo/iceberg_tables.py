@@ -30,28 +30,29 @@ def quoted_table(table: str) -> str:
 
 
 # Newer engines create v3 tables by default: the demo erases one (its DELETE writes Puffin
-# deletion vectors, which rewrite_data_files applies).
-FORMAT_V3_TABLES = frozenset({"lake.analytics.user_monthly_spend"})
+# deletion vectors, which rewrite_data_files applies). By namespace.table, in whichever catalog.
+FORMAT_V3_TABLES = frozenset({"analytics.user_monthly_spend"})
 
 
 def table_properties(entry: CatalogDataset) -> dict[str, str]:
     """Iceberg properties for the catalog entry: format-version 2 (3 for ``FORMAT_V3_TABLES``),
     its delete/update/merge mode and its retention, as the table itself would carry them
     (``model.table_properties``)."""
-    return {"format-version": "3" if (entry.table or "").lower() in FORMAT_V3_TABLES else "2",
+    return {"format-version": "3" if (entry.table or "").lower().split(".", 1)[-1] in FORMAT_V3_TABLES else "2",
             **iceberg_properties(entry.retention, entry.write_mode or IcebergWriteMode.MERGE_ON_READ)}
 
 
 def check_location(dataset: str, entry: CatalogDataset, location: Path | None, warehouse: Path) -> None:
-    """A hadoop catalog puts ``catalog.db.t`` at ``<warehouse>/db/t``: the catalog's location must agree,
+    """A hadoop catalog puts ``catalog.db.t`` at ``<warehouse>/db/t``, and so does Spark's JDBC catalog
+    for a table it creates (``warehouse``: the table's catalog's): the catalog's location must agree,
     or planning and verification would look at another folder than Spark writes."""
     if not entry.table:
         raise DemoBuildError(f"catalog.{dataset}: an Iceberg dataset needs 'table:' for the demo to create it")
     parts = entry.table.split(".")
     expected = Path(warehouse, *parts[1:]).absolute()
     if location is None or Path(location).absolute() != expected:
-        raise DemoBuildError(f"catalog.{dataset}.location: {location} is not where the hadoop catalog keeps "
-                             f"{entry.table} ({expected}); point it at the warehouse folder")
+        raise DemoBuildError(f"catalog.{dataset}.location: {location} is not where its catalog keeps "
+                             f"{entry.table} ({expected}); point it at the catalog's warehouse folder")
 
 
 def create_table(spark: "SparkSession", entry: CatalogDataset, schema: "StructType",
