@@ -32,6 +32,9 @@ if TYPE_CHECKING:  # pyspark is imported only when a session is really needed
 log = logging.getLogger(__name__)
 
 ICEBERG_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
+# Spark's default redaction (secret|password|token|access[.]key) and an Iceberg catalog's other
+# credential keys (a REST catalog's client credential, a header's authorization, an SSE-C key).
+REDACTED_KEYS = r"(?i)secret|password|token|access[.]key|credential|authorization|sse[.]key"
 _session: "SparkSession | None" = None
 _session_key: tuple | None = None
 _session_jars: tuple[str, ...] = ()  # what spark.jars held when the session started
@@ -131,6 +134,9 @@ def spark_session(settings: SparkSettings, warehouse: Path, catalogs: IcebergCat
         .config("spark.sql.session.timeZone", "UTC")
         # Subject values are broadcast to every task: one small table, joined once per dataset.
         .config("spark.sql.autoBroadcastJoinThreshold", str(64 * 1024 * 1024))
+        # Catalog credentials live in the session's configuration: Spark's UI and event log show
+        # configuration with the values of matching keys redacted (its default misses 'credential').
+        .config("spark.redaction.regex", REDACTED_KEYS)
     )
     if jars:
         builder = builder.config("spark.jars", ",".join(jars))

@@ -10,6 +10,7 @@ only the environment holds (``PGPASSWORD``): the workspace names no credential."
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,9 @@ def test_spark_and_pyiceberg_read_one_table_state_from_the_postgresql_catalog(jd
         == pointer.removeprefix("file:")
     spark.sql(f"DELETE FROM {table} WHERE user_id = {SUBJECTS[0]}")  # Spark commits; pyiceberg sees the new pointer
     assert catalogs.load_table(table).metadata_location == metadata_location(spark, table) != pointer
+    # Where Spark shows configuration (its UI, event log), the catalog's credential keys are redacted.
+    redaction = re.compile(spark.sparkContext.getConf().get("spark.redaction.regex"))
+    assert all(redaction.search(f"spark.sql.catalog.{CATALOG}.{key}") for key in ("jdbc.password", "credential", "token"))
 
 
 def test_the_erasure_runs_on_spark_through_the_jdbc_catalog_to_the_bytes(tmp_path: Path, warehouse: Path, jdbc,
