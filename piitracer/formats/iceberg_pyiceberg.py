@@ -58,12 +58,14 @@ _KEPT_METADATA = (".metadata.json", ".metadata.json.gz", "version-hint.text")  #
 class PyicebergEraser:
     """The Iceberg steps of one catalog table through pyiceberg. ``load`` returns the table as its
     catalog has it now (``IcebergCatalogs.load_table``); ``location`` is the catalogued location
-    the loaded table must live at; ``roots`` the warehouse roots."""
+    the loaded table must live at; ``roots`` the warehouse roots. ``shared_files``: a shallow clone,
+    whose snapshots also reference its source's files (outside its location: never removed here)."""
 
     def __init__(self, load: Callable[[], "Table"], identifier: str, location: Location, store: Store,
-                 roots: tuple[Location, ...] = ()) -> None:
+                 roots: tuple[Location, ...] = (), shared_files: bool = False) -> None:
         self.load, self.identifier, self.location, self.store = load, identifier, location, store
         self.territory = Territory.of(identifier, location, (), roots)
+        self.shared_files = shared_files
 
     # ---- the table ------------------------------------------------------------------------
 
@@ -241,11 +243,12 @@ class PyicebergEraser:
         table = self.table()
         keep = _retained(table, retain_last)
         doomed = [s for s in table.metadata.snapshots if s.snapshot_id not in keep]
-        candidates = sorted(self._inside(_paths(table, doomed, live_only=False)))
-        if clean_expired_files:
-            self._referenced(table)  # a retained file outside the location: refused before the expiry commits
+        candidates: list[str] = []
+        if clean_expired_files:  # a path outside the location: refused before the expiry commits
+            candidates = sorted(self._inside(_paths(table, doomed, live_only=False)))
+            self._referenced(table)
         first = attempt.start({"version_before": _id(table.current_snapshot()), "expire": [s.snapshot_id for s in doomed],
-                               "candidates": candidates if clean_expired_files else [],
+                               "candidates": candidates,
                                "files_before": self.store.sizes(self.location)})
 
         def expire(table: "Table") -> int:
@@ -342,9 +345,10 @@ class PyicebergEraser:
 
     # ---- piitracer's own removal ------------------------------------------------------------
 
-    def _inside(self, paths: Iterable[str]) -> set[str]:
+    def _inside(self, paths: Iterable[str], foreign_ok: bool = False) -> set[str]:
         """``paths`` (as metadata names them) relative to the location; refused (before anything
-        is deleted) when one lies outside the location or the warehouse roots."""
+        is deleted) when one lies outside the location or the warehouse roots (``foreign_ok``:
+        those are left out instead: a shallow clone's references to its source's files)."""
         outside_roots = self.territory.outside_roots()
         if outside_roots is not None:
             raise SafetyError(f"{self.identifier}: {outside_roots} is outside the warehouse roots: refusing to remove files")
@@ -355,7 +359,7 @@ class PyicebergEraser:
                 strays.append(path)
             else:
                 found.add(relative)
-        if strays:
+        if strays and not foreign_ok:
             raise SafetyError(f"{self.identifier}: its metadata names {len(strays)} file(s) outside its catalogued location "
                               f"{self.location} (first: {sorted(strays)[0]}): refusing to remove any file")
         return found
@@ -368,7 +372,7 @@ class PyicebergEraser:
         paths = _paths(table, metadata.snapshots, live_only=True)
         paths |= {table.metadata_location, *(entry.metadata_file for entry in metadata.metadata_log)}
         paths |= {f.statistics_path for f in [*metadata.statistics, *metadata.partition_statistics]}
-        return self._inside(paths)
+        return self._inside(paths, foreign_ok=self.shared_files)
 
     def _remove_unreferenced(self, candidates: list[str]) -> int:
         """Delete those of ``candidates`` (relative paths journaled before) that are still there
@@ -541,7 +545,8 @@ def catalog_table(entry, location: Location, store: Store):
 def eraser(entry, location: Location, store: Store, roots: tuple[Location, ...] = ()) -> PyicebergEraser:
     """The pyiceberg eraser of a catalogued Iceberg table."""
     load, identifier = catalog_table(entry, location, store)
-    return PyicebergEraser(load, identifier, location, store, roots)
+    shallow = entry.clone_of is not None and entry.clone_of.mode.value == "shallow"
+    return PyicebergEraser(load, identifier, location, store, roots, shared_files=shallow)
 
 
 def check(dataset: str, entry, location: Location, store: Store) -> None:

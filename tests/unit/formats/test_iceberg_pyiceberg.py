@@ -213,3 +213,41 @@ def _wait_for(path: Path, limit: float = 60) -> None:
     while not path.exists():
         assert time.monotonic() < deadline, f"{path.name} never appeared"
         time.sleep(0.05)
+
+
+def test_a_branch_is_rewritten_in_place_and_a_released_ref_is_gone(lake: Lake) -> None:
+    from piitracer.model.plan import ReleaseRefParams, RewriteRefParams
+
+    table = lake.connect().load_table("fintech.payments")
+    tagged = table.metadata.refs[TAG].snapshot_id
+    table.manage_snapshots().create_branch(tagged, "audit").commit()
+    others_in_branch = checksum(others(lake.rows("audit")))
+    done = lake.run(Action.REWRITE_REF, RewriteRefParams(ref="audit", ref_type="branch", snapshot_id=tagged), keyed=True)
+    assert done.rows_deleted == 2 and done.details["ref_type"] == "branch"
+    refs = lake.connect().load_table("fintech.payments").metadata.refs
+    assert refs["audit"].snapshot_ref_type.value == "branch" and str(refs["audit"].snapshot_id) == done.version_after
+    assert checksum(lake.rows("audit")) == others_in_branch and refs[TAG].snapshot_id == tagged  # the tag untouched
+    again = lake.run(Action.REWRITE_REF, RewriteRefParams(ref="audit", ref_type="branch", snapshot_id=tagged), keyed=True)
+    assert again.rows_deleted == 0 and again.version_after == done.version_after  # a rerun changes nothing
+    lake.run(Action.RELEASE_REF, ReleaseRefParams(ref=TAG, ref_type="tag", snapshot_id=tagged, fix="drop it"))
+    assert TAG not in lake.connect().load_table("fintech.payments").metadata.refs
+
+
+def test_a_shallow_clones_files_of_its_source_are_neither_removed_nor_refused(lake: Lake, tmp_path: Path) -> None:
+    source = tmp_path / "warehouse" / "fintech" / "source" / "data" / "part-0.parquet"
+    source.parent.mkdir(parents=True)
+    pq.write_table(arrow([dict(r, dt="2026-04-18") for r in other_rows(900, 3)]), source)
+    lake.connect().load_table("fintech.payments").add_files([str(source)])
+    lake.entry = type(lake.entry).model_validate({**lake.entry.model_dump(exclude_defaults=True),
+                                                  "clone_of": {"dataset": "fintech.source", "mode": "shallow"}})
+    stray = Path(lake.location.uri) / "data" / "stray.parquet"
+    pq.write_table(arrow(subject_rows("2026-04-19")), stray)
+    expired = lake.run(Action.EXPIRE_SNAPSHOTS, ExpireSnapshotsParams(clean_expired_files=False))
+    assert expired.details["clean_expired_files"] == "false" and expired.files_removed == 0
+    before = {p for p in Path(lake.location.uri).rglob("*") if p.is_file()}
+    orphans = lake.run(Action.REMOVE_ORPHAN_FILES, RemoveOrphanFilesParams())
+    # The stray file and the clone's own files only expired snapshots used go; its source's stay.
+    gone = before - {p for p in Path(lake.location.uri).rglob("*") if p.is_file()}
+    assert stray in gone and source.exists() and orphans.files_removed == len(gone) > 1
+    assert {p.suffix for p in gone} == {".parquet", ".avro"}
+    assert len(lake.rows()) == 186
