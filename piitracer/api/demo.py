@@ -23,11 +23,10 @@ from piitracer.api.verify import Evidence
 from piitracer.audit import load_audit_key
 from piitracer.crypto.envelope import load_master_key, write_master_key
 from piitracer.crypto.signing import generate_signing_key, public_key_path
-from piitracer.demo import DEFAULT_ROWS, DEFAULT_SEED, SUBJECT_USER_ID, build_lakehouse
+from piitracer.demo import DEFAULT_ROWS, DEFAULT_SEED, SUBJECT_USER_ID, build_lakehouse, demo_spark
 from piitracer.demo.subjects import existing_subjects, subject_rows
 from piitracer.demo.workspace_files import prepare_workspace
 from piitracer.executor.runner import ExecuteOptions, RunSummary
-from piitracer.executor.spark_session import spark_session
 from piitracer.graph.lineage_graph import LineageGraph
 from piitracer.workspace.model import Workspace
 from piitracer.ingest.workspace.loader import load_workspace
@@ -35,9 +34,9 @@ from piitracer.model.audit import AuditEntry
 from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import PERSON_ACTIONS, DeletionPlan, Subject
 from piitracer.model.verification import VerificationReport
-from piitracer.planner.build import PlanningError
 from piitracer.render.lineage_diagram import lineage_diagram, render_lineage
 from piitracer.workspace.layout import StateLayout
+from piitracer.model.errors import BadWorkspaceError
 
 
 DEMO_SOURCE = "prod.payments.user_id"
@@ -121,7 +120,7 @@ def run_demo(
     say(f"lakehouse {'reused' if built.reused else 'built'} in {seconds['build']:.1f} s")
 
     source = _demo_source(workspace)
-    spark = spark_session(workspace.config.spark, workspace.resolve(workspace.config.spark.warehouse))
+    spark = demo_spark(workspace)  # the workspace's Iceberg catalogs too: a reused lakehouse may live in one
     values = existing_subjects(spark, source.table, "user_id", subjects, DEFAULT_SEED) if subjects else [str(SUBJECT_USER_ID)]
     found = subject_rows(spark, source.table, "user_id", values)
     received = datetime.now(timezone.utc).replace(microsecond=0)
@@ -249,5 +248,5 @@ def _demo_source(workspace: Workspace):
     dataset = DEMO_SOURCE.rsplit(".", 1)[0]
     entry = workspace.config.catalog.get(dataset)
     if entry is None or not entry.table:
-        raise PlanningError(f"the demo workspace's catalog has no Iceberg table {dataset}")
+        raise BadWorkspaceError(f"the demo workspace's catalog has no Iceberg table {dataset}")
     return entry
