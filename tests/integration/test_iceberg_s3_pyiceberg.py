@@ -5,7 +5,8 @@ table made by a CTAS in the workspace's ``lineage.sql``. Credentials only in the
 (``PYICEBERG_CATALOG__PROD__*`` for the catalog and its FileIO, ``AWS_*`` for piitracer's store).
 
 Through the real CLI: ``init``, ``catalog discover --write``, the identifiers confirmed in
-piitracer.yaml, ``plan -o``, ``execute``, ``verify``. Spark has no S3 connector here, so every
+piitracer.yaml, ``plan -o``, ``execute`` (killed once between the expiry's listing and its removal,
+then ``--resume``), ``verify``. Spark has no S3 connector here, so every
 Iceberg step runs through pyiceberg (the plan says so). Then: both tables planned, execute and
 verify exit 0, the catalog's current view has no subject row and every other row is identical
 (count and checksum), the tag is kept (moved to a snapshot without the subject, its max-ref-age
@@ -102,7 +103,12 @@ def test_a_new_user_erases_and_proves_it_on_s3_through_pyiceberg(s3, catalog_env
     assert {engine for _, _, engine in steps} == {"pyiceberg"}  # no S3 connector for Spark: every step on pyiceberg
     assert ("fintech.payments", "rewrite_ref", "pyiceberg") in steps and "via pyiceberg" in planned.stdout
 
-    ran = cli(ws, env, "execute", str(plan_file), "--no-concurrent-writers")
+    # The run is killed (SIGKILL) once the first expiry has listed and journaled the files it will
+    # remove, before it removes any; the resumed run finishes it and counts what it removed.
+    killed = cli(ws, {**env, "PIITRACER_FAILPOINT": "iceberg.pyiceberg.before_removal"}, "execute", str(plan_file),
+                 "--no-concurrent-writers")
+    assert killed.returncode == -9, killed.stdout[-2000:] + killed.stderr[-3000:]
+    ran = cli(ws, env, "execute", str(plan_file), "--resume", "--no-concurrent-writers")
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     assert "complete" in ran.stdout
 
@@ -117,10 +123,12 @@ def test_a_new_user_erases_and_proves_it_on_s3_through_pyiceberg(s3, catalog_env
     assert tag.snapshot_ref_type.value == "tag" and tag.max_ref_age_ms == TAG_AGE_MS
     assert checksum(payments.scan(snapshot_id=tag.snapshot_id).to_arrow()) == kept["tag"]
     journal = sqlite3.connect(ws / ".piitracer" / "journal.sqlite")
-    rewrite = [json.loads(outcome) for action, outcome in journal.execute("SELECT action, outcome FROM steps")
-               if action == "rewrite_ref"]
-    assert rewrite and rewrite[0]["details"]["ref"] == TAG and rewrite[0]["details"]["ref_rows_removed"] == 2
-    assert rewrite[0]["details"]["ref_snapshot_after"] == str(tag.snapshot_id)
+    outcomes = {(dataset, action): json.loads(outcome) for dataset, action, outcome
+                in journal.execute("SELECT dataset, action, outcome FROM steps")}
+    rewrite = outcomes[("fintech.payments", "rewrite_ref")]["details"]
+    assert rewrite["ref"] == TAG and rewrite["ref_rows_removed"] == 2 and rewrite["ref_snapshot_after"] == str(tag.snapshot_id)
+    expired = outcomes[("fintech.payments", "expire_snapshots")]
+    assert expired["files_removed"] == expired["details"]["unreferenced_files_removed"] > 0  # resumed, counted once
 
     # Every object in the bucket, decoded: none of the subject's values.
     assert find_values(s3.download(tmp_path / "after"), SUBJECT_VALUES) == []
