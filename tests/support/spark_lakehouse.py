@@ -47,8 +47,9 @@ def write_workspace(folder: Path, warehouse: Path, catalog: dict[str, dict], sql
     (folder / "sql" / "pipelines.sql").write_text(sql)
     config = {
         "lineage": {"sql": [{"path": "sql"}], "spark_catalogs": ["lake"]},
+        # The shared session's settings (its jars too): whichever starts it first, it is the same session.
         "spark": {"master": "local[2]", "catalog": "lake", "warehouse": str(warehouse), "driver_memory": "1g",
-                  "conf": {"spark.ui.showConsoleProgress": "false"}},
+                  "conf": dict(settings().conf)},
         "catalog": catalog,
         # Every place a run may change lies inside a root: the shared warehouse and the tables' own folders.
         "warehouse_roots": roots if roots is not None else table_roots(warehouse, catalog),
