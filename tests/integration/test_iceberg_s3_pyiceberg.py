@@ -1,8 +1,11 @@
 """Issue 38's acceptance on object storage, as a new user would do it: an Iceberg table in a SQL
 catalog (pyiceberg's ``sql`` catalog over SQLite) whose data sits on S3 (moto's server on
 127.0.0.1), partitioned, written in several commits, with a tag on an old snapshot, and a derived
-table made by a CTAS in the workspace's ``lineage.sql``. Credentials only in the environment
-(``PYICEBERG_CATALOG__PROD__*`` for the catalog and its FileIO, ``AWS_*`` for piitracer's store).
+table made by a CTAS in the workspace's ``lineage.sql``. Configured only as pyiceberg users do it:
+``PYICEBERG_CATALOG__PROD__*``, the S3 endpoint, region and key among them (``...__S3__*``). No
+``AWS_*`` variable is set for the CLI's processes, and the S3 server checks the key, so piitracer's
+own file access (the walk of the roots, metadata reads, the stray-metadata check, the byte scan,
+the removals, the preflight) reaches the bucket only through the catalog's properties.
 
 Through the real CLI: ``init``, ``catalog discover --write``, the identifiers confirmed in
 piitracer.yaml, ``plan -o``, ``execute`` (killed once between the expiry's listing and its removal,
@@ -35,15 +38,16 @@ BUCKET = "prod-lake"
 
 @pytest.fixture(scope="module")
 def s3():
-    with s3_server(bucket=BUCKET) as server:
+    with s3_server(bucket=BUCKET, authenticated=True) as server:  # a wrong or missing key is refused
         yield server
 
 
 @pytest.fixture
 def catalog_environment(s3, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """The ``prod`` catalog as a pyiceberg user configures it: the environment only."""
+    """The ``prod`` catalog as a pyiceberg user configures it: PYICEBERG_CATALOG__PROD__* only (no
+    AWS_* variable in this process or the CLI's: the S3 server's own are removed until the test ends)."""
     for key in list(os.environ):
-        if key.upper().startswith("PYICEBERG_"):
+        if key.upper().startswith(("PYICEBERG_", "AWS_")):
             monkeypatch.delenv(key)
     environment = {
         "PYICEBERG_HOME": str(tmp_path / "pyiceberg-home"),
@@ -62,6 +66,7 @@ def catalog_environment(s3, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def cli(folder: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    assert not [key for key in {**os.environ, **env} if key.upper().startswith("AWS_")]  # the catalog's key only
     return subprocess.run([*CLI, "--workspace", str(folder), *args], capture_output=True, text=True, timeout=900,
                           env={**os.environ, "PYTHONPATH": str(REPO), **env}, cwd=folder.parent)
 
@@ -102,6 +107,12 @@ def test_a_new_user_erases_and_proves_it_on_s3_through_pyiceberg(s3, catalog_env
     steps = [(s["dataset"], s["action"], s.get("engine")) for s in plan["steps"]]
     assert {engine for _, _, engine in steps} == {"pyiceberg"}  # no S3 connector for Spark: every step on pyiceberg
     assert ("fintech.payments", "rewrite_ref", "pyiceberg") in steps and "via pyiceberg" in planned.stdout
+
+    dry = cli(ws, env, "execute", str(plan_file), "--dry-run")
+    assert dry.returncode == 0, dry.stdout[-2000:] + dry.stderr[-2000:]
+    lines = [line for line in dry.stdout.splitlines() if line.startswith("s0")]
+    assert len(lines) == len(steps) and all(": [pyiceberg] " in line for line in lines), dry.stdout
+    assert not any(str(value) in dry.stdout for value in SUBJECT_VALUES)
 
     # The run is killed (SIGKILL) once the first expiry has listed and journaled the files it will
     # remove, before it removes any; the resumed run finishes it and counts what it removed.
