@@ -10,8 +10,14 @@ execute and verify read (:meth:`IcebergCatalogs.current_metadata`, the store's
 warehouse folder) keeps its pointer in the folder itself (``version-hint.text``), so its tables are
 still read from the folder.
 
+A catalog also says how its tables' files are reached: its FileIO properties (``s3.endpoint``,
+``s3.access-key-id``, ...), which pyiceberg uses for the catalog's own reads and piitracer's store
+uses for its own file access to every place the catalog keeps
+(:meth:`IcebergCatalogs.storage_properties`, the store's
+:meth:`~piitracer.storage.store.MetadataPointers.storage_properties`).
+
 Credentials never pass through here into anything piitracer writes: properties are handed to
-pyiceberg only; :func:`redacted` is what may be shown.
+pyiceberg and to the store's filesystems only; :func:`redacted` is what may be shown.
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ from typing import TYPE_CHECKING, Any, Mapping
 from piitracer.formats import FormatError
 from piitracer.model.settings import CATALOG_SECRET_WORDS, IcebergSettings
 from piitracer.model.workspace import CatalogDataset, DatasetFormat
+from piitracer.storage.fileio import fileio_properties
 from piitracer.storage.guard import canonical
-from piitracer.storage.locations import Location
+from piitracer.storage.locations import Location, LocationError
 
 if TYPE_CHECKING:  # pyiceberg is imported only when a catalog is used
     from pyiceberg.catalog import Catalog
@@ -71,8 +78,14 @@ def pyiceberg_configuration() -> dict[str, dict[str, Any]]:
     ``PYICEBERG_CATALOG__*``), read now (pyiceberg's module-level copy is read once at import)."""
     from pyiceberg.utils.config import Config
 
-    config = Config()
-    return {name: dict(config.get_catalog_config(name) or {}) for name in config.get_known_catalogs()}
+    try:
+        config = Config()
+        return {name: dict(config.get_catalog_config(name) or {}) for name in config.get_known_catalogs()}
+    except Exception as error:  # strictyaml's and pyiceberg's own; their text quotes the file, keys included
+        mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise CatalogError(f"pyiceberg's configuration (.pyiceberg.yaml, PYICEBERG_CATALOG__*) cannot be read{where}: "
+                           f"{type(error).__name__} (its text is not shown: it may quote a credential)") from None
 
 
 class IcebergCatalogs:
@@ -87,6 +100,7 @@ class IcebergCatalogs:
         self._bindings = {canonical(location): identifier for location, identifier in (bindings or {}).items()}
         self._loaded: dict[str, Catalog] = {}
         self._definitions: dict[str, dict[str, str]] | None = None
+        self._places: _Places | None = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -104,8 +118,9 @@ class IcebergCatalogs:
 
     def __getstate__(self) -> dict:
         # Sent to a Spark task inside a Store: loaded catalogs (connections, credentials) stay here.
+        # pyiceberg's own configuration (credentials among it) is read again where the task runs.
         return {"settings": self.settings, "_bindings": self._bindings, "_loaded": {}, "_definitions": None,
-                "_lock": None}
+                "_places": None, "_lock": None}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -215,6 +230,7 @@ class IcebergCatalogs:
         """Bind more catalogued locations to their tables' identifiers (discovery binds the
         tables it listed, so what it reads next of them is read through their catalog)."""
         self._bindings.update({canonical(location): identifier for location, identifier in bindings.items()})
+        self._places = None
 
     def identifier_at(self, location: Location) -> str | None:
         """The identifier of the catalog table bound to ``location``, if any."""
@@ -232,6 +248,72 @@ class IcebergCatalogs:
             raise CatalogError(f"Iceberg table {identifier}: its catalog keeps it at {kept}, the workspace catalogues it at "
                                f"{location}: refusing to read or change either (make the dataset's location the catalog's)")
         return table.metadata_location
+
+
+    # ---- how a place's files are reached ----------------------------------------------------------
+
+    def storage_properties(self, location: Location) -> dict[str, str]:
+        """The FileIO properties (``s3.*``, ``client.*``; credentials included: never show them) of
+        the catalog that keeps ``location``: the catalog of the bound table whose location holds it
+        (the deepest), else the catalog whose ``warehouse`` holds it (the deepest), else the catalog
+        whose tables and warehouse are all that lies below it (a bucket root above its warehouse).
+        Empty when no catalog keeps it, or when several do and their properties differ (the
+        workspace's ``storage:`` block and ``AWS_*`` then say). Read from the configuration only:
+        no catalog is loaded or asked."""
+        definitions = self.definitions()
+        if self._places is None:
+            self._places = _Places.of(self._bindings, definitions)
+        names = self._places.keepers(canonical(location))
+        found = {tuple(sorted(fileio_properties(definitions[name]).items())) for name in names if name in definitions}
+        return dict(found.pop()) if len(found) == 1 else {}
+
+
+class _Places:
+    """Where each catalog keeps things, for finding the catalog of a place by its path: each bound
+    table's location and each catalog's warehouse (a URI), and every place above one of them."""
+
+    def __init__(self, tables: dict[str, str], warehouses: dict[str, set[str]], above: dict[str, set[str]]) -> None:
+        self.tables, self.warehouses, self.above = tables, warehouses, above
+
+    @classmethod
+    def of(cls, bindings: Mapping[Location, str], definitions: Mapping[str, Mapping[str, str]]) -> "_Places":
+        tables = {location.uri: identifier.split(".", 1)[0].lower() for location, identifier in bindings.items()
+                  if not location.is_local}
+        warehouses: dict[str, set[str]] = {}
+        for name, properties in definitions.items():
+            warehouse = str(properties.get("warehouse", ""))
+            if "://" not in warehouse or warehouse.startswith("file:"):  # a REST catalog's warehouse is a name
+                continue
+            try:
+                warehouses.setdefault(canonical(Location.parse(warehouse)).uri, set()).add(name)
+            except LocationError:
+                continue
+        above: dict[str, set[str]] = {}
+        for uri, names in [*((uri, {name}) for uri, name in tables.items()), *warehouses.items()]:
+            for ancestor in _ancestors(uri):
+                above.setdefault(ancestor, set()).update(names)
+        return cls(tables, warehouses, above)
+
+    def keepers(self, location: Location) -> set[str]:
+        """The names of the catalogs that keep ``location`` (canonical)."""
+        if location.is_local:
+            return set()
+        ancestors = _ancestors(location.uri)
+        for uri in ancestors:
+            if uri in self.tables:
+                return {self.tables[uri]}
+        for uri in ancestors:
+            if uri in self.warehouses:
+                return set(self.warehouses[uri])
+        return set(self.above.get(location.uri, ()))
+
+
+def _ancestors(uri: str) -> list[str]:
+    """``s3://b/a/t`` -> [``s3://b/a/t``, ``s3://b/a``, ``s3://b``] (the place itself first)."""
+    head, _, key = uri.partition("://")
+    authority, _, path = key.partition("/")
+    parts = [part for part in path.split("/") if part]
+    return [f"{head}://{authority}" + "".join("/" + part for part in parts[:depth]) for depth in range(len(parts), -1, -1)]
 
 
 def catalog_table(entry: CatalogDataset, hadoop_catalog: str) -> str | None:

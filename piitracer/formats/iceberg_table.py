@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from piitracer.formats import FormatError
+from piitracer.formats.iceberg_catalogs import scrubbed
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
 
@@ -85,10 +86,12 @@ def static_table(location: Location, store: Store):
         return None
     from pyiceberg.table import StaticTable  # ~1 s to import: only once there is a table to read
 
+    properties = store.iceberg_properties(location)  # the catalog's key among them: kept out of the message
     try:
-        return StaticTable.from_metadata(metadata_file.uri, properties=store.iceberg_properties(location))
+        return StaticTable.from_metadata(metadata_file.uri, properties=properties)
     except Exception as error:  # pyiceberg raises many types for a corrupt or foreign file
-        raise FormatError(f"{metadata_file}: cannot read Iceberg metadata: {type(error).__name__}: {error}") from error
+        raise FormatError(f"{metadata_file}: cannot read Iceberg metadata: {type(error).__name__}: "
+                          f"{scrubbed(str(error), properties)}") from None
 
 
 def catalog_metadata_file(location: Location, pointer: str) -> Location:

@@ -9,6 +9,14 @@ Credentials come from where the ecosystem keeps them — ``AWS_ACCESS_KEY_ID``/`
 path-style, per-prefix overrides; never secrets), which is also handed to delta-rs as its
 ``storage_options`` and to pyiceberg as its FileIO properties. Nothing here logs an option's value.
 
+On S3, an Iceberg catalog's FileIO properties are a place too: for a location its catalog keeps
+(under one of its tables or its warehouse, or a bucket root holding only its tables), the catalog's
+``s3.endpoint``/``s3.region``/path style fill in what the ``storage:`` block does not say, and its
+``s3.access-key-id``/``s3.secret-access-key``/``s3.session-token`` are the key — as pyiceberg reads
+the same table (:meth:`MetadataPointers.storage_properties`, :mod:`piitracer.storage.fileio`).
+Order for a non-secret option: ``storage:`` (its prefix entry, then its defaults), the catalog,
+then ``AWS_*``; for the key: the catalog's, else the ecosystem's chain (``AWS_*``, a profile).
+
 Replacing without rename: a local folder replaces a file with ``os.replace`` (atomic on one
 filesystem). An object store has no atomic rename, but writing an object is atomic per key: the
 replacement is written under a hidden temporary key first, then copied over the original's key on
@@ -22,10 +30,11 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Protocol
+from typing import Any, Iterator, Mapping, Protocol
 
 from piitracer.model.errors import PiitracerError
 from piitracer.model.settings import StorageOptions, StorageSettings
+from piitracer.storage.fileio import S3Credentials, catalog_credentials, catalog_options, fileio_properties
 from piitracer.storage.locations import Location
 
 
@@ -51,6 +60,11 @@ class MetadataPointers(Protocol):
         """The metadata file a catalog names as the current state of the table at ``location``,
         or None when no catalog keeps that table (its folder says, as for Spark's Hadoop catalog)."""
 
+    def storage_properties(self, location: Location) -> Mapping[str, str]:
+        """The properties (Iceberg's FileIO names: ``s3.endpoint``, ``s3.access-key-id``, ...) of the
+        catalog that keeps ``location``, credentials included; empty when no catalog keeps it.
+        Read from configuration only (no catalog is asked)."""
+
 
 class Store:
     """Files at locations, through the filesystem each location's scheme needs; ``pointers`` says
@@ -62,8 +76,11 @@ class Store:
         self._filesystems: dict[tuple, object] = {}
 
     def __getstate__(self) -> dict:
-        # Sent to a Spark task: the settings travel, the open filesystems (an S3 one holds the
-        # driver's credentials) do not; an executor opens its own from its own environment.
+        # Sent to a Spark task: the settings and the workspace's catalog definitions travel; the
+        # open filesystems (an S3 one holds the driver's key) and every credential do not. An
+        # executor opens its own filesystems from its own environment (AWS_*, PYICEBERG_CATALOG__*,
+        # .pyiceberg.yaml), as pyiceberg on that executor would: a serialized task is no place for
+        # a key (it crosses the network unencrypted unless Spark's RPC is, and may be kept).
         return {"settings": self.settings, "pointers": self.pointers, "_filesystems": {}}
 
     def current_metadata(self, location: Location) -> str | None:
@@ -73,10 +90,19 @@ class Store:
 
     # ---- configuration ------------------------------------------------------------------------
 
+    def catalog_properties(self, location: Location) -> Mapping[str, str]:
+        """The FileIO properties of the Iceberg catalog that keeps ``location`` (empty for a local
+        folder or a place no catalog keeps). Credentials included: never show them."""
+        if self.pointers is None or location.is_local:
+            return {}
+        return self.pointers.storage_properties(location)
+
     def options_for(self, location: Location) -> StorageOptions:
-        """The workspace's storage options for a location: the longest matching ``prefixes`` entry
-        over the block's own defaults."""
-        merged = self.settings.model_dump(exclude={"prefixes"}, exclude_none=True)
+        """The storage options for a location: the longest matching ``prefixes`` entry over the
+        ``storage:`` block's own defaults over what the catalog keeping the location says
+        (endpoint, region, path style; never its key)."""
+        merged = catalog_options(self.catalog_properties(location)) if location.scheme == "s3" else {}
+        merged.update(self.settings.model_dump(exclude={"prefixes"}, exclude_none=True))
         for prefix in sorted(self.settings.prefixes, key=len):
             if location.contains(Location.parse(prefix)) or location.uri.startswith(prefix.rstrip("/")):
                 merged.update(self.settings.prefixes[prefix].model_dump(exclude_none=True))
@@ -102,16 +128,25 @@ class Store:
                 found["AWS_ALLOW_HTTP"] = "true" if options.allow_http else "false"
             if options.unsafe_rename:
                 found["AWS_S3_ALLOW_UNSAFE_RENAME"] = "true"
+            credentials = self._credentials(location)
+            if credentials is not None:
+                found.update(credentials.delta())
         found.update(options.extra)
         return found
 
+    def _credentials(self, location: Location) -> S3Credentials | None:
+        """The key of the catalog that keeps an S3 location (None: the ecosystem's chain)."""
+        return catalog_credentials(self.catalog_properties(location)) if location.scheme == "s3" else None
+
     def iceberg_properties(self, location: Location) -> dict[str, str]:
-        """pyiceberg FileIO properties for a location."""
+        """pyiceberg FileIO properties for a location: the catalog's own (when one keeps it) under
+        the options and key :meth:`filesystem` uses."""
         if location.is_local:
             return {}
         options = self.options_for(location)
         found: dict[str, str] = {}
         if location.scheme == "s3":
+            found.update(fileio_properties(self.catalog_properties(location)))
             endpoint = options.endpoint or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
             if endpoint:
                 found["s3.endpoint"] = endpoint
@@ -120,10 +155,14 @@ class Store:
                 found["s3.region"] = region
             if options.path_style is not None:
                 found["s3.force-virtual-addressing"] = "false" if options.path_style else "true"
-            for env, prop in (("AWS_ACCESS_KEY_ID", "s3.access-key-id"), ("AWS_SECRET_ACCESS_KEY", "s3.secret-access-key"),
-                              ("AWS_SESSION_TOKEN", "s3.session-token")):
-                if os.environ.get(env):
-                    found[prop] = os.environ[env]
+            credentials = self._credentials(location)
+            if credentials is not None:
+                found.update(credentials.fileio())
+            else:
+                for env, prop in (("AWS_ACCESS_KEY_ID", "s3.access-key-id"), ("AWS_SECRET_ACCESS_KEY", "s3.secret-access-key"),
+                                  ("AWS_SESSION_TOKEN", "s3.session-token")):
+                    if os.environ.get(env):
+                        found[prop] = os.environ[env]
         return found
 
     def filesystem(self, location: Location):
@@ -135,11 +174,12 @@ class Store:
         scheme, rest = location.uri.split("://", 1)
         authority, _, key = rest.partition("/")
         options = self.options_for(location)
-        cache_key = (scheme, authority if scheme != "s3" else "", options)
+        credentials = self._credentials(location)
+        cache_key = (scheme, authority if scheme != "s3" else "", options, credentials)
         if cache_key not in self._filesystems:
             try:
                 if scheme == "s3":
-                    self._filesystems[cache_key] = (self._s3(options), None)
+                    self._filesystems[cache_key] = (self._s3(options, credentials), None)
                 else:  # gs, abfs(s), hdfs: pyarrow knows where their credentials live
                     self._filesystems[cache_key] = pafs.FileSystem.from_uri(f"{scheme}://{authority}")
             except (OSError, ValueError) as error:
@@ -149,10 +189,11 @@ class Store:
             return fs, rest
         return fs, (root.rstrip("/") + "/" + key) if key else root
 
-    def _s3(self, options: StorageOptions):
+    def _s3(self, options: StorageOptions, credentials: S3Credentials | None = None):
         import pyarrow.fs as pafs
 
-        kwargs: dict[str, object] = {}
+        # A catalog's key, as pyiceberg passes it; without one, pyarrow's chain (AWS_*, a profile).
+        kwargs: dict[str, object] = dict(credentials.pyarrow()) if credentials is not None else {}
         endpoint = options.endpoint or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
         if endpoint:
             scheme, _, host = endpoint.partition("://")
