@@ -31,13 +31,13 @@ from piitracer.model.errors import NotFoundError
 from piitracer.model.plan import DeletionPlan
 from piitracer.model.steps import StepRecord
 from piitracer.model.verification import VerificationReport
-from piitracer.planner.build import PlanningError
 from piitracer.render.certificate import NotCertifiable, certificate_body
 from piitracer.render.report import report_html, report_markdown
 from piitracer.storage.guard import is_under
 from piitracer.storage.locations import Location
 from piitracer.storage.store import store_for
 from piitracer.workspace.layout import StateLayout
+from piitracer.model.errors import InputError
 
 
 def audit_log(workspace: Workspace | str | os.PathLike[str], key: str | bytes | AuditKey | None = None,
@@ -213,7 +213,7 @@ def check_certificate(path: Path, public_key_path: Path) -> tuple[dict[str, Any]
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise PlanningError(f"{path}: cannot read the certificate: {getattr(error, 'strerror', None) or error}") from None
+        raise InputError(f"{path}: cannot read the certificate: {getattr(error, 'strerror', None) or error}") from None
     try:
         document = json.loads(text)
     except json.JSONDecodeError as error:

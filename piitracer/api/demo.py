@@ -34,9 +34,9 @@ from piitracer.model.audit import AuditEntry
 from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import PERSON_ACTIONS, DeletionPlan, Subject
 from piitracer.model.verification import VerificationReport
-from piitracer.planner.build import PlanningError
 from piitracer.render.lineage_diagram import lineage_diagram, render_lineage
 from piitracer.workspace.layout import StateLayout
+from piitracer.model.errors import BadWorkspaceError
 
 
 DEMO_SOURCE = "prod.payments.user_id"
@@ -248,5 +248,5 @@ def _demo_source(workspace: Workspace):
     dataset = DEMO_SOURCE.rsplit(".", 1)[0]
     entry = workspace.config.catalog.get(dataset)
     if entry is None or not entry.table:
-        raise PlanningError(f"the demo workspace's catalog has no Iceberg table {dataset}")
+        raise BadWorkspaceError(f"the demo workspace's catalog has no Iceberg table {dataset}")
     return entry

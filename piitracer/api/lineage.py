@@ -14,7 +14,7 @@ from piitracer.ingest.lineage_store import STORE_FILE, LineageStore, open_store
 from piitracer.ingest.workspace_ingest import StoreUpdate, batch_from_store, ingest_workspace, update_store
 from piitracer.workspace.model import Workspace
 from piitracer.ingest.workspace.loader import load_workspace
-from piitracer.model.errors import NotFoundError, PiitracerError
+from piitracer.model.errors import NotFoundError, UnavailableError
 from piitracer.model.lineage import ColumnRef
 from piitracer.model.workspace import CatalogDataset
 
@@ -85,7 +85,7 @@ def _lineage_store(workspace: Workspace, required: bool = False) -> Iterator[Lin
         store = open_store(workspace.root)
     except (OSError, sqlite3.Error) as error:
         if required:
-            raise PiitracerError(f"{workspace.root / STORE_FILE}: cannot open the lineage store: {error}") from None
+            raise UnavailableError(f"{workspace.root / STORE_FILE}: cannot open the lineage store: {error}") from None
         yield None
         return
     try:

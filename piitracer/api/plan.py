@@ -26,6 +26,7 @@ from piitracer.model.plan import DeletionPlan, PlanRequest, PlanSeal, Subject
 from piitracer.model.table_state import TableState
 from piitracer.planner.build import PlanningError, build_plan
 from piitracer.storage.store import StorageError
+from piitracer.model.errors import BadPlanFileError, RefusedError
 
 if TYPE_CHECKING:  # the audit log is the caller's: planning does not open it
     from piitracer.audit import AuditKey, AuditLog
@@ -120,7 +121,7 @@ def load_plan(path: str | os.PathLike[str], cipher_for: Callable[[Sequence[str]]
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise PlanningError(f"{path}: cannot read the plan: {error}") from None
+        raise BadPlanFileError(f"{path}: cannot read the plan: {error}") from None
     return parse_plan(text, str(path), cipher_for)
 
 
@@ -129,7 +130,7 @@ def parse_plan(text: str, path: str, cipher_for: Callable[[Sequence[str]], Value
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
-        raise PlanningError(f"{path}:{error.lineno}: not a piitracer plan: not valid JSON: {error.msg}") from None
+        raise BadPlanFileError(f"{path}:{error.lineno}: not a piitracer plan: not valid JSON: {error.msg}") from None
     subjects = data.get("subjects") if isinstance(data, dict) else None
     if isinstance(subjects, list) and any(isinstance(s, dict) and is_sealed(s.get("value", "")) for s in subjects):
         if cipher_for is None:
@@ -144,9 +145,9 @@ def parse_plan(text: str, path: str, cipher_for: Callable[[Sequence[str]], Value
         first = error.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
         message = first["msg"].removeprefix("Value error, ")
-        raise PlanningError(f"{path}: not a valid piitracer plan: {field or '(top level)'}: {message}") from None
+        raise BadPlanFileError(f"{path}: not a valid piitracer plan: {field or '(top level)'}: {message}") from None
     if plan.plan_id != plan.content_hash():
-        raise PlanningError(f"{path}: plan_id does not match the plan's content (edited after planning?): re-plan")
+        raise BadPlanFileError(f"{path}: plan_id does not match the plan's content (edited after planning?): re-plan")
     return plan
 
 
@@ -162,7 +163,7 @@ def plan_file_text(plan: DeletionPlan, cipher: ValueCipher | None) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-class PlanSealError(PlanningError):
+class PlanSealError(RefusedError):
     """A plan whose seal does not verify, or an unsealed plan run without ``--unsealed``."""
 
 

@@ -381,7 +381,7 @@ class Session:
         from piitracer.api.verify import verify_plan
         from piitracer.api.audit import record_verification
         from piitracer.model.requests import RequestState
-        from piitracer.planner.build import PlanningError
+        from piitracer.model.errors import InputError
         from piitracer.requests.lifecycle import plan_request_ids, settle_after_verify
 
         if record:
@@ -389,7 +389,7 @@ class Session:
         store = self.requests()
         loaded = self.load_plan(plan)
         if explain is not None and explain not in {d.dataset for d in loaded.datasets}:
-            raise PlanningError(f"--explain {explain}: not a dataset of plan {loaded.plan_id[:16]} (expected one of: "
+            raise InputError(f"--explain {explain}: not a dataset of plan {loaded.plan_id[:16]} (expected one of: "
                                 + ", ".join(d.dataset for d in loaded.datasets) + ")")
         requests = plan_request_ids(loaded)
         closed = [r for r in requests if store.has(r) and store.get(r).state is RequestState.CLOSED]

@@ -25,10 +25,10 @@ from piitracer.model.plan import PERSON_ACTIONS, DeletionPlan
 from piitracer.model.requests import RequestState
 from piitracer.model.verification import VerificationReport
 from piitracer.model.settings import TaskEngine
-from piitracer.planner.build import PlanningError
 from piitracer.verify import VerificationError, verify_datasets
 from piitracer.verify.engines import FileScanner, ScanPlan, SparkFileScanner, choose_scanner
 from piitracer.verify.sweep import sweep as sweep_beyond
+from piitracer.model.errors import InputError
 
 
 def scanner_choice(workspace: Workspace, engine: TaskEngine | None = None) -> Callable[[ScanPlan], FileScanner]:
@@ -98,7 +98,7 @@ def verify_plan(
     return report
 
 
-class AttestationError(PlanningError):
+class AttestationError(InputError):
     """An attestation that cannot be recorded (unknown step, not a person's step, unreadable evidence)."""
 
 

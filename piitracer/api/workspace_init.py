@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from piitracer.audit.keys import ENV_KEY_FILE as AUDIT_KEY_ENV
 from piitracer.crypto.envelope import ENV_KEY_FILE as MASTER_KEY_ENV
 from piitracer.crypto.envelope import MasterKeyError, write_master_key
-from piitracer.model.errors import PiitracerError
+from piitracer.model.errors import RefusedError
 from piitracer.model.workspace import WorkspaceConfig
 from piitracer.workspace.layout import WORKSPACE_FILE
 
@@ -28,7 +28,7 @@ AUDIT_KEY_FILE = "audit.key"
 MASTER_KEY_FILE = "master.key"
 
 
-class InitRefused(PiitracerError):
+class InitRefused(RefusedError):
     """``piitracer init`` will not make this workspace; the message says why (nothing was written)."""
 
 

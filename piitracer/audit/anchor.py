@@ -17,14 +17,14 @@ from dataclasses import dataclass
 
 from piitracer.audit.hashing import canonical_json
 from piitracer.audit.keys import AuditKey
-from piitracer.model.errors import PiitracerError
+from piitracer.model.errors import AuditLogError
 from piitracer.storage.locations import Location
 from piitracer.storage.store import StorageError, Store
 
 ANCHOR_FORMAT = "piitracer-audit-anchor/1"
 
 
-class AnchorError(PiitracerError):
+class AnchorError(AuditLogError):
     """The anchor cannot be written (the append it follows is committed; the next verify says so)."""
 
 

@@ -14,13 +14,13 @@ from typing import Any, Protocol
 from piitracer.audit.anchor import AnchorFile
 from piitracer.audit.keys import AuditKey
 from piitracer.model.audit import AuditEntry, SubjectDigest
-from piitracer.model.errors import PiitracerError
+from piitracer.model.errors import AuditLogError
 
 ENTRY_COLUMNS = ("seq", "schema_version", "kind", "recorded_at", "plan_id", "request_ids", "subjects", "body",
                  "prev_hash", "entry_hash", "seal")
 
 
-class AuditError(PiitracerError):
+class AuditError(AuditLogError):
     """The audit log cannot be used (wrong key, not an audit log, unreadable)."""
 
 

@@ -14,7 +14,7 @@ from piitracer.cli.common import EXIT_FOUND, EXIT_OK, open_session
 from piitracer.cli.terminal import err_console
 from piitracer.crypto.envelope import missing_folder
 from piitracer.crypto.signing import SigningKeyError, generate_signing_key, load_signing_key
-from piitracer.render.certificate import NotCertifiable, certificate_text
+from piitracer.render.certificate import certificate_text
 
 
 @click.group()
@@ -99,12 +99,8 @@ def audit_certificate(ctx: click.Context, request_id: str, signing_key: Path | N
     head. Exit 0 written; 1 not certifiable (log not intact, latest verification not complete);
     2 error (no key, unknown request)."""
     load_signing_key(signing_key)  # a missing or bad signing key is the first thing said, before the workspace
-    try:
-        with open_session(ctx, ctx.obj.get("audit_key_file"), signing_key_file=signing_key) as session:
-            document = session.certificate(request_id)
-    except NotCertifiable as error:
-        click.echo(f"not certified: {error}", err=True)
-        sys.exit(EXIT_FOUND)
+    with open_session(ctx, ctx.obj.get("audit_key_file"), signing_key_file=signing_key) as session:
+        document = session.certificate(request_id)  # NotCertifiable: 'not certified: ...', exit 1 (cli.main)
     text = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     if out is not None:
         out.write_text(text, encoding="utf-8")

@@ -14,9 +14,8 @@ import piitracer
 from piitracer.api import write_private
 from piitracer.ingest.requests import read_labelled_requests
 from piitracer.model.plan import Subject
-from piitracer.planner.build import PlanningError
+from piitracer.model.errors import EXIT_ERROR, EXIT_FOUND, EXIT_OK, InputError  # noqa: F401 (the commands' exit codes)
 
-EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 
 MASTER_OPTION = click.option("--master-key-file", type=click.Path(dir_okay=False, path_type=Path),
                              help="The master key (default: $PIITRACER_MASTER_KEY_FILE, then $PIITRACER_MASTER_KEY).")
@@ -74,5 +73,5 @@ def labelled_subjects(subject_values, requests_file: Path | None, request_id: st
 
 def _subject(value: str, label: str, request_id: str, received_at: datetime) -> Subject:
     if not value.strip():
-        raise PlanningError(f"{label}: a subject value must not be empty")
+        raise InputError(f"{label}: a subject value must not be empty")
     return Subject(value=value, request_id=request_id, received_at=received_at)

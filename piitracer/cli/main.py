@@ -14,8 +14,7 @@ from pathlib import Path
 import click
 
 import piitracer
-from piitracer.cli.common import EXIT_ERROR
-from piitracer.model.errors import PiitracerError
+from piitracer.model.errors import NotCertifiableError, PiitracerError
 
 # Every command: its name -> "module:attribute". A command's module, and the use cases it imports,
 # load when that command runs (or when --help lists them all): a cold `piitracer plan` does not
@@ -93,10 +92,15 @@ class PiitracerGroup(click.Group):
         try:
             return super().invoke(ctx)
         except PiitracerError as error:
+            # The one place errors become exit codes (model/errors.py names each kind and its code).
             # Plain text, never wrapped: 'file:line: field: what was expected' must stay one line.
             # Anything that is not a PiitracerError (a KeyError, a TypeError) is a bug: traceback.
-            click.echo(f"error: {error}", err=True)
-            sys.exit(EXIT_ERROR)
+            click.echo(f"{MESSAGE_PREFIX.get(error.kind, 'error')}: {error}", err=True)
+            sys.exit(error.exit_code)
+
+
+# How a kind's one line starts (the rest say "error:").
+MESSAGE_PREFIX = {NotCertifiableError.kind: "not certified"}
 
 
 @click.group(cls=PiitracerGroup)

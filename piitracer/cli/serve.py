@@ -14,9 +14,9 @@ from piitracer.api.session import open as open_api_session
 from piitracer.cli.common import open_workspace
 from piitracer.cli.terminal import err_console
 from piitracer.console.app import create_server, server_config
-from piitracer.planner.build import PlanningError
 from piitracer.serve.app import create_app, is_loopback
 from piitracer.workspace.layout import StateLayout
+from piitracer.model.errors import InputError
 
 
 @click.command("serve")
@@ -51,9 +51,9 @@ def serve(ctx: click.Context, host: str, port: int, token_file: Path | None, mas
 
     token = token_file.read_text(encoding="utf-8").strip() if token_file else os.environ.get("PIITRACER_LINEAGE_TOKEN")
     if token_file and not token:
-        raise PlanningError(f"--token-file {token_file}: the file is empty (expected the bearer token)")
+        raise InputError(f"--token-file {token_file}: the file is empty (expected the bearer token)")
     if not token and not is_loopback(host):
-        raise PlanningError(f"--host {host} is reachable from other machines: give producers a token with --token-file "
+        raise InputError(f"--host {host} is reachable from other machines: give producers a token with --token-file "
                             "FILE (or $PIITRACER_LINEAGE_TOKEN), or listen on 127.0.0.1")
     workspace = open_workspace(ctx)
     config, notes = server_config(workspace, master_key_file, audit_key_file, signing_key)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from piitracer.model.errors import PiitracerError
+from piitracer.model.errors import InputError
 from piitracer.workspace.model import Workspace
 from piitracer.workspace.layout import StateLayout
 
@@ -30,7 +30,7 @@ SCRYPT = {"n": 2**14, "r": 8, "p": 1}
 OWNER, VIEWER = "owner", "viewer"
 
 
-class ConsoleUserError(PiitracerError):
+class ConsoleUserError(InputError):
     """A console user that cannot be given a token (not listed in the workspace)."""
 
 

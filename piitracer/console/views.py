@@ -17,7 +17,7 @@ from piitracer.audit import AuditLog
 from piitracer.console.tokens import ConsoleUser
 from piitracer.workspace.model import Workspace
 from piitracer.model.audit import AuditEntry, EntryKind
-from piitracer.model.errors import NotFoundError, PiitracerError
+from piitracer.model.errors import NotFoundError, RefusedError
 from piitracer.model.plan import PERSON_ACTIONS
 from piitracer.model.requests import ErasureRequest, RequestState
 from piitracer.render.report_facts import PROOF_METHODS, ReportFacts, report_facts
@@ -25,7 +25,7 @@ from piitracer.render.report_facts import PROOF_METHODS, ReportFacts, report_fac
 PERSON_ACTION_NAMES = frozenset(action.value for action in PERSON_ACTIONS)
 
 
-class ConsoleRefused(PiitracerError):
+class ConsoleRefused(RefusedError):
     """What a signed-in user asked for cannot be done (not theirs, not open, no evidence);
     ``status`` is the HTTP answer (403: not this user's to do, 409: not in a state for it, 400:
     the form lacks something)."""

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Protocol
 
-from piitracer.model.errors import BadKeyError, PiitracerError
+from piitracer.model.errors import BadKeyError, CannotVerifyError
 from piitracer.storage.key_files import read_key_file
 
 ENV_KEY = "PIITRACER_MASTER_KEY"
@@ -41,7 +41,7 @@ class MasterKeyError(BadKeyError):
     """No usable master key, or not the one that wrapped a request's data key."""
 
 
-class ShreddedError(PiitracerError):
+class ShreddedError(CannotVerifyError):
     """A request's values were shredded at close: its data key is destroyed."""
 
 

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Sequence
 
 from piitracer.model.table_properties import iceberg_properties
 from piitracer.model.workspace import CatalogDataset, IcebergWriteMode
-from piitracer.model.errors import PiitracerError
+from piitracer.model.errors import UnavailableError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
 
 
-class DemoBuildError(PiitracerError, RuntimeError):
+class DemoBuildError(UnavailableError, RuntimeError):
     """The demo lakehouse cannot be built as the workspace describes it; the message says why."""
 
 

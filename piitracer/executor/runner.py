@@ -27,12 +27,12 @@ from piitracer.model.settings import FileWorkSettings, SparkSettings
 from piitracer.storage.file_tasks import FileTasks, SparkFileTasks, choose_file_tasks
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
-from piitracer.model.errors import PiitracerError
+from piitracer.model.errors import StepFailedError
 
 # Logs name steps, datasets and counts; never a subject value (tests/integration/test_no_leaks.py).
 log = logging.getLogger(__name__)
 
-class ExecutionError(PiitracerError, RuntimeError):
+class ExecutionError(StepFailedError, RuntimeError):
     """The run stopped; the message names the step and why (never a subject value)."""
 
 

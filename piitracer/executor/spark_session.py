@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from piitracer.formats.iceberg_catalogs import IcebergCatalogs
 from piitracer.formats.iceberg_spark import UNAVAILABLE, SparkCatalog, SparkCatalogs, spark_catalogs
 from piitracer.model.settings import SparkSettings
-from piitracer.model.errors import PiitracerError
+from piitracer.model.errors import UnavailableError
 
 if TYPE_CHECKING:  # pyspark is imported only when a session is really needed
     from pyspark.sql import SparkSession
@@ -41,7 +41,7 @@ _session_jars: tuple[str, ...] = ()  # what spark.jars held when the session sta
 _registered: dict[str, dict[str, str]] = {}  # Iceberg catalog name -> the configuration it was registered with
 
 
-class SparkSetupError(PiitracerError, RuntimeError):
+class SparkSetupError(UnavailableError, RuntimeError):
     """Spark cannot be started as configured; the message says what is missing."""
 
 

@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Any, Callable, Iterator, Mapping
 
 from piitracer.formats.values import key_type_name
-from piitracer.model.errors import PiitracerError
+from piitracer.model.errors import UnavailableError
 from piitracer.model.registry import discover
 from piitracer.model.outcome import Attempt, StepOutcome
 from piitracer.model.plan import Action, Step
@@ -33,7 +33,7 @@ __all__ = ["FormatError", "FormatSupport", "OtherEngine", "StepWork", "Shown", "
            "support_for", "table_schema", "relative_to", "hidden"]
 
 
-class FormatError(PiitracerError):
+class FormatError(UnavailableError):
     """A table's metadata cannot be read or does not say what piitracer needs; names the file."""
 
 

@@ -23,10 +23,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from piitracer.model.plan import Subject
-from piitracer.model.errors import PiitracerError
+from piitracer.model.errors import InputError
 
 
-class RequestFileError(PiitracerError, ValueError):
+class RequestFileError(InputError, ValueError):
     """A request file that cannot be used; the message names file, line and field."""
 
 

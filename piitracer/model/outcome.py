@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
-from piitracer.model.errors import PiitracerError
+from piitracer.model.errors import RefusedError
 
 
-class SafetyError(PiitracerError, RuntimeError):
+class SafetyError(RefusedError, RuntimeError):
     """A step would lose or keep rows it must not: the run stops with this message."""
 
 

@@ -31,12 +31,12 @@ from piitracer.planner.physical import StepTemplate, steps_for
 from piitracer.planner.templates import EngineRefused, template_for
 from piitracer.planner.subjects import SubjectValueError, check_subjects, key_type_of
 from piitracer.planner.surrogates import ranking_notes, surrogate_lookups
-from piitracer.model.errors import PiitracerError
+from piitracer.model.errors import CannotPlanError
 
 LOGICAL_ERASE_ACTIONS = {Action.DELETE_ROWS, Action.EQUALITY_DELETE, Action.REWRITE_FILES, Action.REWRITE_ARCHIVE}
 
 
-class PlanningError(PiitracerError, ValueError):
+class PlanningError(CannotPlanError, ValueError):
     """The request cannot be planned; the message says what is wrong and what was expected."""
 
 

@@ -15,13 +15,13 @@ from datetime import datetime
 from typing import Any
 
 from piitracer.model.audit import EntryKind, RequestTrail
-from piitracer.model.errors import PiitracerError
+from piitracer.model.errors import NotCertifiableError
 from piitracer.render.report_facts import report_facts
 
 CERTIFICATE_FORMAT = "piitracer-erasure-certificate/1"
 
 
-class NotCertifiable(PiitracerError):
+class NotCertifiable(NotCertifiableError):
     """The request's trail does not prove a complete erasure (yet): no certificate."""
 
 

@@ -17,7 +17,7 @@ import graphviz
 
 from piitracer.graph.lineage_graph import LineageGraph
 from piitracer.model.lineage import ColumnEdge, ColumnRef, DatasetEdge, DatasetRelation, EdgeKind, EdgeSubtype
-from piitracer.model.errors import PiitracerError
+from piitracer.model.errors import UnavailableError
 
 START_FILL = "#fff3a0"
 HEADER_FILL = "#e8eef7"
@@ -46,7 +46,7 @@ _RELATION_LABELS = {
 }
 
 
-class RenderError(PiitracerError):
+class RenderError(UnavailableError):
     """The diagram could not be rendered (e.g. graphviz's ``dot`` is missing)."""
 
 

@@ -14,14 +14,14 @@ from typing import Callable, Iterable, Sequence
 
 from piitracer.audit import AuditLog, record_request_entry
 from piitracer.crypto.envelope import ShreddedError
-from piitracer.model.errors import PiitracerError
+from piitracer.model.errors import NotNowError
 from piitracer.model.plan import DeletionPlan, Subject
 from piitracer.model.requests import TRANSITIONS, ErasureRequest, RequestState
 from piitracer.model.verification import VerificationReport
 from piitracer.requests.store import RequestStore
 
 
-class RequestRefused(PiitracerError):
+class RequestRefused(NotNowError):
     """A request that cannot make the move asked of it (closed, in another state, other values);
     the message says why and what to do."""
 

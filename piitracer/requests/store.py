@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from piitracer.crypto.envelope import DataKey, KeyWrapper, MasterKeyError, ValueCipher
-from piitracer.model.errors import NotFoundError, PiitracerError
+from piitracer.model.errors import NotFoundError, NotNowError
 from piitracer.model.requests import TRANSITIONS, ErasureRequest, RequestState
 
 SCHEMA = """
@@ -43,7 +43,7 @@ CREATE TABLE IF NOT EXISTS history (
 """
 
 
-class RequestError(PiitracerError):
+class RequestError(NotNowError):
     """A request that cannot be added or moved (already there, not ready for that step)."""
 
 

@@ -32,13 +32,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Protocol
 
-from piitracer.model.errors import PiitracerError
+from piitracer.model.errors import UnavailableError
 from piitracer.model.settings import StorageOptions, StorageSettings
 from piitracer.storage.fileio import S3Credentials, catalog_credentials, catalog_options, fileio_properties
 from piitracer.storage.locations import Location
 
 
-class StorageError(PiitracerError):
+class StorageError(UnavailableError):
     """A location cannot be read or written (no such bucket, wrong credentials, unreachable
     endpoint, unknown scheme): the message names the location and the store's reason."""
 

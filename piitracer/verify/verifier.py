@@ -38,14 +38,14 @@ from piitracer.formats import FormatError, FormatSupport, TableFiles, support_fo
 from piitracer.verify.columns import exact_hits
 from piitracer.verify.scope import ColumnScope, ScopedIndex, column_scope, search_notes
 from piitracer.verify.values import ValueIndex
-from piitracer.model.errors import PiitracerError
+from piitracer.model.errors import CannotVerifyError
 
 log = logging.getLogger(__name__)  # datasets and states only, never a value
 COMMITTED = "committed"
 NOT_RUN = "not run"
 
 
-class VerificationError(PiitracerError, RuntimeError):
+class VerificationError(CannotVerifyError, RuntimeError):
     """Verification cannot start (no resolved values, unreadable plan); never names a value."""
 
 

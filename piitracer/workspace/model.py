@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from piitracer.model.errors import PiitracerError
+from piitracer.model.errors import BadWorkspaceError
 from piitracer.model.naming import DatasetNamer
 from piitracer.model.workspace import WorkspaceConfig
 from piitracer.workspace.catalog_layers import CatalogLayers
@@ -19,7 +19,7 @@ from piitracer.workspace.layout import WORKSPACE_FILE
 _UNSET: Any = object()
 
 
-class WorkspaceError(PiitracerError):
+class WorkspaceError(BadWorkspaceError):
     """A workspace that cannot be used; the message names the file, line and field."""
 
 

@@ -40,7 +40,7 @@ from typing import Any, Iterable, Protocol
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
 from piitracer.ingest.openlineage.models import validate_event
-from piitracer.model.errors import PiitracerError
+from piitracer.model.errors import InputError, PiitracerError
 from piitracer.workspace.layout import StateLayout
 
 FOLDER = StateLayout.relative("lineage")
@@ -55,7 +55,7 @@ _STAMP = "%Y%m%dT%H%M%S%fZ"
 _RECORD_NAME = re.compile(r"^(\d{8}T\d{12}Z)-[0-9a-f]{32}\.json$")
 
 
-class EventRejected(PiitracerError, ValueError):
+class EventRejected(InputError, ValueError):
     """A POSTed body that is not one valid OpenLineage event; the message says why (never the body)."""
 
 
@@ -279,10 +279,10 @@ def forget_values(workspace_root: Path, values: Iterable[str], cipher: BodyCiphe
         texts = [str(record.get("reason", ""))]
         if record.get("kept") == "encrypted":
             try:
-                if cipher is None:
-                    raise PiitracerError("no master key")
-                body = cipher.open(record["body"], record["id"])
+                body = None if cipher is None else cipher.open(record["body"], record["id"])
             except (PiitracerError, KeyError, TypeError):
+                body = None
+            if body is None:  # no master key, or not this one: it cannot be searched, so it goes
                 path.unlink(missing_ok=True)
                 unreadable += 1
                 continue

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -17,7 +17,6 @@ from piitracer.ingest.workspace.cache import WorkspaceCache
 from piitracer.model.gc_pause import cyclic_gc_paused
 from piitracer.model.naming import DEFAULT_SPARK_CATALOGS, DatasetNamer, normalise_location, split_table_name
 from piitracer.model.workspace import REPLICA_SEPARATOR, CatalogDataset, WorkspaceConfig
-from piitracer.model.errors import PiitracerError
 from piitracer.storage.locations import Location, LocationError
 
 # libyaml's loader when PyYAML has it (~10x faster on a catalog of thousands of tables).
