@@ -26,7 +26,7 @@ from piitracer.ingest.sql.expressions import (DIALECT, FLATTEN_COLUMNS, RANKINGS
                                               expression_leaves, is_masked, merge_branches, merged_using, output_name, ranking_flows,
                                               reads_column, leaf_role, substitute_leaves, unrepeatable, unwrap,
                                               without_repeats, is_sequence, per_row_key)
-from piitracer.ingest.sql.join_equalities import JoinEqualities
+from piitracer.ingest.sql.join_equalities import JoinEqualities, Place, source_column
 from piitracer.ingest.sql.relations import (
     ColumnLineage,
     DerivedRelation,
@@ -41,7 +41,7 @@ from piitracer.ingest.sql.relations import (
 from piitracer.model.lineage import EdgeSubtype
 
 
-class Scope(JoinEqualities):
+class Scope:
     """The sources visible to one SELECT (plus its parent, for correlated subqueries)."""
 
     def __init__(self, ctx: QueryContext, ctes: Mapping[str, Relation], parent: Scope | None = None):
@@ -52,9 +52,8 @@ class Scope(JoinEqualities):
         self.paths: dict[str, str] = {}  # a table's name as written ("db.t", "cat.db.t") -> its key
         self.using: dict[str, list[str]] = {}  # JOIN ... USING (c): c -> keys of the sources it merges
         self.lateral: dict[str, ColumnLineage] = {}  # aliases of earlier select items (lateral aliases)
-        # Inner equi-join equalities between two sources' columns: (key, column) pairs, each with
-        # the equality's text; see ``equate``.
-        self.equal: dict[tuple[str, str], dict[tuple[str, str], str]] = {}
+        # Inner equi-join equalities between two sources' columns (an ON, the WHERE, USING).
+        self.equalities = JoinEqualities()
         # UPDATE/DELETE: (dataset, its names, an opaque stand-in): the target read under one of
         # its names is the row being changed, whose columns bring nothing new.
         self.target: tuple[str, set[str], Relation] | None = None
@@ -110,13 +109,13 @@ class Scope(JoinEqualities):
 
     def add_join(self, join: exp.Join) -> None:
         """A JOIN: its item, its ON condition (a JOIN influence) and its USING columns; an inner
-        join's equalities are remembered (see ``equate``)."""
+        join's equalities are remembered (see ``JoinEqualities.equate``)."""
         key = self.add_joined(join.this)
         inner = not join.side and (join.kind or "").upper() in ("", "INNER", "CROSS")
         if join.args.get("on"):
             self.influence(join.args["on"], EdgeSubtype.JOIN)
             if inner:
-                self.equate(join.args["on"])
+                self.equalities.equate(join.args["on"], self.locate)
         for identifier in join.args.get("using") or []:
             self.join_using(identifier.name.lower(), key, inner)
 
@@ -359,10 +358,14 @@ class Scope(JoinEqualities):
             lineage = self.sources[key].column(name)
             self._influenced_by(lineage.flows if lineage else frozenset(), EdgeSubtype.JOIN)
             if inner and key != right:
-                self._equal((key, name), (right, name), f"{self._written(key)}.{name} = {self._written(right)}.{name}")
+                self.equalities.equate_using(name, key, right, self.paths)
 
     def has_known_column(self, name: str) -> bool:
         return any(r.has_column(name) for r in self.sources.values())
+
+    def locate(self, column: exp.Column) -> Place | None:
+        """The (source key, column) a reference names here, when it is a plain column of one source."""
+        return source_column(column, self.sources, self.paths, self.using, self.lateral)
 
     def expand_star(self, qualifier: str, excluded: set[str]) -> list[tuple[str, ColumnLineage]]:
         """``*`` or ``q.*``: every column of the named source(s), from their known schemas.
@@ -413,7 +416,7 @@ class Scope(JoinEqualities):
                 composed = compose_flow(flow, role, masked, path_tree)
                 if composed is not None:
                     flows.add(composed)
-        flows |= self._equality_flows(root, leaves, resolved, repeatable)
+        flows |= self.equalities.flows(root, leaves, resolved, repeatable, self.locate, self.sources)
         if isinstance(root, exp.Window) and isinstance(root.this, RANKINGS):
             flows = ranking_flows(root, leaves, resolved, flows)
         return ColumnLineage(without_repeats(flows), value)
@@ -520,7 +523,7 @@ def _select_relation(
     scope = Scope(ctx, ctes, parent)
     scope.add_from_clause(select.args.get("from_"), select.args.get("joins"))
     if select.args.get("where"):
-        scope.equate(select.args["where"].this)  # a WHERE equality rejects NULLs: any join kind
+        scope.equalities.equate(select.args["where"].this, scope.locate)  # a WHERE equality rejects NULLs
     for lateral in select.args.get("laterals") or []:
         scope.add_lateral(lateral)
 
