@@ -1,7 +1,9 @@
 """The layout of issue 34: one module per use case under ``piitracer/api`` above the rooms, the CLI
 above the API, no import circle between two modules, no module above 600 lines, and planning that
-loads only what it uses. The import-direction rules themselves are tests/unit/architecture/test_layers.py's; here
-they are run on a copy of the package with a wrong import put in, to show they catch it."""
+loads only what it uses; and issue 39.2's public seams: no private name imported across modules, no
+class that reads an attribute it never defines (a mixin's implicit contract), only the layout module
+spelling the state folder. The import-direction rules themselves are tests/unit/architecture/test_layers.py's;
+each check here is also run on a copy of the package with a wrong line put in, to show it catches it."""
 
 from __future__ import annotations
 
@@ -151,3 +153,141 @@ def test_the_state_folder_check_catches_a_spelled_path(tmp_path: Path) -> None:
     with (root / "api" / "audit.py").open("a") as module:
         module.write('\nEXTRA = Path(".piitracer") / "extra.sqlite"\n')
     assert [line.split(":")[0] for line in state_paths_spelled(root)] == ["api/audit.py"]
+
+
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_imports(root: Path = PACKAGE) -> list[str]:
+    """Every import of a private name of another module of the package (issue 39.2): ``from
+    piitracer.x import _y``, ``from .x import _y``, ``from . import _x``, ``import piitracer._x``,
+    ``from piitracer._x import y``. A name used by another module is public."""
+    import ast
+
+    found = []
+    for path in package_modules(root):
+        package = package_of(path, root)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                taken = [(alias.name, alias.name) for alias in node.names if alias.name.split(".")[0] == "piitracer"]
+                bad = [shown for module, shown in taken if any(map(is_private, module.split(".")))]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")
+                    module = ".".join(base[: len(base) - (node.level - 1)] + ([node.module] if node.module else []))
+                elif node.module and node.module.split(".")[0] == "piitracer":
+                    module = node.module
+                else:
+                    continue
+                private_module = any(map(is_private, module.split(".")))
+                bad = [alias.name for alias in node.names if private_module or is_private(alias.name)]
+                bad = [f"from {module} import {name}" for name in bad]
+            else:
+                continue
+            found += [f"{path.relative_to(root).as_posix()}:{node.lineno}: {what}" for what in bad]
+    return found
+
+
+def test_no_module_imports_a_private_name_of_another() -> None:
+    assert private_imports() == []
+
+
+def test_the_private_import_check_catches_each_form(tmp_path: Path) -> None:
+    root = copy_package(tmp_path)
+    (root / "ingest" / "sql" / "_rules.py").write_text('"""A private module."""\n')
+    with (root / "ingest" / "sql" / "scope.py").open("a") as module:
+        module.write("\nfrom piitracer.ingest.sql.expressions import _hidden\n"  # absolute
+                     "from .relations import _Kept, Flow\n"  # relative, one of two names
+                     "from . import _rules\n"  # a private module by a relative import
+                     "import piitracer.ingest.sql._rules\n")  # a private module by its name
+    assert [line.split(": ", 1)[1] for line in private_imports(root)] == [
+        "from piitracer.ingest.sql.expressions import _hidden",
+        "from piitracer.ingest.sql.relations import _Kept",
+        "from piitracer.ingest.sql import _rules",
+        "piitracer.ingest.sql._rules",
+    ]
+    assert all(line.startswith("ingest/sql/scope.py:") for line in private_imports(root))
+
+
+# Bases whose attributes the check cannot see but which define none a subclass reads implicitly.
+PLAIN_BASES = {"object", "Protocol", "ABC", "Generic"}
+
+
+def implicit_attribute_contracts(root: Path = PACKAGE) -> list[str]:
+    """Every class of the package that reads ``self.x`` where neither it nor a base defines ``x``
+    (a method, a class attribute or annotation, an assignment to ``self.x``): a mixin that relies on
+    what its subclass happens to set (issue 39.2: such a part becomes an object the class composes,
+    given its inputs as arguments). A class with a base from outside the package (pydantic's
+    BaseModel, an exception, a library's class) is not judged: its base's attributes are unknown."""
+    import ast
+
+    classes: dict[str, list[ast.ClassDef]] = {}
+    where: dict[int, str] = {}
+    for path in package_modules(root):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                classes.setdefault(node.name, []).append(node)
+                where[id(node)] = f"{path.relative_to(root).as_posix()}:{node.lineno}"
+
+    def bases(node: ast.ClassDef) -> list[str]:
+        names = []
+        for base in node.bases:
+            base = base.value if isinstance(base, ast.Subscript) else base
+            names.append(base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else "?")
+        return names
+
+    def own(node: ast.ClassDef) -> set[str]:
+        names = set()
+        for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(item.name)
+            elif isinstance(item, (ast.Assign, ast.AnnAssign)):
+                for target in item.targets if isinstance(item, ast.Assign) else [item.target]:
+                    names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        return names | {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)
+                        and isinstance(n.value, ast.Name) and n.value.id == "self"}
+
+    def defined(name: str, seen: frozenset[str] = frozenset()) -> set[str] | None:
+        """What a class and its bases define; None when a base is not the package's."""
+        names: set[str] = set()
+        for node in classes[name]:
+            names |= own(node)
+            for base in bases(node):
+                if base in classes and base not in seen:
+                    inherited = defined(base, seen | {name})
+                    if inherited is None:
+                        return None
+                    names |= inherited
+                elif base not in PLAIN_BASES:
+                    return None
+        return names
+
+    found = []
+    for name, nodes in sorted(classes.items()):
+        names = defined(name)
+        if names is None:
+            continue
+        for node in nodes:
+            read = {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)
+                    and isinstance(n.value, ast.Name) and n.value.id == "self"}
+            missing = sorted(attr for attr in read - names if not attr.startswith("__"))
+            if missing:
+                found.append(f"{where[id(node)]}: {name} reads {', '.join(missing)}")
+    return found
+
+
+def test_no_class_reads_an_attribute_it_never_defines() -> None:
+    assert implicit_attribute_contracts() == []
+
+
+def test_the_attribute_contract_check_catches_a_mixin(tmp_path: Path) -> None:
+    root = copy_package(tmp_path)
+    with (root / "ingest" / "sql" / "relations.py").open("a") as module:
+        module.write("\n\nclass Describes:\n"
+                     "    def describe(self) -> str:\n"
+                     "        return f'{self.label}: {self.column_names()} {self.rows}'\n\n\n"
+                     "class Described(Describes, Relation):\n"
+                     "    rows = 0\n")
+    assert [line.split(": ", 1)[1] for line in implicit_attribute_contracts(root)] == [
+        "Describes reads column_names, label, rows"]
