@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -21,6 +20,7 @@ from piitracer.api.plan import plan_requests
 from piitracer.api.session import open as open_session
 from piitracer.api.verify import Evidence
 from piitracer.audit import load_audit_key
+from piitracer.audit.keys import write_audit_key
 from piitracer.crypto.envelope import load_master_key, write_master_key
 from piitracer.crypto.signing import generate_signing_key, public_key_path
 from piitracer.demo import DEFAULT_ROWS, DEFAULT_SEED, SUBJECT_USER_ID, build_lakehouse, demo_spark
@@ -211,7 +211,7 @@ def demo_audit_key(folder: Path) -> Path:
     path = StateLayout(Path(folder)).demo_key("audit")
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        write_private(path, secrets.token_hex(32))
+        write_audit_key(path)  # marked as the audit key, like the keys `init` writes
     return path
 
 

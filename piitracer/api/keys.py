@@ -14,9 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from piitracer.audit.keys import ENV_KEY as ENV_AUDIT_KEY, ENV_KEY_FILE as ENV_AUDIT_KEY_FILE, AuditKey, load_audit_key
-from piitracer.crypto.envelope import KeyWrapper, has_master_key, load_master_key
+from piitracer.audit.keys import ENV_KEY as ENV_AUDIT_KEY, ENV_KEY_FILE as ENV_AUDIT_KEY_FILE, AuditKey, \
+    audit_key_file as audit_key_file_of, load_audit_key
+from piitracer.crypto.envelope import KeyWrapper, has_master_key, load_master_key, master_key_file as master_key_file_of
 from piitracer.crypto.signing import ENV_SIGNING_KEY_FILE, load_signing_key
+from piitracer.model.errors import BadKeyError
+from piitracer.storage.key_files import swapped_keys
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -49,9 +52,18 @@ class Keys:
             The keys found; an absent one is ``None``.
 
         Raises:
-            BadKeyError: a key that is given but unreadable, too short or open to group or others.
+            BadKeyError: a key that is given but unreadable, too short or open to group or others;
+                a key file that says it holds another key (the audit and master key files given
+                the wrong way round are named together, in one line, before either is used).
         """
         environ = os.environ if environ is None else environ
+        audit_file = audit_key_file_of(audit_key_file, environ)
+        master_file = master_key_file_of(master_key_file, environ)
+        swapped = swapped_keys(
+            audit_file and (audit_file[0], f"--audit-key-file {audit_key_file}" if audit_key_file else audit_file[1]),
+            master_file and (master_file[0], master_file[1]))
+        if swapped:
+            raise BadKeyError(swapped)
         audit = None
         if audit_key_file is not None or environ.get(ENV_AUDIT_KEY) or environ.get(ENV_AUDIT_KEY_FILE):
             audit = load_audit_key(key_file=audit_key_file, environ=environ, option="--audit-key-file")

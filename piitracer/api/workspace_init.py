@@ -1,14 +1,15 @@
 """Start a workspace (``piitracer init``): a ``piitracer.yaml`` naming the warehouse roots, and the
-two keys a workspace needs — the audit key and the master key — written 0600 into a keys folder
-outside the workspace, so that whoever can read or copy the workspace does not also hold the keys
-that protect it. Nothing is ever overwritten, and a refused start writes nothing.
-Rooms: model (the workspace file's schema), crypto (the master key's file)."""
+three keys a workspace's lifecycle needs — the audit key, the master key and the certificate
+signing key (with its public key beside it) — written 0600 into a keys folder outside the
+workspace, so that whoever can read or copy the workspace does not also hold the keys that protect
+it. Each key file says what it is (``storage.key_files``). Nothing is ever overwritten, and a
+refused start writes nothing.
+Rooms: model (the workspace file's schema), audit and crypto (the keys' files)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
-import secrets
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,15 +18,17 @@ from typing import Mapping, Sequence
 import yaml
 from pydantic import ValidationError
 
-from piitracer.audit.keys import ENV_KEY_FILE as AUDIT_KEY_ENV
+from piitracer.audit.keys import ENV_KEY_FILE as AUDIT_KEY_ENV, write_audit_key
 from piitracer.crypto.envelope import ENV_KEY_FILE as MASTER_KEY_ENV
-from piitracer.crypto.envelope import MasterKeyError, write_master_key
-from piitracer.model.errors import RefusedError
+from piitracer.crypto.envelope import write_master_key
+from piitracer.crypto.signing import ENV_SIGNING_KEY_FILE as SIGNING_KEY_ENV, generate_signing_key, public_key_path
+from piitracer.model.errors import BadKeyError, RefusedError
 from piitracer.model.workspace import WorkspaceConfig
 from piitracer.workspace.layout import WORKSPACE_FILE
 
 AUDIT_KEY_FILE = "audit.key"
 MASTER_KEY_FILE = "master.key"
+SIGNING_KEY_FILE = "signing.key"
 
 
 class InitRefused(RefusedError):
@@ -43,11 +46,23 @@ class InitResult:
     master_key: Path
     master_key_fingerprint: str
     warehouse_roots: tuple[str, ...]
+    signing_key: Path | None = None
+    public_key: Path | None = None
+    signing_key_fingerprint: str = ""
+    missing_roots: tuple[str, ...] = ()  # local roots that do not exist yet (a warning: tables come later)
 
     def environment(self) -> list[str]:
-        """The two lines of shell environment that point piitracer at the keys."""
-        return [f"export {AUDIT_KEY_ENV}={shlex.quote(str(self.audit_key))}",
-                f"export {MASTER_KEY_ENV}={shlex.quote(str(self.master_key))}"]
+        """The lines of shell environment that point piitracer at the keys (audit, master, signing)."""
+        return environment_lines(self.audit_key, self.master_key, self.signing_key)
+
+
+def environment_lines(audit_key: Path, master_key: Path, signing_key: Path | None) -> list[str]:
+    """``export NAME=PATH`` for each key a workspace's commands read from the environment."""
+    lines = [f"export {AUDIT_KEY_ENV}={shlex.quote(str(audit_key))}",
+             f"export {MASTER_KEY_ENV}={shlex.quote(str(master_key))}"]
+    if signing_key is not None:
+        lines.append(f"export {SIGNING_KEY_ENV}={shlex.quote(str(signing_key))}")
+    return lines
 
 
 def default_keys_dir(workspace: str | os.PathLike[str], environ: Mapping[str, str] | None = None) -> Path:
@@ -70,15 +85,16 @@ def _root_text(root: str, base: Path) -> str:
     return str((base / Path(root).expanduser()).absolute())
 
 
-def workspace_text(warehouse_roots: Sequence[str], audit_key: Path, master_key: Path) -> str:
+def workspace_text(warehouse_roots: Sequence[str], audit_key: Path, master_key: Path,
+                   signing_key: Path | None = None) -> str:
     """The ``piitracer.yaml`` ``init`` writes: the roots, empty lineage sources to fill in, and where
     the keys are (a path, never a key). Validated against the workspace model before it is written."""
     roots = yaml.safe_dump({"warehouse_roots": list(warehouse_roots)}, default_flow_style=False, sort_keys=False)
+    exports = "".join(f"#   {line}\n" for line in environment_lines(audit_key, master_key, signing_key))
     text = (
         "# A piitracer workspace, made by `piitracer init` (reference: docs/reference/workspace.md).\n"
         "# Its keys are kept outside this folder; set:\n"
-        f"#   export {AUDIT_KEY_ENV}={shlex.quote(str(audit_key))}\n"
-        f"#   export {MASTER_KEY_ENV}={shlex.quote(str(master_key))}\n"
+        f"{exports}"
         "version: 1\n"
         "# Every place piitracer may change lies under these roots; `catalog discover` looks here.\n"
         f"{roots}"
@@ -105,15 +121,19 @@ def init_workspace(folder: str | os.PathLike[str], warehouse_roots: Sequence[str
                    keys_dir: str | os.PathLike[str] | None = None, cwd: str | os.PathLike[str] | None = None,
                    environ: Mapping[str, str] | None = None) -> InitResult:
     """Make a workspace in ``folder`` (created when missing): ``piitracer.yaml`` with
-    ``warehouse_roots`` (relative folders taken from ``cwd``), and a new audit key and master key,
-    each 0600, in ``keys_dir`` (default :func:`default_keys_dir`; made 0700), which must lie outside
-    the workspace. Raises :class:`InitRefused`, having written nothing, when ``piitracer.yaml``
-    exists, the keys folder is inside the workspace, a key file exists or no root is given."""
+    ``warehouse_roots`` (relative folders taken from ``cwd``), and a new audit key, master key and
+    certificate signing key, each 0600 (the signing key's public key beside it), in ``keys_dir``
+    (default :func:`default_keys_dir`; made 0700), which must lie outside the workspace. Raises
+    :class:`InitRefused`, having written nothing, when ``piitracer.yaml`` exists, the keys folder is
+    inside the workspace, a key file exists or no root is given. A local root that does not exist
+    yet is allowed (the tables may come later) and listed in ``missing_roots``."""
     workspace = Path(folder).absolute()
     base = Path(cwd).absolute() if cwd is not None else Path.cwd()
     config_file = workspace / WORKSPACE_FILE
     keys = Path(keys_dir).expanduser().absolute() if keys_dir is not None else default_keys_dir(workspace, environ)
     audit_key, master_key = keys / AUDIT_KEY_FILE, keys / MASTER_KEY_FILE
+    signing_key = keys / SIGNING_KEY_FILE
+    public_key = public_key_path(signing_key)
     roots = tuple(dict.fromkeys(_root_text(root, base) for root in warehouse_roots if root.strip()))
 
     if config_file.exists() or config_file.is_symlink():
@@ -126,30 +146,33 @@ def init_workspace(folder: str | os.PathLike[str], warehouse_roots: Sequence[str
     if not roots:
         raise InitRefused("no warehouse root: give --warehouse-root PATH (a folder or a bucket prefix such as "
                           "s3://lake/; repeatable): every place piitracer may change lies under one")
-    for key in (audit_key, master_key):
+    for key in (audit_key, master_key, signing_key, public_key):
         if key.exists() or key.is_symlink():
             raise InitRefused(f"{key} exists: a key is never overwritten (choose another --keys-dir)")
     if keys.exists() and not keys.is_dir():
         raise InitRefused(f"keys folder {keys} is not a folder")
-    text = workspace_text(roots, audit_key, master_key)
+    text = workspace_text(roots, audit_key, master_key, signing_key)
 
     made: list[Path] = []
     try:
         keys.mkdir(mode=0o700, parents=True, exist_ok=True)
-        descriptor = os.open(audit_key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        write_audit_key(audit_key)
         made.append(audit_key)
-        with os.fdopen(descriptor, "w") as handle:
-            handle.write(secrets.token_hex(32) + "\n")  # 64 characters: four times the audit key's minimum
         master = write_master_key(master_key)
         made.append(master_key)
+        _, signing_fingerprint = generate_signing_key(signing_key)  # refuses, writing nothing, if either file exists
+        made.extend((signing_key, public_key))
         workspace.mkdir(parents=True, exist_ok=True)
         with open(config_file, "x", encoding="utf-8") as handle:  # "x": a file that appeared meanwhile is kept
             handle.write(text)
-    except (OSError, MasterKeyError) as error:
+    except (OSError, BadKeyError) as error:
         for path in made:  # a refused start leaves nothing behind
             path.unlink(missing_ok=True)
         reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         where = f"{error.filename}: " if isinstance(error, OSError) and error.filename else ""
         raise InitRefused(f"{where}{reason}; nothing was written") from None
+    missing = tuple(root for root in roots if "://" not in root and not Path(root).exists())
     return InitResult(workspace=workspace, config_file=config_file, keys_dir=keys, audit_key=audit_key,
-                      master_key=master_key, master_key_fingerprint=master.fingerprint, warehouse_roots=roots)
+                      master_key=master_key, master_key_fingerprint=master.fingerprint, warehouse_roots=roots,
+                      signing_key=signing_key, public_key=public_key, signing_key_fingerprint=signing_fingerprint,
+                      missing_roots=missing)

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Mapping, Protocol
 
 from piitracer.model.errors import BadKeyError, CannotVerifyError
-from piitracer.storage.key_files import read_key_file
+from piitracer.storage.key_files import read_key_file, write_key_file
+from piitracer.storage.key_files import missing_folder  # noqa: F401 (re-exported: keygen's message)
 
 ENV_KEY = "PIITRACER_MASTER_KEY"
 ENV_KEY_FILE = "PIITRACER_MASTER_KEY_FILE"
@@ -99,17 +100,29 @@ class MasterKey:
 def load_master_key(key_file: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None,
                     option: str = "--master-key-file") -> MasterKey:
     """The master key from ``key_file``, ``$PIITRACER_MASTER_KEY_FILE`` or ``$PIITRACER_MASTER_KEY``
-    (at least 32 bytes of secret; a trailing newline is ignored). No default."""
+    (at least 32 bytes of secret; a trailing newline is ignored; a file that says it holds another
+    key is refused). No default."""
     environ = os.environ if environ is None else environ
-    if key_file is not None:
-        return _from_file(Path(key_file), f"{option} {key_file}", option)
-    if environ.get(ENV_KEY_FILE):
-        return _from_file(Path(environ[ENV_KEY_FILE]), f"${ENV_KEY_FILE} ({environ[ENV_KEY_FILE]})", option)
+    found = master_key_file(key_file, environ, option)
+    if found is not None:
+        return _from_file(*found, option)
     if environ.get(ENV_KEY):
         return _checked(environ[ENV_KEY].encode(), f"${ENV_KEY}", option)
     raise MasterKeyError(f"no master key: pass {option} PATH or set {ENV_KEY_FILE}=PATH (a file of at least "
                          f"{MIN_SECRET_BYTES} random bytes, e.g. `piitracer requests keygen PATH`); subject values "
                          "are only ever stored encrypted, and piitracer has no default key")
+
+
+def master_key_file(key_file: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None,
+                    option: str = "--master-key-file") -> tuple[Path, str] | None:
+    """The file :func:`load_master_key` reads the key from and how it was given; None when the key
+    is not a file (``$PIITRACER_MASTER_KEY``) or not given."""
+    environ = os.environ if environ is None else environ
+    if key_file is not None:
+        return Path(key_file), f"{option} {key_file}"
+    if environ.get(ENV_KEY_FILE):
+        return Path(environ[ENV_KEY_FILE]), f"${ENV_KEY_FILE} ({environ[ENV_KEY_FILE]})"
+    return None
 
 
 def has_master_key(key_file: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None) -> bool:
@@ -118,31 +131,17 @@ def has_master_key(key_file: str | os.PathLike[str] | None = None, environ: Mapp
 
 
 def write_master_key(path: Path) -> MasterKey:
-    """A new random master key in a file only its owner can read (0600); refuses to overwrite
-    (:class:`MasterKeyError`)."""
-    try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        raise MasterKeyError(f"{path} exists: a master key is never overwritten") from None
-    except (FileNotFoundError, NotADirectoryError):
-        raise MasterKeyError(missing_folder(path)) from None
+    """A new random master key in a file marked as the master key that only its owner can read
+    (0600); refuses to overwrite (:class:`MasterKeyError`)."""
     secret = secrets.token_hex(32)
-    with os.fdopen(descriptor, "w") as handle:
-        handle.write(secret + "\n")
+    write_key_file(path, "master", secret, error=MasterKeyError)
     return MasterKey(secret.encode(), f"key file {path}")
 
 
 def _from_file(path: Path, source: str, option: str) -> MasterKey:
-    secret = read_key_file(path, source, "the master key", hint=f" (check {option})", error=MasterKeyError)
+    secret = read_key_file(path, source, "the master key", hint=f" (check {option})", error=MasterKeyError,
+                           kind="master")
     return _checked(secret.rstrip(b"\r\n"), source, option)
-
-
-
-def missing_folder(path: Path) -> str:
-    """The message for a key to be written into a folder that does not exist (it is not created:
-    where a secret lives, and who may list that folder, is the owner's choice)."""
-    folder = Path(path).parent
-    return f"folder {folder} does not exist (or is not a folder): create it first (mkdir -m 700 {folder}); no key was written"
 
 
 def _checked(secret: bytes, source: str, option: str) -> MasterKey:

@@ -82,7 +82,8 @@ def load_public_key(path: Path, option: str = "--public-key") -> Ed25519PublicKe
 def _load_pem(path: Path, option: str, kind: str, loader, expected: type):
     """A key of type ``expected`` from a PEM file, or one clear SigningKeyError naming ``option``."""
     # A public key is meant to be shared: only the private key's file must be its owner's alone.
-    data = read_key_file(path, f"{option} {path}", f"the {kind} key", secret=kind == "private", error=SigningKeyError)
+    data = read_key_file(path, f"{option} {path}", f"the {kind} key", secret=kind == "private", error=SigningKeyError,
+                         kind="signing" if kind == "private" else "public")  # an audit or master key file is refused
     try:
         key = loader(data)
     except (ValueError, TypeError) as error:

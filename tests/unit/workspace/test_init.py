@@ -1,6 +1,7 @@
 """`piitracer init [DIR]`: a workspace a first run can use — piitracer.yaml with its warehouse
-roots, the audit key and the master key written 0600 outside the workspace, the two lines of
-environment printed — that `lineage stats`, `catalog discover` and `plan -o` then accept; never an
+roots, the audit key, the master key and the certificate signing key written 0600 outside the
+workspace (each file saying which key it is; the public key beside the signing key), the three
+lines of environment printed — that `lineage stats`, `catalog discover` and `plan -o` then accept; never an
 overwrite, never a key inside the workspace, nothing written when refused. No Spark: the table is
 written by delta-rs."""
 
@@ -15,6 +16,7 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 import yaml
 from click.testing import CliRunner
 from deltalake import write_deltalake
@@ -22,7 +24,7 @@ from deltalake import write_deltalake
 from piitracer.cli.main import cli
 
 NO_KEYS = {"PIITRACER_AUDIT_KEY": None, "PIITRACER_AUDIT_KEY_FILE": None, "PIITRACER_MASTER_KEY": None,
-           "PIITRACER_MASTER_KEY_FILE": None}
+           "PIITRACER_MASTER_KEY_FILE": None, "PIITRACER_SIGNING_KEY_FILE": None}
 PEOPLE = pa.table({"user_id": pa.array([1, 2, 3], pa.int64()), "email": ["a@example.in", "b@example.in", "c@example.in"]})
 
 
@@ -32,9 +34,9 @@ def run(*args: str, env: dict | None = None):
 
 
 def exported(stdout: str) -> dict[str, str]:
-    """The environment init prints: exactly two `export NAME=VALUE` lines."""
+    """The environment init prints: exactly three `export NAME=VALUE` lines (audit, master, signing)."""
     lines = stdout.splitlines()
-    assert len(lines) == 2 and all(line.startswith("export ") for line in lines), stdout
+    assert len(lines) == 3 and all(line.startswith("export ") for line in lines), stdout
     return dict(line[len("export "):].split("=", 1) for line in lines)
 
 
@@ -48,10 +50,15 @@ def test_init_makes_a_workspace_that_lineage_stats_discover_and_plan_accept(tmp_
     code, out, err = run("init", str(workspace), "--warehouse-root", str(lake), "--keys-dir", str(keys))
     assert code == 0, err
     env = exported(out)
-    assert env == {"PIITRACER_AUDIT_KEY_FILE": str(keys / "audit.key"), "PIITRACER_MASTER_KEY_FILE": str(keys / "master.key")}
-    for key in ("audit.key", "master.key"):
+    assert env == {"PIITRACER_AUDIT_KEY_FILE": str(keys / "audit.key"), "PIITRACER_MASTER_KEY_FILE": str(keys / "master.key"),
+                   "PIITRACER_SIGNING_KEY_FILE": str(keys / "signing.key")}
+    for key, first_line in (("audit.key", "piitracer-audit-key v1"), ("master.key", "piitracer-master-key v1"),
+                            ("signing.key", "-----BEGIN PRIVATE KEY-----")):
         assert stat.S_IMODE((keys / key).stat().st_mode) == 0o600
+        assert (keys / key).read_text().splitlines()[0] == first_line  # each file says which key it is
         assert len((keys / key).read_text().strip()) >= 32
+    assert (keys / "signing.key.pub").read_text().startswith("-----BEGIN PUBLIC KEY-----")
+    assert "export PIITRACER_SIGNING_KEY_FILE=" in (workspace / "piitracer.yaml").read_text()  # in its comment too
     assert stat.S_IMODE(keys.stat().st_mode) == 0o700
     assert (keys / "audit.key").read_bytes() != (keys / "master.key").read_bytes()
     config = yaml.safe_load((workspace / "piitracer.yaml").read_text())
@@ -99,13 +106,14 @@ def test_init_refuses_a_keys_folder_inside_the_workspace_also_through_a_symlink(
     assert list(workspace.iterdir()) == []  # nothing written: no piitracer.yaml, no keys folder
 
 
-def test_init_never_overwrites_a_key_and_leaves_nothing_behind(tmp_path: Path) -> None:
+@pytest.mark.parametrize("existing", ["master.key", "signing.key.pub"])
+def test_init_never_overwrites_a_key_and_leaves_nothing_behind(tmp_path: Path, existing: str) -> None:
     keys, workspace = tmp_path / "keys", tmp_path / "ws"
     keys.mkdir()
-    (keys / "master.key").write_text("an older master key that guards open requests\n")
+    (keys / existing).write_text("an older key that guards open requests\n")
     before = files_under(keys)
     code, _, err = run("init", str(workspace), "--warehouse-root", "lake", "--keys-dir", str(keys))
-    assert code == 2 and "master.key exists" in err
+    assert code == 2 and f"{existing} exists" in err
     assert files_under(keys) == before and not (workspace / "piitracer.yaml").exists()
 
 
@@ -128,7 +136,7 @@ def test_the_default_keys_folder_is_outside_the_workspace_one_per_workspace(tmp_
 
 def test_init_asks_for_the_roots_on_a_terminal(tmp_path: Path) -> None:
     """A real terminal (a pty as stdin): the question goes to stderr, the answer becomes the roots,
-    and stdout still holds only the two lines of environment."""
+    and stdout still holds only the lines of environment."""
     primary, secondary = os.openpty()
     process = subprocess.Popen([str(Path(sys.executable).parent / "piitracer"), "init", str(tmp_path / "ws"),
                                 "--keys-dir", str(tmp_path / "keys")],
@@ -149,7 +157,7 @@ def test_init_asks_for_the_roots_on_a_terminal(tmp_path: Path) -> None:
         if process.poll() is None:
             process.kill()
     assert process.returncode == 0
-    assert len(exported(out.decode())) == 2
+    assert len(exported(out.decode())) == 3
     config = yaml.safe_load((tmp_path / "ws" / "piitracer.yaml").read_text())
     assert config["warehouse_roots"] == [str(Path.cwd() / "lake"), "s3://bucket/warehouse/"]
 
@@ -161,5 +169,6 @@ def test_the_api_makes_a_workspace_the_loader_accepts(tmp_path: Path) -> None:
     made = init_workspace(tmp_path / "ws", ["s3://lake/warehouse/", " "], keys_dir=tmp_path / "keys")
     assert made.warehouse_roots == ("s3://lake/warehouse/",)
     assert made.environment() == [f"export PIITRACER_AUDIT_KEY_FILE={tmp_path / 'keys' / 'audit.key'}",
-                                  f"export PIITRACER_MASTER_KEY_FILE={tmp_path / 'keys' / 'master.key'}"]
+                                  f"export PIITRACER_MASTER_KEY_FILE={tmp_path / 'keys' / 'master.key'}",
+                                  f"export PIITRACER_SIGNING_KEY_FILE={tmp_path / 'keys' / 'signing.key'}"]
     assert load_workspace(tmp_path / "ws").config.warehouse_roots == ("s3://lake/warehouse/",)
