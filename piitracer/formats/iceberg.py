@@ -15,6 +15,7 @@ from piitracer.formats.iceberg_metadata import (arrow_schema, candidate_files, f
                                                 table_facts, table_folder, table_state, versions)
 from piitracer.formats.iceberg_table import newest_metadata_file, stray_metadata_notes
 from piitracer.formats.prepare import proof_columns
+from piitracer.model.errors import PiitracerError
 from piitracer.model.outcome import SafetyError, StepOutcome
 from piitracer.model.plan import Action, StepEngine
 from piitracer.model.workspace import CatalogDataset, DatasetFormat
@@ -137,6 +138,27 @@ PYICEBERG_DESCRIBE = {
         + (f"; tag `{s.step.params.ref}` moved there with its max-ref-age, the working branch dropped"
            if s.step.params.ref_type == "tag" else "")),
 }
+
+
+def _scrubbed(perform):
+    """A pyiceberg performer whose failures say what failed without a subject's value: pyiceberg's
+    messages can print the row filter (``In(key, {values})``), and the runner journals and shows
+    the message."""
+    def guarded(work: StepWork) -> StepOutcome:
+        try:
+            return perform(work)
+        except PiitracerError:
+            raise  # piitracer's own messages name no value
+        except Exception as error:
+            text = (str(error).strip().splitlines() or [""])[0]
+            for value in sorted({str(v) for v in work.values if str(v)}, key=len, reverse=True):
+                text = text.replace(value, "<subject value>")
+            raise SafetyError(f"{work.step.dataset}: {work.step.action.value} through pyiceberg failed: "
+                              f"{type(error).__name__}: {text[:400]}") from None
+    return guarded
+
+
+PYICEBERG_PERFORM = {action: _scrubbed(perform) for action, perform in PYICEBERG_PERFORM.items()}
 
 
 def _on_engine(spark, pyiceberg):

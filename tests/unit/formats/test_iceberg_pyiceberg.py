@@ -251,3 +251,18 @@ def test_a_shallow_clones_files_of_its_source_are_neither_removed_nor_refused(la
     assert stray in gone and source.exists() and orphans.files_removed == len(gone) > 1
     assert {p.suffix for p in gone} == {".parquet", ".avro"}
     assert len(lake.rows()) == 186
+
+
+def test_a_pyiceberg_failure_is_reported_without_the_subjects_value(lake: Lake, monkeypatch) -> None:
+    """pyiceberg's messages can print the row filter (its values): the step's error names the
+    failure, never the value."""
+    from piitracer.formats.iceberg_pyiceberg import PyicebergEraser
+
+    def failing(self, key_column, values, attempt=None, branch="main"):
+        raise ValueError(f"Found new conflicting delete files that can apply to records matching "
+                         f"In(ref(name='{key_column}'), {{literal({values[0]})}})")
+    monkeypatch.setattr(PyicebergEraser, "delete_rows", failing)
+    with pytest.raises(SafetyError) as caught:
+        lake.run(Action.DELETE_ROWS, keyed=True)
+    assert "delete_rows through pyiceberg failed: ValueError: Found new conflicting" in str(caught.value)
+    assert str(SUBJECT["user_id"]) not in str(caught.value) and "<subject value>" in str(caught.value)
