@@ -157,6 +157,9 @@ class FormatSupport:
     source_rows: Callable[[Any, CatalogDataset, Location, Store], Any] | None = None  # Spark DataFrame of its rows
     files: Callable[[Location, Store], TableFiles] = _no_files
     versions: Callable[[Location, Store, str], Iterator[VersionRows]] = _no_versions
+    # Files and retained versions from the metadata, read once (formats.history): the logical
+    # check at the cost of files; None (or None for a table): every version read back (``versions``).
+    history: Callable[[Location, Store, str | None], Any] | None = None
     version_word: str = "version"  # what a finding calls a version ("snapshot" for Iceberg)
     file_removers: Callable[[TableFiles, str], list[Action]] = lambda files, path: []
     logical_removers: Callable[[bool, bool], list[Action]] = lambda current, held_by_ref: []

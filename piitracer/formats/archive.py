@@ -13,7 +13,7 @@ _FILE_REMOVERS, _LOGICAL_REMOVERS = parquet.rewrite_removers(Action.REWRITE_ARCH
 SUPPORT = FormatSupport(
     format=DatasetFormat.ARCHIVE, perform={Action.REWRITE_ARCHIVE: parquet.perform_rewrite},
     describe={Action.REWRITE_ARCHIVE: parquet.rewrite_text}, schema=parquet.arrow_schema, files=parquet.files,
-    versions=parquet.versions, file_removers=_FILE_REMOVERS, logical_removers=_LOGICAL_REMOVERS,
+    versions=parquet.versions, history=parquet.history, file_removers=_FILE_REMOVERS, logical_removers=_LOGICAL_REMOVERS,
     candidate_files=parquet.candidate_files, estimate_basis="Parquet footer statistics",
     stored_as=DatasetFormat.PARQUET,  # to the lakehouse, an archive is a plain Parquet folder
 )

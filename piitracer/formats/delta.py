@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from piitracer.formats import FormatError, FormatSupport, TableFacts, TableFiles, VersionRows, hidden, may_hold, relative_to
+from piitracer.formats import delta_history
 from piitracer.formats.prepare import BLOOM_FPP, file_columns, proof_columns
 from piitracer.formats.values import SUBJECT_COLUMN, arrow_frame, typed_values
 from piitracer.model.outcome import Attempt, SafetyError, StepOutcome
@@ -393,7 +394,7 @@ def sample_rows(location: Location, store: Store, limit: int):
 SUPPORT = FormatSupport(
     format=DatasetFormat.DELTA, perform=PERFORM, describe=DESCRIBE, schema=arrow_schema,
     newest_metadata=newest_commit, referenced_paths=referenced_paths, source_rows=source_rows, files=files,
-    versions=versions, file_removers=file_removers, logical_removers=logical_removers,
+    versions=versions, history=delta_history.history, file_removers=file_removers, logical_removers=logical_removers,
     candidate_files=candidate_files, estimate_basis="Delta add actions' min/max statistics",
     table_folder=table_folder, table_facts=table_facts, sample_rows=sample_rows,
 )

@@ -11,8 +11,9 @@ from __future__ import annotations
 from piitracer.formats import FormatSupport, OtherEngine, Shown, StepWork, TableFiles, hidden
 from piitracer.formats import iceberg_pyiceberg
 from piitracer.formats.iceberg_eraser import WORK_BRANCH_PREFIX, IcebergEraser
-from piitracer.formats.iceberg_metadata import (arrow_schema, candidate_files, files, referenced_paths, sample_rows,
-                                                table_facts, table_folder, table_state, versions)
+from piitracer.formats.iceberg_history import files, history
+from piitracer.formats.iceberg_metadata import (arrow_schema, candidate_files, referenced_paths, sample_rows, table_facts,
+                                                table_folder, table_state, versions)
 from piitracer.formats.iceberg_table import newest_metadata_file, stray_metadata_notes
 from piitracer.formats.prepare import proof_columns
 from piitracer.model.errors import PiitracerError
@@ -210,11 +211,20 @@ def table_files(root: Location, store: Store) -> TableFiles:
     return found
 
 
+def table_history(root: Location, store: Store, key_column: str | None):
+    """:func:`~piitracer.formats.iceberg_history.history` (the table's files and retained snapshots from
+    its manifests, read once), its files with the same stray-metadata notes as :func:`table_files`."""
+    found = history(root, store, key_column)
+    if found is not None:
+        found.files.problems.extend(stray_metadata_notes(root, store))
+    return found
+
+
 SUPPORT = FormatSupport(
     format=DatasetFormat.ICEBERG, perform=PERFORM, describe=DESCRIBE,
     spark_actions=frozenset(PERFORM), spark_table=True, schema=arrow_schema, newest_metadata=newest_metadata_file,
     referenced_paths=referenced_paths, keeps_refs=True, table_state=table_state, source_rows=source_rows, files=table_files,
-    versions=versions, version_word="snapshot", file_removers=file_removers, logical_removers=logical_removers,
+    versions=versions, history=table_history, version_word="snapshot", file_removers=file_removers, logical_removers=logical_removers,
     candidate_files=candidate_files, estimate_basis="Iceberg manifest bounds (scan plan)",
     table_folder=table_folder, table_facts=table_facts, sample_rows=sample_rows,
     engines={StepEngine.PYICEBERG.value: OtherEngine(source_rows=iceberg_pyiceberg.source_rows, check=iceberg_pyiceberg.check)},

@@ -1,16 +1,18 @@
 """Reading an Iceberg table's metadata, for the format module :mod:`~piitracer.formats.iceberg`
 (the table itself, read from the metadata file that is its current state, is
 :func:`~piitracer.formats.iceberg_table.static_table`): the table's state and
-every path its metadata names (the location guard), what the verifier reads (files per snapshot,
-every retained snapshot read back), the estimate's candidate files and what catalog discovery
-reads of a table."""
+every path its metadata names (the location guard), every retained snapshot read back through
+pyiceberg (the logical check of a table whose history is not derived from its manifests, and the
+reference the derivation is tested against; the verifier's files and derived history are
+:mod:`~piitracer.formats.iceberg_history`), the estimate's candidate files and what catalog
+discovery reads of a table."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterator
 
-from piitracer.formats import FormatError, TableFacts, TableFiles, VersionRows, relative_to
+from piitracer.formats import FormatError, TableFacts, VersionRows
 from piitracer.formats.iceberg_table import static_table
 from piitracer.model.table_state import RefType, TableRef, TableState
 from piitracer.storage.locations import Location
@@ -86,44 +88,6 @@ def _referenced(table) -> Iterator[tuple[str, str]]:
 
 
 # ---- what the verifier reads ----------------------------------------------------------------------
-
-def files(root: Location, store: Store) -> TableFiles:
-    """Which files the current snapshot uses (data/delete files, manifests, manifest list), which
-    only older retained snapshots use, and which a tag or branch holds."""
-    found = TableFiles()
-    table = static_table(root, store)
-    if table is None:
-        found.problems.append("no Iceberg metadata.json under metadata/")
-        return found
-    metadata = table.metadata
-    current = metadata.current_snapshot_id
-    refs = _ref_names(metadata)
-    entries_cache: dict[str, list] = {}
-    for snapshot in metadata.snapshots:
-        is_current = snapshot.snapshot_id == current
-        used: set[str] = set()
-        meta: set[str] = {relative_to(root, snapshot.manifest_list) or ""}
-        for manifest in snapshot.manifests(table.io):
-            meta.add(relative_to(root, manifest.manifest_path) or "")
-            if manifest.manifest_path not in entries_cache:
-                entries_cache[manifest.manifest_path] = manifest.fetch_manifest_entry(table.io, discard_deleted=False)
-            for entry in entries_cache[manifest.manifest_path]:
-                path = relative_to(root, entry.data_file.file_path)
-                deleted = int(entry.status) == 2  # ManifestEntryStatus.DELETED: tombstone, file not live
-                if path and not (is_current and deleted):
-                    used.add(path)
-        meta.discard("")
-        if is_current:
-            found.live |= used
-            found.current_meta |= meta
-        else:
-            found.retained |= used | meta
-        if snapshot.snapshot_id in refs:
-            for path in used | meta:
-                found.ref_files.setdefault(path, refs[snapshot.snapshot_id])
-    found.retained -= found.live | found.current_meta
-    return found
-
 
 def versions(root: Location, store: Store, key_column: str) -> Iterator[VersionRows]:
     """Every retained snapshot read back (pyiceberg), its key column."""

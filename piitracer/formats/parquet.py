@@ -269,6 +269,29 @@ def versions(root: Location, store: Store, key_column: str) -> Iterator[VersionR
         yield VersionRows("current", True, found.to_table(columns=[key_column]).column(key_column).combine_chunks())
 
 
+def history(root: Location, store: Store, key_column: str | None):
+    """The folder's one version (the files a reader sees) for the logical check, from the files'
+    key column as the verifier decodes them (:mod:`~piitracer.formats.history`); None when the key
+    is a Hive partition value (read back through a pyarrow dataset instead, which types it)."""
+    from piitracer.formats.history import DataFile, HistoryVersion, KeyColumn, OneVersion
+
+    visible = data_files(root, store)
+    found = OneVersion(files=TableFiles(live=set(visible)), key=KeyColumn(key_column) if key_column else None)
+    if key_column is None or not visible:
+        return found
+    if any(_hive_value(relative, key_column) is not None for relative in visible):
+        return None
+    # A reader's schema is its first file's: no key column there, no version to check (as read back).
+    with store.open_input(root.child(visible[0])) as handle:
+        if key_column not in pq.ParquetFile(handle).schema_arrow.names:
+            return found
+    found.versions.append(HistoryVersion("current", True))
+    for relative in visible:
+        uri = root.child(relative).uri
+        found.data_files[uri] = DataFile(uri, relative)
+    return found
+
+
 def rewrite_removers(action: Action):
     """Which action removes a leftover of a folder whose erasure is ``action``: the rewrite,
     for every visible file and for its current rows."""
@@ -328,7 +351,7 @@ def sample_rows(location: Location, store: Store, limit: int):
 SUPPORT = FormatSupport(
     format=DatasetFormat.PARQUET, perform={Action.REWRITE_FILES: perform_rewrite},
     describe={Action.REWRITE_FILES: rewrite_text}, schema=arrow_schema, source_rows=source_rows, files=files,
-    versions=versions, file_removers=_FILE_REMOVERS, logical_removers=_LOGICAL_REMOVERS,
+    versions=versions, history=history, file_removers=_FILE_REMOVERS, logical_removers=_LOGICAL_REMOVERS,
     candidate_files=candidate_files, estimate_basis="Parquet footer statistics",
     table_facts=table_facts, sample_rows=sample_rows, loose_files=True,
 )

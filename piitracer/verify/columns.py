@@ -79,19 +79,29 @@ def _int_range(kind: pa.DataType) -> tuple[int, int]:
     return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
 
 
-def exact_hits(array: pa.Array, index: ValueIndex) -> set[str]:
-    """Value sets with a value equal (typed) to some element of ``array``; vectorised."""
+def matching_target(array: pa.Array, index: ValueIndex) -> tuple[pa.Array, pa.Array] | None:
+    """(``array`` as the searched values' type, the mask of its elements equal to one of them), or
+    None when no element is; one ``is_in`` over the array."""
     candidates = candidates_for(array.type, index)
     if candidates is None or len(array) == 0:
-        return set()
+        return None
     target = array
     if pa.types.is_floating(array.type):
         target = array.cast(pa.float64())
     elif pa.types.is_fixed_size_binary(array.type) or pa.types.is_large_binary(array.type):
         target = array.cast(pa.binary())
-    mask = pc.is_in(target, value_set=candidates)
+    mask = pc.fill_null(pc.is_in(target, value_set=candidates), False)
     if not pc.any(mask).as_py():
+        return None
+    return target, mask
+
+
+def exact_hits(array: pa.Array, index: ValueIndex) -> set[str]:
+    """Value sets with a value equal (typed) to some element of ``array``; vectorised."""
+    found = matching_target(array, index)
+    if found is None:
         return set()
+    target, mask = found
     names: set[str] = set()
     for value in pc.unique(pc.filter(target, mask)).to_pylist():
         if isinstance(value, bytes) and not index.match(value):
@@ -118,4 +128,4 @@ def _inside_text(array: pa.Array, index: ValueIndex) -> set[str]:
     return names
 
 
-__all__ = ["candidates_for", "column_hits", "exact_hits", "leaves", "MIN_TEXT_LENGTH"]
+__all__ = ["candidates_for", "column_hits", "exact_hits", "leaves", "matching_target", "MIN_TEXT_LENGTH"]

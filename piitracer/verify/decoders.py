@@ -53,10 +53,12 @@ class ScanResult:
     hits: list[Hit] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)  # 'file: why' (decoded as raw bytes instead)
     chunks: "ChunkCounts" = field(default_factory=lambda: ChunkCounts())
+    key_rows: list = field(default_factory=list)  # per file of ``files``: its KeyRows when asked (else None)
 
     def add(self, scan: "FileScan") -> None:
         """Append one file's outcome (files in listing order give the same result anywhere)."""
         self.files.append(scan.shown)
+        self.key_rows.append(scan.key_rows)
         self.hits.extend(scan.hits)
         if scan.unreadable:
             self.unreadable.append(scan.unreadable)
@@ -154,12 +156,14 @@ class FileSource:
 
 
 def scan_location(root: Location, index: ValueIndex, store: Store, files: list[str] | None = None,
-                  scope: ScopedIndex | None = None) -> ScanResult:
+                  scope: ScopedIndex | None = None, keys: dict[str, Any] | None = None) -> ScanResult:
     """Decode every file under ``root`` (or just ``files``, paths relative to ``root``) and collect
-    the places holding a value of ``index`` (identifier columns: of ``scope``'s whole values)."""
+    the places holding a value of ``index`` (identifier columns: of ``scope``'s whole values);
+    ``keys``: data files whose key rows to read too (relative path -> key column)."""
     result = ScanResult()
+    keys = keys or {}
     for relative in ([entry.relative for entry in store.list_files(root)] if files is None else files):
-        result.add(scan_one_file(root, relative, index, store, scope))
+        result.add(scan_one_file(root, relative, index, store, scope, keys.get(relative)))
     return result
 
 
@@ -172,13 +176,16 @@ class FileScan:
     hits: tuple[Hit, ...] = ()
     unreadable: str | None = None
     chunks: ChunkCounts = field(default_factory=ChunkCounts)
+    key_rows: Any = None  # the data file's KeyRows (verify.key_rows) when its key column was asked for
 
 
 def scan_one_file(root: Location, relative: str, index: ValueIndex, store: Store,
-                  scope: ScopedIndex | None = None) -> FileScan:
+                  scope: ScopedIndex | None = None, key: Any = None) -> FileScan:
     """Decode one file (``relative`` to ``root``): the same work wherever it runs, in the driver or
     in a Spark task. ``scope``: the dataset's identifier columns, searched for whole values of
-    their own value sets only (:mod:`~piitracer.verify.scope`); ``index`` is ``scope.index`` then."""
+    their own value sets only (:mod:`~piitracer.verify.scope`); ``index`` is ``scope.index`` then.
+    ``key`` (a :class:`~piitracer.formats.history.KeyColumn`): the file is a table's data file and
+    the rows its key column matches are read in the same pass (:mod:`~piitracer.verify.key_rows`)."""
     shown = redact_path(relative, index)
     if not index:
         return FileScan(shown)
@@ -188,26 +195,31 @@ def scan_one_file(root: Location, relative: str, index: ValueIndex, store: Store
         hits |= {(where, n, kind) for n in names}
     unreadable = None
     chunks = ChunkCounts()
+    keys: list = []
     try:
-        for where, names, kind in scan_file(source, index, chunks, scope):
+        for where, names, kind in scan_file(source, index, chunks, scope, key, keys):
             hits |= {(where, n, kind) for n in names}
     except Exception as error:  # a file we cannot decode is still searched as raw bytes
         unreadable = f"{shown}: {type(error).__name__}"
-        chunks = ChunkCounts()
+        chunks, keys = ChunkCounts(), []
         for where, names, kind in _raw(source, index):
             hits |= {(where, n, kind) for n in names}
-    return FileScan(shown, tuple(Hit(shown, where, name, kind) for where, name, kind in sorted(hits)), unreadable, chunks)
+    return FileScan(shown, tuple(Hit(shown, where, name, kind) for where, name, kind in sorted(hits)), unreadable, chunks,
+                    keys[0] if keys else None)
 
 
 def scan_file(source: FileSource, index: ValueIndex, chunks: ChunkCounts | None = None,
-              scope: ScopedIndex | None = None) -> Iterator[tuple[str, set[str], str]]:
+              scope: ScopedIndex | None = None, key: Any = None, keys: list | None = None
+              ) -> Iterator[tuple[str, set[str], str]]:
     """(where, value-set names, kind) for every place in one file; ``chunks`` counts the Parquet
-    column chunks proven without decoding and those decoded."""
+    column chunks proven without decoding and those decoded; with ``key``, a Parquet data file's
+    key rows are appended to ``keys`` once it is read through."""
     head = source.head(4)
     in_log = "_delta_log" in source.relative.split("/")
     name = source.name
     if head == PARQUET_MAGIC:
-        yield from _parquet(source, index, in_log, chunks if chunks is not None else ChunkCounts(), scope)
+        yield from _parquet(source, index, in_log, chunks if chunks is not None else ChunkCounts(), scope,
+                            None if in_log else key, keys)
     elif head == AVRO_MAGIC:
         yield from _avro(source, index)
     elif head == PUFFIN_MAGIC:
@@ -248,7 +260,8 @@ def redact_path(relative: str, index: ValueIndex) -> str:
 # ---- Parquet --------------------------------------------------------------------------------
 
 def _parquet(source: FileSource, index: ValueIndex, in_log: bool, chunks: ChunkCounts,
-             scope: ScopedIndex | None = None) -> Iterator[tuple[str, set[str], str]]:
+             scope: ScopedIndex | None = None, key: Any = None, keys: list | None = None
+             ) -> Iterator[tuple[str, set[str], str]]:
     import pyarrow.parquet as pq
 
     from piitracer.verify.parquet_pages import CountingFile, read_metadata
@@ -256,15 +269,22 @@ def _parquet(source: FileSource, index: ValueIndex, in_log: bool, chunks: ChunkC
     with CountingFile(source.open()) as counted:
         try:
             metadata, footer = read_metadata(counted)
-            yield from _parquet_file(pq.ParquetFile(counted, metadata=metadata), counted, footer, source, index,
-                                     in_log, chunks, scope)
+            handle = pq.ParquetFile(counted, metadata=metadata)
+            reader = None
+            if key is not None and keys is not None:
+                from piitracer.verify.key_rows import KeyRowsReader
+
+                reader = KeyRowsReader.open(handle, key, index, index.whole_values())
+            yield from _parquet_file(handle, counted, footer, source, index, in_log, chunks, scope, reader)
+            if reader is not None:
+                keys.append(reader.result())
         finally:
             chunks.bytes_read += counted.bytes_read
             chunks.bytes_total += counted.size()
 
 
 def _parquet_file(handle, counted, footer: bytes, source: FileSource, index: ValueIndex, in_log: bool,
-                  chunks: ChunkCounts, scope: ScopedIndex | None = None) -> Iterator[tuple[str, set[str], str]]:
+                  chunks: ChunkCounts, scope: ScopedIndex | None = None, keys=None) -> Iterator[tuple[str, set[str], str]]:
     from piitracer.verify.parquet_proofs import ParquetProver
 
     metadata = handle.metadata
@@ -301,21 +321,25 @@ def _parquet_file(handle, counted, footer: bytes, source: FileSource, index: Val
     # Identifier columns: whole values of their own value sets, on every path (verify.scope).
     per_column = scope.for_schema(schema) if scope is not None else {}
     prover = ParquetProver(counted, metadata, schema, index, footer, per_column)
+    if keys is not None:
+        keys.prover = prover
     for group in range(metadata.num_row_groups):
         needed = []
         for name in searched:
             proof = prover.prove(group, name)
+            if keys is not None and name == keys.name:
+                keys.prove(group)
             if proof.method == "decoded":
                 needed.append(name)
                 chunks.count("decoded", DecodedChunk(shown, group, index.redact_text(name), proof.why))
             else:
                 chunks.count(proof.method)
-        if not needed:
-            continue
-        part = handle.read_row_group(group, columns=needed)
+        part = handle.read_row_group(group, columns=needed) if needed else None
         for name in needed:
             for where, names in column_hits(name, part.column(name), per_column.get(name, index), redact=index):
                 yield where, names, "data"
+        if keys is not None:  # the key column's matching rows, from the columns just decoded when it is one
+            keys.add(group, part)
 
 
 # Iceberg's reserved field ids of a position delete file's row position (the spec's 'pos').
@@ -337,9 +361,18 @@ def _avro(source: FileSource, index: ValueIndex) -> Iterator[tuple[str, set[str]
         # An Iceberg manifest or manifest list says its format version; any other Avro is data.
         iceberg = "format-version" in reader.metadata
         field_types = _iceberg_field_types(reader.metadata.get("schema"))
+        # A manifest list repeats the entry of every manifest its snapshot still reads, so a table's
+        # lists hold its history again and again: each distinct record (the same bytes, under the
+        # same table schema) is walked once per scan; its places are the same wherever it sits.
+        seen = index.__dict__.setdefault("_avro_records", {})
         for number, record in enumerate(reader):
             if iceberg:
-                yield from _avro_record(record, index, field_types, f"record {number}", ())
+                key = (reader.metadata.get("schema"), repr(record))
+                found = seen.get(key)
+                if found is None:
+                    found = seen[key] = list(_avro_record(record, index, field_types, "", ()))
+                for where, names, kind in found:
+                    yield f"record {number}{where}", names, kind
             else:
                 for where, names in _walk(record, index, f"record {number}", (), _any_place_holds_values):
                     yield where, names, "data"
@@ -458,6 +491,8 @@ def iceberg_metadata_place(keys: tuple[str, ...]) -> Place:
 
 
 def _json_text(text: str, index: ValueIndex, kind: str) -> Iterator[tuple[str, set[str], str]]:
+    if not index.may_be_in_json(text):  # no value's literal in the text: nothing to walk
+        return
     try:
         documents: list[tuple[str, Any]] = [("", json.loads(text))]
     except json.JSONDecodeError:

@@ -51,6 +51,9 @@ class ScanRequest:
     value_sets: tuple[str, ...]
     files: tuple[FileEntry, ...] | None = None
     scope: ColumnScope = ColumnScope()
+    # Data files (relative path -> key column) whose key rows the logical check needs
+    # (verify.key_rows): read in the same pass as their bytes. Paths and column names only.
+    keys: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -85,8 +88,9 @@ class FileScanner:
         for request, listing in zip(plan.requests, plan.listings):
             scoped = ScopedIndex.build(value_sets, request.value_sets, request.scope)
             result = ScanResult()
+            keys = request.keys or {}
             for entry in listing:
-                result.add(scan_one_file(request.root, entry.relative, scoped.index, store, scoped))
+                result.add(scan_one_file(request.root, entry.relative, scoped.index, store, scoped, keys.get(entry.relative)))
             results.append(result)
         return results
 
@@ -104,7 +108,8 @@ class SparkFileScanner(FileScanner):
     def scan(self, plan: ScanPlan, value_sets: Mapping[str, Sequence[Any]], store: Store) -> list[ScanResult]:
         owners = [number for number, listing in enumerate(plan.listings) for _ in listing]
         work = [(plan.requests[number].root, entry.relative, plan.requests[number].value_sets,
-                 plan.requests[number].scope) for number, listing in enumerate(plan.listings) for entry in listing]
+                 plan.requests[number].scope, (plan.requests[number].keys or {}).get(entry.relative))
+                for number, listing in enumerate(plan.listings) for entry in listing]
         results = [ScanResult() for _ in plan.requests]
         if not work:
             return results
@@ -132,13 +137,13 @@ class _TaskDecoder:
         self.store = store
         self.indexes: dict[tuple[tuple[str, ...], ColumnScope], ScopedIndex] = {}
 
-    def __call__(self, item: tuple[Location, str, tuple[str, ...], ColumnScope]) -> FileScan:
-        root, relative, names, scope = item
+    def __call__(self, item: tuple[Location, str, tuple[str, ...], ColumnScope, Any]) -> FileScan:
+        root, relative, names, scope, key = item
         if (names, scope) not in self.indexes:
             self.indexes[names, scope] = ScopedIndex.build(self.shared.value, names, scope)
         scoped = self.indexes[names, scope]
         failpoint("verify.task", relative)  # tests: a task held here while its worker is killed
-        return scan_one_file(root, relative, scoped.index, self.store, scoped)
+        return scan_one_file(root, relative, scoped.index, self.store, scoped, key)
 
 
 def choose_scanner(settings: FileWorkSettings, plan: ScanPlan, spark: FileScanner,

@@ -79,15 +79,19 @@ class ParquetProver:
         # Identifier columns (verify.scope): searched with their own whole-values index.
         self.indexes = dict(columns or {})
         self.leaves = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
-        self._columns: dict[str, _Column | None] = {}
+        self._columns: dict[tuple[str, int | None], _Column | None] = {}
         self._footer: dict[int, Any] | None = None
+        # A chunk's dictionary, decoded once per file whatever index it is proven with.
+        self._dictionaries: dict[int, Any] = {}
 
-    def column(self, name: str) -> "_Column | None":
-        if name not in self._columns:
-            self._columns[name] = self._column(name)
-        return self._columns[name]
+    def column(self, name: str, index: ValueIndex | None = None) -> "_Column | None":
+        """What the rules need of column ``name`` searched with ``index`` (default: its own)."""
+        key = (name, None if index is None else id(index))
+        if key not in self._columns:
+            self._columns[key] = self._column(name, index or self.indexes.get(name, self.index))
+        return self._columns[key]
 
-    def _column(self, name: str) -> "_Column | None":
+    def _column(self, name: str, index: ValueIndex) -> "_Column | None":
         # What a column of this type needs is the same in every file searched with this index:
         # computed once (the index lives for one dataset's scan, in a task or the driver).
         leaf = self.leaves.get(name)
@@ -95,7 +99,6 @@ class ParquetProver:
         if leaf is None or pa.types.is_nested(kind):
             return None
         descr = self.metadata.schema.column(leaf)
-        index = self.indexes.get(name, self.index)
         cache = index.__dict__.setdefault("_chunk_proof_columns", {})
         key = (kind, descr.physical_type, descr.length)
         if key not in cache:
@@ -103,9 +106,12 @@ class ParquetProver:
         found = cache[key]
         return _Column(name, leaf, *found.shared())
 
-    def prove(self, group: int, name: str) -> ChunkProof:
-        """How chunk (row group ``group``, top-level column ``name``) is proven, or why it is decoded."""
-        column = self.column(name)
+    def prove(self, group: int, name: str, index: ValueIndex | None = None) -> ChunkProof:
+        """How chunk (row group ``group``, top-level column ``name``) is proven, or why it is decoded;
+        ``index``: searched for this index's values instead of the column's own (a key column's
+        whole values, :mod:`~piitracer.verify.key_rows`)."""
+        index = index or self.indexes.get(name, self.index)
+        column = self.column(name, index)
         if column is None:
             return ChunkProof("decoded", "nested column")
         if column.candidates is None and not column.inside_text:
@@ -149,7 +155,7 @@ class ParquetProver:
             plain = True
         else:
             try:
-                found = self._dictionary_verdict(chunk, column)
+                found = self._dictionary_verdict(chunk, column, index)
             except (ThriftError, OSError, ValueError, struct.error, pa.ArrowException) as error:
                 found = f"dictionary unreadable ({type(error).__name__})"
             if found is None:
@@ -206,9 +212,31 @@ class ParquetProver:
 
     # ---- dictionary -----------------------------------------------------------------------------
 
-    def _dictionary_verdict(self, chunk, column: "_Column") -> str | None:
+    def _dictionary_verdict(self, chunk, column: "_Column", index: ValueIndex) -> str | None:
         """None when every data page is dictionary-encoded and the dictionary holds no searched
-        value; else why the chunk must be decoded."""
+        value of ``index``; else why the chunk must be decoded."""
+        start = chunk_start(chunk)
+        if start not in self._dictionaries:
+            self._dictionaries[start] = self._dictionary(chunk, column)
+        found = self._dictionaries[start]
+        if isinstance(found, str):
+            return found
+        body, page, values = found
+        if column.prefilter is not None and not _may_hold(body, chunk.compression, page, column.prefilter):
+            return None
+        if values is None:  # decoded on first need only (the prefilter above often settles it)
+            values = decode_dictionary(body, chunk, page, self.metadata.schema.column(column.leaf), column.dictionary_type)
+            if values is None:
+                self._dictionaries[start] = "dictionary page not decodable"
+                return "dictionary page not decodable"
+            self._dictionaries[start] = (body, page, values)
+        if any(True for _ in column_hits(column.name, values, index)):
+            return "its dictionary holds a searched value"
+        return None
+
+    def _dictionary(self, chunk, column: "_Column"):
+        """(page body, page header, None: not decoded yet) of a chunk whose every data page is
+        dictionary-encoded, or why it is not one."""
         pages = read_page_headers(self.handle, chunk, until_plain=True)
         if pages is None:
             return "page headers do not add up to the chunk"
@@ -227,14 +255,7 @@ class ParquetProver:
         body = self.handle.read_at(page.compressed_size, page.offset + page.header_size)
         if len(body) != page.compressed_size:
             return "dictionary page truncated"
-        if column.prefilter is not None and not _may_hold(body, chunk.compression, page, column.prefilter):
-            return None
-        values = decode_dictionary(body, chunk, page, self.metadata.schema.column(column.leaf), column.dictionary_type)
-        if values is None:
-            return "dictionary page not decodable"
-        if any(True for _ in column_hits(column.name, values, self.indexes.get(column.name, self.index))):
-            return "its dictionary holds a searched value"
-        return None
+        return body, page, None
 
     # ---- exact string bounds --------------------------------------------------------------------
 

@@ -294,6 +294,44 @@ class ValueIndex:
             return text
         return self._redact_pattern.sub(lambda hit: f"<{sorted(self._token(hit.group(0)) or {'value'})[0]}>", text)
 
+    def may_be_in_json(self, text: str) -> bool:
+        """False only when no searched value can be read from this JSON (or JSON lines) text by
+        :func:`~piitracer.verify.decoders._json_text`: a JSON leaf, key or text that holds a value
+        holds its literal characters (a string's, an integer's decimal form), and none occurs in
+        the text. One regular-expression pass instead of a walk of every leaf in Python: a table's
+        kept ``metadata.json`` files repeat its whole history, each a little longer. Not used (True)
+        when a float is searched (a JSON number has many spellings), when a value holds a character
+        JSON may escape (quotes, backslash, ``/``, control or non-ASCII characters), or when the
+        text holds a ``%`` (a path segment is URL-decoded before it is matched)."""
+        finder = self.__dict__.get("_json_literals", False)
+        if finder is False:
+            finder = self.__dict__["_json_literals"] = self._json_literals()
+        if finder is True or "%" in text:
+            return True
+        return finder is not None and finder.search(text) is not None
+
+    def _json_literals(self):
+        """The compiled prefilter of :meth:`may_be_in_json`; True: no prefilter; None: nothing a
+        JSON text holds can match (no string or integer is searched)."""
+        if self.floats:
+            return True
+        literals = self.strs | set(self.int_texts)
+        if any(not text or any(c in '"\\/%' or not " " <= c <= "~" for c in text) for text in literals):
+            return True
+        return re.compile(_trie_pattern(literals)) if literals else None
+
+    def whole_values(self) -> "ValueIndex":
+        """This index's values, whole values only (``inside_text=False``): what a key column is
+        matched with. Built once per index."""
+        found = self.__dict__.get("_whole_values")
+        if found is None:
+            if not self.inside_text:
+                return self
+            found = ValueIndex(by_key={key: set(names) for key, names in self.by_key.items()}, inside_text=False)
+            found._prepare()
+            self.__dict__["_whole_values"] = found
+        return found
+
     def re2_pattern(self) -> str | None:
         """An RE2 (Arrow) pattern that finds at least every token :meth:`search_text` finds; RE2 has
         no look-around, so the digit boundaries are spelt as character classes. Numbers (integers

@@ -23,7 +23,6 @@ A person's step (``manual``, ``manual_review``, ``recompute``) is open until its
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Collection, Mapping
 
@@ -35,7 +34,7 @@ from piitracer.storage.store import Store
 from piitracer.verify.decoders import PUFFIN_NOTE, ScanResult, chunk_facts, scan_location
 from piitracer.verify.engines import FileScanner, ScanPlan, ScanRequest, list_requests
 from piitracer.formats import FormatError, FormatSupport, TableFiles, support_for
-from piitracer.verify.columns import exact_hits
+from piitracer.verify.history_check import HistoryRead, LogicalHit, TableView, read_history, table_view
 from piitracer.verify.scope import ColumnScope, ScopedIndex, column_scope, search_notes
 from piitracer.verify.values import ValueIndex
 from piitracer.model.errors import CannotVerifyError
@@ -103,24 +102,39 @@ def verify_datasets(
         raise VerificationError("no resolved values for this plan: run `piitracer execute` first")
     states = dict(step_states or {})
     store = store or Store()
-    # Every dataset's files are listed first and decoded in one go (one Spark job on a cluster);
-    # the logical checks and verdicts follow, dataset by dataset.
+    # Every table's metadata is read first (its files, and which data files its retained
+    # versions read), then every dataset's files are listed and decoded in one go (one Spark job
+    # on a cluster), data files' key rows with them; the logical checks and verdicts follow.
     scanned = [d for d in plan.datasets if _stores_files(catalog.get(d.dataset), locations.get(d.dataset), store)]
-    requests = [ScanRequest(locations[d.dataset], tuple(sets_for(plan, d)), scope=scope_for(plan, d, catalog.get(d.dataset)))
-                for d in scanned]
+    histories = {d.dataset: read_history(support_for(catalog[d.dataset].format), locations[d.dataset], store,
+                                         _key_of(d)) for d in scanned}
+    requests = [ScanRequest(locations[d.dataset], tuple(sets_for(plan, d)), scope=scope_for(plan, d, catalog.get(d.dataset)),
+                            keys=histories[d.dataset].scan_keys()) for d in scanned]
     listing = list_requests(requests, store)
     scanner = choose_scanner(listing) if choose_scanner else FileScanner()
     log.info("decoding %d files (%d bytes) of %d datasets with the %s engine", listing.file_count,
              listing.byte_count, len(scanned), scanner.name)
     scans = dict(zip((d.dataset for d in scanned), scanner.scan(listing, value_sets, store)))
+    rows = {d.dataset: _rows_by_path(entries, scans[d.dataset]) for d, entries in zip(scanned, listing.listings)}
     results = []
     for decision in plan.datasets:
-        result = verify_dataset(plan, decision, catalog.get(decision.dataset), locations.get(decision.dataset), value_sets,
-                                states, attested or {}, store, scans.get(decision.dataset), decision.dataset in explain)
+        found = decision.dataset
+        result = verify_dataset(plan, decision, catalog.get(found), locations.get(found), value_sets, states, attested or {},
+                                store, scans.get(found), found in explain, histories.get(found), rows.get(found))
         log.info("verified %s: %s", decision.dataset, result.state.value)
         results.append(result)
     return VerificationReport(plan_id=plan.plan_id, checked_at=checked_at or datetime.now(timezone.utc),
                               datasets=tuple(results))
+
+
+def _key_of(decision: DatasetDecision) -> str | None:
+    """The key column the logical check reads (an erased dataset's), or None."""
+    return decision.key_column if decision.status is DatasetStatus.ERASE and decision.key_column else None
+
+
+def _rows_by_path(entries, scan: ScanResult) -> dict[str, Any]:
+    """Relative path -> the key rows the byte search read (None: not asked, or not decoded as Parquet)."""
+    return {entry.relative: rows for entry, rows in zip(entries, scan.key_rows)}
 
 
 def _stores_files(entry: CatalogDataset | None, location: Location | None, store: Store) -> bool:
@@ -133,8 +147,10 @@ def _stores_files(entry: CatalogDataset | None, location: Location | None, store
 def verify_dataset(plan: DeletionPlan, decision: DatasetDecision, entry: CatalogDataset | None,
                    location: Location | None, value_sets: Mapping[str, list[Any]],
                    states: Mapping[str, str], attested: Mapping[str, str] | None = None,
-                   store: Store | None = None, scan: ScanResult | None = None, explain: bool = False) -> DatasetVerification:
-    """The verdict for one dataset; ``scan`` is its files' decoding when already done (else it is
+                   store: Store | None = None, scan: ScanResult | None = None, explain: bool = False,
+                   history: HistoryRead | None = None, key_rows: Mapping[str, Any] | None = None) -> DatasetVerification:
+    """The verdict for one dataset; ``scan`` is its files' decoding when already done, with the
+    table's ``history`` read before it and the data files' ``key_rows`` it read (else all of it is
     done here, in this process)."""
     dataset = decision.dataset
     attested = attested or {}
@@ -164,11 +180,15 @@ def verify_dataset(plan: DeletionPlan, decision: DatasetDecision, entry: Catalog
     scope = scope_for(plan, decision, entry)
     scoped = ScopedIndex.build(value_sets, names, scope)
     index = scoped.index
-    if scan is None:
-        scan = scan_location(location, index, store, scope=scoped)
     key = decision.key_column if decision.status is DatasetStatus.ERASE else None
     support = support_for(entry.format)
-    view = _table_view(support, location, store, key, index)
+    if history is None:
+        history = read_history(support, location, store, key)
+    if scan is None:
+        listed = [f.relative for f in store.list_files(location)]
+        scan = scan_location(location, index, store, listed, scoped, history.scan_keys())
+        key_rows = dict(zip(listed, scan.key_rows))
+    view = table_view(support, location, store, key, index, history, key_rows or {})
     notes = [*view.problems, *(f"decoded as raw bytes only: {u}" for u in scan.unreadable)]
     if any(f.endswith(".puffin") for f in scan.files):
         notes.append(PUFFIN_NOTE)
@@ -246,51 +266,6 @@ def _by_attestation(dataset: str, person: list, attested: Mapping[str, str], why
                                    reason=f"{why}: awaiting attestation of {listed} (piitracer attest)")
     confirmed = "; ".join(f"{s.id} attested {attested[s.id]}" for s in person)
     return DatasetVerification(dataset=dataset, state=ErasureState.ATTESTED, reason=f"{why}: {confirmed}")
-
-
-@dataclass(frozen=True)
-class LogicalHit:
-    """A retained snapshot/version whose key column holds a subject's value."""
-
-    version: str  # snapshot id or Delta version
-    current: bool
-    value_sets: frozenset[str]
-    ref: str | None = None  # an Iceberg tag/branch (other than main) that retains this snapshot
-
-
-@dataclass
-class TableView:
-    """One table's files (as its format's metadata says) and the logical check of every
-    retained snapshot/version: each read back, its key column compared with the subjects' values."""
-
-    files: TableFiles = field(default_factory=TableFiles)
-    versions_checked: int = 0
-    logical: list[LogicalHit] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-
-
-def _table_view(support: FormatSupport, location: Location, store: Store, key: str | None, index: ValueIndex) -> TableView:
-    view = TableView()
-    try:
-        view.files = support.files(location, store)
-        view.problems += view.files.problems
-        if key and index:
-            gone = 0
-            for version in support.versions(location, store, key):
-                if version.gone:
-                    gone += 1
-                elif version.problem:
-                    view.problems.append(version.problem)
-                else:
-                    view.versions_checked += 1
-                    names = exact_hits(version.keys, index) if version.keys is not None else set()
-                    if names:
-                        view.logical.append(LogicalHit(version.version, version.current, frozenset(names), version.ref))
-            if gone:
-                view.problems.append(f"{gone} older version(s) have removed files and cannot be read (not retained)")
-    except Exception as error:  # the byte scan still stands; say why the logical check did not
-        return TableView(problems=[f"logical check failed: {type(error).__name__}"])
-    return view
 
 
 def _person_steps(plan: DeletionPlan, dataset: str) -> list:
