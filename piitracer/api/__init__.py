@@ -37,7 +37,7 @@ _EXPORTS = {
     # piitracer.api.keys
     "Keys": "keys",
     # piitracer.api.lineage
-    "build_lineage_graph": "lineage", "lineage_graph_for": "lineage", "parse_column": "lineage",
+    "build_lineage_graph": "lineage", "lineage_graph_for": "lineage", "named_dataset": "lineage", "parse_column": "lineage",
     "rebuild_lineage_store": "lineage", "stored_graph_for": "lineage",
     # piitracer.api.catalog
     "Classification": "catalog", "catalog_drift": "catalog", "classify_catalog": "catalog",

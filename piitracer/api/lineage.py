@@ -94,6 +94,23 @@ def _lineage_store(workspace: Workspace, required: bool = False) -> Iterator[Lin
         store.close()
 
 
+def named_dataset(workspace: Workspace, text: str) -> str:
+    """A dataset or ``dataset.column`` as a person names it on the command line, in the workspace's names.
+
+    A table named with its Iceberg catalog in front (``prod.fintech.payments.user_id``) or by its
+    ``table:`` identifier is the catalog dataset's (``fintech.payments.user_id``).
+
+    Args:
+        workspace: The workspace whose catalog (and configured Iceberg catalogs) name the datasets.
+        text: What was given (``--from``, ``--source``, ``--explain``).
+
+    Returns:
+        The dataset id (with ``.column`` when one was named); anything the catalog does not know
+        as given, in lower case (the caller says what is unknown).
+    """
+    return workspace.namer.from_column_name(text)
+
+
 def parse_column(text: str, graph: LineageGraph) -> ColumnRef | str:
     """``db.table.column`` -> a :class:`ColumnRef`; ``db.table`` -> the dataset id.
 

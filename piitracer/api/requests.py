@@ -48,7 +48,7 @@ def batch_plan(workspace: Workspace, store, due_within: timedelta | None, source
     returned as ``cannot_wait``. Requests of different source columns are not mixed: say which
     with ``sources``."""
     now = now or datetime.now(timezone.utc)
-    wanted = {text.strip().lower() for text in sources}
+    wanted = {workspace.namer.from_column_name(text) for text in sources}  # prod.fintech.payments.user_id too
     queued = [r for r in store.all() if r.state is RequestState.QUEUED
               and (not wanted or set(r.sources) <= wanted)]
     chosen = [r for r in queued if due_within is None or r.deadline_at <= now + due_within]
@@ -72,7 +72,7 @@ def add_requests(workspace: Workspace, store, log: AuditLog, sources: Sequence[s
     columns' types exactly as ``plan`` checks them, and recorded in the audit log."""
     refs = []
     for text in sources:
-        dataset, _, column = text.strip().lower().rpartition(".")
+        dataset, _, column = workspace.namer.from_column_name(text).rpartition(".")  # with its catalog too
         if dataset not in workspace.config.catalog:
             raise PlanningError(f"--source {text}: dataset {dataset!r} is not in the catalog")
         refs.append(ColumnRef(dataset=dataset, column=column))

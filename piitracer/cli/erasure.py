@@ -61,6 +61,7 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
     with open_session(ctx, audit_key_file, master_key_file) as session:
         # With -o, keys first: a plan that would be kept but cannot be recorded or encrypted is refused before work.
         planned = session.plan(sources, subjects, labels, keep=out is not None)
+        explained = api.named_dataset(session.workspace, explain_dataset) if explain_dataset else None
     plan, text = planned.plan, planned.text
     if plan.deadline_at < datetime.now(timezone.utc):
         err_console.print(f"warning: the deadline {plan.deadline_at:%Y-%m-%d %H:%M} UTC has already passed "
@@ -70,8 +71,8 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
         sealed = "sealed" if plan.seal else "NOT sealed (no audit key: execute will need --unsealed)"
         err_console.print(f"wrote {out} (mode 0600; subject values encrypted; {sealed}); requests "
                           f"{', '.join(api.plan_requests(plan))} planned", highlight=False)
-    if explain_dataset:
-        click.echo(explain_text(plan, explain_dataset.lower()))
+    if explained:
+        click.echo(explain_text(plan, explained))
     elif output == "json":
         click.echo(text or redacted_json(plan), nl=False)
     else:
@@ -203,6 +204,7 @@ def verify_command(ctx, plan_file: Path, output: str, sweep: str | None, audit_k
     attestation; 2 on error. Never prints a subject value."""
     # No key, no record: the session refuses before the scan. A read-only check may go without one.
     with open_session(ctx, audit_key_file, master_key_file) as session:
+        explain = api.named_dataset(session.workspace, explain) if explain else None  # prod.fintech.payments too
         verified = session.verify(plan_file, record=not no_record, sweep=sweep,
                                   engine=TaskEngine(engine) if engine else None, explain=explain)
     report = verified.report

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 import piitracer
-from piitracer.api import rebuild_lineage_store
+from piitracer.api import named_dataset, rebuild_lineage_store
 from piitracer.cli.common import open_workspace
 from piitracer.cli.terminal import console, err_console, lineage_stats_table
 from piitracer.model.lineage import ProblemSeverity
@@ -62,8 +62,9 @@ def lineage_rebuild(ctx: click.Context) -> None:
 @click.pass_context
 def lineage_show(ctx: click.Context, start: str | None, fmt: str, out: Path | None) -> None:
     """The lineage diagram (graphviz) or the graph as JSON."""
-    graph = _graph(ctx)
-    origin = piitracer.parse_column(start, graph) if start else None
+    workspace = open_workspace(ctx)
+    graph = piitracer.build_lineage_graph(workspace)
+    origin = piitracer.parse_column(named_dataset(workspace, start), graph) if start else None
     if fmt == "json":
         data = (json.dumps(graph.to_json(origin), indent=2) + "\n").encode()
     else:
