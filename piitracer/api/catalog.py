@@ -23,13 +23,15 @@ from piitracer.discover.lakehouse import DiscoveredTable, Discovery, describe_ca
 from piitracer.executor.spark_catalog import list_catalogs
 from piitracer.executor.spark_session import spark_session
 from piitracer.formats import FormatError
+from piitracer.formats.iceberg_catalogs import catalog_table
 from piitracer.workspace.catalog_layers import DISCOVERED_FILE, DISCOVERED_HEADER
 from piitracer.workspace.model import Workspace, WorkspaceError
 from piitracer.model.lineage import ColumnRef
 from piitracer.model.workspace import REPLICA_SEPARATOR, DatasetFormat
 from piitracer.storage.guard import canonical
 from piitracer.storage.locations import Location, LocationError
-from piitracer.storage.store import Store
+from piitracer.storage.store import StorageError, Store
+from piitracer.ingest.workspace.loader import where_said
 
 
 def discover_catalog(workspace: Workspace, progress: Callable[[str], None] | None = None,
@@ -41,12 +43,14 @@ def discover_catalog(workspace: Workspace, progress: Callable[[str], None] | Non
     with the reason). The configured Iceberg catalogs' tables are listed through their catalogs
     (:mod:`piitracer.discover.catalog_tables`): each named ``namespace.table``, read from the
     metadata file its catalog names, and not found again by its folder."""
+    refuse_missing_roots(workspace)
     warehouse, roots = Location.parse(workspace.resolve(workspace.config.spark.warehouse)), warehouse_roots(workspace)
     catalogs = iceberg_catalogs(workspace, ask_catalogs=False)  # it lists them itself: one unreachable is reported
     listed = discover_catalog_tables(catalogs, roots, Store(workspace.config.storage, pointers=catalogs), progress)
     found = discover_tables(roots, discovery_store(workspace, listed.bindings()), warehouse, workspace.config.spark.catalog,
                             progress, catalogued=listed.tables)
     found.unreadable_iceberg_catalogs, found.bindings = listed.unreadable, listed.bindings()
+    found.unreadable_iceberg_tables = listed.unloadable
     if spark_views:
         if progress:
             progress("the Spark catalogs")
@@ -58,6 +62,24 @@ def discover_catalog(workspace: Workspace, progress: Callable[[str], None] | Non
                                                                        warehouse_roots(workspace))],
                               key=lambda table: table.location.uri)
     return found
+
+
+def refuse_missing_roots(workspace: Workspace) -> None:
+    """Refuse to discover (and so to classify, or to check the catalog) under a configured
+    warehouse root that does not exist: the walk would find no table there, and a check would
+    "agree" with a lakehouse it never saw. Raises :class:`WorkspaceError` naming the file, line
+    and root, and the fix. A root whose store cannot be reached is left to discovery, which reports
+    it with the reason."""
+    store = workspace_store(workspace)
+    for index, text in enumerate(workspace.config.warehouse_roots):
+        try:
+            if store.exists(Location.parse(text, workspace.root)):
+                continue
+        except (StorageError, LocationError):
+            continue
+        raise WorkspaceError(f"{where_said(workspace.root, ['warehouse_roots', index])}: warehouse root {text} does not "
+                             "exist: create it and put your tables under it, or fix warehouse_roots (no table can be "
+                             "discovered or checked there)")
 
 
 def discovery_store(workspace: Workspace, bindings: Mapping[Location, str]) -> Store:
@@ -94,10 +116,31 @@ def lineage_only_datasets(workspace: Workspace, discovery: Discovery) -> list[st
     return sorted(d for d in graph.datasets() if d not in workspace.config.catalog and d not in found)
 
 
-def catalog_drift(workspace: Workspace, tables: Sequence[DiscoveredTable] | None = None) -> list[Difference]:
-    """Where the workspace's catalog and the lakehouse disagree (:mod:`piitracer.discover.drift`)."""
-    found = discover_catalog(workspace).tables if tables is None else tables
-    return compare(workspace.config.catalog, dataset_locations(workspace), found, workspace.layers.overrides)
+def catalog_drift(workspace: Workspace, tables: Sequence[DiscoveredTable] | None = None, *,
+                  discovery: Discovery | None = None) -> list[Difference]:
+    """Where the workspace's catalog and the lakehouse disagree (:mod:`piitracer.discover.drift`).
+
+    An entry kept by a configured Iceberg catalog is compared with the table its catalog lists by
+    its ``table:`` identifier (the catalog's facts), never with what a walk finds in its folder.
+
+    Args:
+        workspace: The workspace whose catalog is checked.
+        tables: The lakehouse's tables to compare with (default: ``discovery``'s).
+        discovery: A discovery already made (its tables, and why a catalog or a table could not be
+            read through its catalog); default: one made now.
+
+    Returns:
+        Every difference, drift and overrides alike (:class:`~piitracer.discover.drift.Difference`).
+    """
+    if tables is None:
+        discovery = discovery or discover_catalog(workspace)
+        tables = discovery.tables
+    unlisted = {**discovery.unreadable_iceberg_catalogs, **discovery.unreadable_iceberg_tables} if discovery else {}
+    catalogs = iceberg_catalogs(workspace, ask_catalogs=False)
+    kept = {dataset: entry.table for dataset, entry in workspace.config.catalog.items()
+            if catalog_table(entry, workspace.config.spark.catalog) and catalogs.owns(entry.table)}
+    return compare(workspace.config.catalog, dataset_locations(workspace, ask_catalogs=False), tables,
+                   workspace.layers.overrides, catalog_tables=kept, unlisted=unlisted)
 
 
 def write_discovered_catalog(workspace: Workspace, discovery: Discovery | None = None,
@@ -195,6 +238,7 @@ def classify_catalog(workspace: Workspace, sample: int = 50) -> Classification:
     problems.update({root: f"cannot list it: {why}" for root, why in discovery.unreadable_roots.items()})
     problems.update({f"Iceberg catalog {name}": f"cannot list it: {why}"
                      for name, why in discovery.unreadable_iceberg_catalogs.items()})
+    problems.update(discovery.unreadable_iceberg_tables)  # identifier -> why its catalog cannot load it
     for table in discovery.tables:
         dataset = name_of(table)
         if table.problems:

@@ -49,6 +49,8 @@ def catalog_discover(ctx: click.Context, output: str, write: bool, spark_views: 
         err_console.print(f"Spark catalog {catalog}: views not listed: {why}", highlight=False, markup=False, soft_wrap=True)
     for catalog, why in sorted(discovery.unreadable_iceberg_catalogs.items()):
         err_console.print(f"Iceberg catalog {catalog}: not discovered: {why}", highlight=False, markup=False, soft_wrap=True)
+    for table, why in sorted(discovery.unreadable_iceberg_tables.items()):
+        err_console.print(f"Iceberg table {table}: not discovered: {why}", highlight=False, markup=False, soft_wrap=True)
     for found in tables:
         for warning in found.warnings:
             err_console.print(f"{found.table or found.name}: warning: {warning}", highlight=False, markup=False,
@@ -62,6 +64,7 @@ def catalog_discover(ctx: click.Context, output: str, write: bool, spark_views: 
                                "views": {d: list(c) for d, c in sorted(discovery.views.items())},
                                "unreadable_catalogs": discovery.unreadable_catalogs,
                                "unreadable_iceberg_catalogs": discovery.unreadable_iceberg_catalogs,
+                               "unreadable_iceberg_tables": discovery.unreadable_iceberg_tables,
                                "seen_in_lineage_not_found_in_storage": lineage_only}, indent=2))
         return
     root = Location.parse(workspace.root)
@@ -140,7 +143,7 @@ def catalog_check(ctx: click.Context) -> None:
     discovery = discover_catalog(workspace)
     for root, why in sorted(discovery.unreadable_roots.items()):
         err_console.print(f"{root}: not checked: {why}", highlight=False, markup=False)
-    differences = catalog_drift(workspace, discovery.tables)
+    differences = catalog_drift(workspace, discovery=discovery)
     drift = [d for d in differences if d.drift]
     if differences:
         console.print(drift_table(differences))

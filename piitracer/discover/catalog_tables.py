@@ -9,7 +9,8 @@ catalog keeps outside every discovery root is listed with the reason and nothing
 a catalog whose current metadata file lies outside the table's location is not followed there.
 A newer metadata file lying in the folder (another writer's uncommitted commit) is a warning,
 never the table's state. A catalog that cannot be reached is reported with the reason, and the
-others are still read. Spark's Hadoop-type catalog keeps no pointer of its own: its tables are
+others are still read; so is a table its catalog lists but cannot load (by its identifier: it has
+no location piitracer could name). Spark's Hadoop-type catalog keeps no pointer of its own: its tables are
 found by the walk of the roots, as before.
 """
 
@@ -30,11 +31,13 @@ from piitracer.storage.store import StorageError, Store
 
 @dataclass
 class CatalogDiscovery:
-    """The tables the configured Iceberg catalogs list, and the catalogs that could not be listed
-    (catalog name -> why, no credential in it)."""
+    """The tables the configured Iceberg catalogs list, the catalogs that could not be listed
+    (catalog name -> why, no credential in it), and the tables a catalog lists but cannot load
+    (``<catalog>.<namespace>.<table>`` -> why)."""
 
     tables: list[DiscoveredTable] = field(default_factory=list)
     unreadable: dict[str, str] = field(default_factory=dict)
+    unloadable: dict[str, str] = field(default_factory=dict)
 
     def bindings(self) -> dict[Location, str]:
         """Location -> identifier of every table read through its catalog: what is read of it next
@@ -64,7 +67,10 @@ def discover_catalog_tables(catalogs: IcebergCatalogs, roots: Sequence[Location]
             continue
         for table_name in listed:
             say(f"{name}.{table_name}")
-            found.tables.append(describe_catalog_table(catalogs, f"{name}.{table_name}", roots, store))
+            try:
+                found.tables.append(describe_catalog_table(catalogs, f"{name}.{table_name}", roots, store))
+            except CatalogError as error:
+                found.unloadable[f"{name}.{table_name}"] = str(error)
     found.tables.sort(key=lambda table: (table.location.uri, table.table or ""))
     return found
 
@@ -74,21 +80,19 @@ def describe_catalog_table(catalogs: IcebergCatalogs, identifier: str, roots: Se
     """One catalog table: its location as the catalog says, checked against the roots before
     anything of it is read; then schema, refs, properties and retention read from the table the
     catalog returns (through the catalog's own file access); a stray newer metadata file is a
-    warning. A problem is the table's, never the discovery's end."""
+    warning. A problem once its location is known is the table's (listed with it), never the
+    discovery's end; a table the catalog cannot load, or places nowhere piitracer can name, is a
+    ``CatalogError`` with the reason (it has no location to list it at)."""
     name = identifier.split(".", 1)[0]
-    nowhere = Location.parse("/")
 
-    def problem(text: str, location: Location = nowhere) -> DiscoveredTable:
+    def problem(text: str, location: Location) -> DiscoveredTable:
         return DiscoveredTable(location, TABLE_FORMAT, table=identifier, catalog=name, problems=(text,))
 
-    try:
-        table = catalogs.load_table(identifier)
-    except CatalogError as error:
-        return problem(str(error))
+    table = catalogs.load_table(identifier)
     try:
         location = Location.parse(table.location())
     except (LocationError, ValueError) as error:
-        return problem(f"the Iceberg catalog {name} gives it location {table.location()!r}: {error}")
+        raise CatalogError(f"the Iceberg catalog {name} gives it location {table.location()!r}: {error}") from None
     if not any(canonical(root).contains(canonical(location)) for root in roots):
         return problem(f"kept by the Iceberg catalog {name} outside the discovery roots: not read "
                        "(piitracer touches nothing there)", location)

@@ -1,6 +1,12 @@
 """Where the workspace's catalog and the lakehouse disagree (``piitracer catalog check``).
 
-Entries are paired by location (canonical: symlinks resolved), not by name. For each pair:
+Entries are paired by location (canonical: symlinks resolved), not by name — except an entry whose
+``table:`` names a configured Iceberg catalog that keeps its tables' pointers: it is paired with the
+table its catalog lists under that identifier, and compared with the catalog's facts (the schema,
+write mode and properties of the metadata file the catalog names), never with whatever a walk finds
+in the entry's folder. Its catalog keeping it elsewhere is drift of ``location`` (both named); its
+catalog no longer listing it (dropped, renamed) or unable to load it is drift of ``table``. For each
+pair:
 
 - **drift** (exit 1): the format differs (an ``archive`` is a plain Parquet folder to the
   lakehouse: ``FormatSupport.stored_as``); a catalogued column no longer exists; the table has a column the catalog does not
@@ -41,22 +47,40 @@ class Difference:
 
 
 def compare(catalog: Mapping[str, CatalogDataset], locations: Mapping[str, Location],
-            tables: Sequence[DiscoveredTable], overrides: Mapping[str, frozenset[str]] | None = None) -> list[Difference]:
-    """Every difference between the catalog's entries (those with a location) and ``tables``;
-    ``overrides``: per dataset, the fields the person set over the discovered layer."""
+            tables: Sequence[DiscoveredTable], overrides: Mapping[str, frozenset[str]] | None = None,
+            catalog_tables: Mapping[str, str] | None = None, unlisted: Mapping[str, str] | None = None) -> list[Difference]:
+    """Every difference between the catalog's entries (those with a location, or kept by an
+    Iceberg catalog) and ``tables``; ``overrides``: per dataset, the fields the person set over the
+    discovered layer; ``catalog_tables``: dataset -> ``<catalog>.<namespace>.<table>`` of each entry
+    a configured Iceberg catalog keeps (paired by that identifier); ``unlisted``: why a catalog
+    (by name) or a table (by identifier) could not be read through its catalog."""
     by_place = {canonical(table.location).uri: table for table in tables}
+    by_identifier = {table.table.lower(): table for table in tables if table.catalog and table.table}
     claimed: set[str] = set()
     found: list[Difference] = []
     for dataset, entry in sorted(catalog.items()):
         location = locations.get(dataset)
-        if location is None or not entry.format.stores_rows:
+        identifier = (catalog_tables or {}).get(dataset)
+        if not entry.format.stores_rows or (location is None and identifier is None):
             continue
-        place = canonical(location).uri
-        claimed.add(place)
-        table = by_place.get(place)
-        if table is None:
-            found.append(Difference(dataset, "location", str(location), "no table there (disappeared?)"))
-            continue
+        if location is not None:
+            claimed.add(canonical(location).uri)  # a folder there is this entry's, whatever else it says
+        if identifier is not None:
+            table = by_identifier.get(identifier.lower())
+            if table is None:
+                found.append(_not_listed(dataset, identifier, location, by_place, unlisted or {}))
+                continue
+            claimed.add(canonical(table.location).uri)
+            if location is not None and canonical(location) != canonical(table.location):
+                name = identifier.split(".", 1)[0]
+                found.append(Difference(dataset, "location", str(location),
+                                        f"{table.location} (where the Iceberg catalog {name} keeps {identifier})"))
+        else:
+            place = canonical(location).uri
+            table = by_place.get(place)
+            if table is None:
+                found.append(Difference(dataset, "location", str(location), "no table there (disappeared?)"))
+                continue
         chosen = (overrides or {}).get(dataset, frozenset())
         found += [replace(d, drift=False) if d.field in chosen and _overridable(d.field) else d
                   for d in _entry_differences(dataset, entry, table)]
@@ -65,6 +89,19 @@ def compare(catalog: Mapping[str, CatalogDataset], locations: Mapping[str, Locat
             found.append(Difference(table.name, "catalog", "not in the catalog",
                                     f"new {table.format.value} table at {table.location}"))
     return found
+
+
+def _not_listed(dataset: str, identifier: str, location: Location | None, by_place: Mapping[str, DiscoveredTable],
+                unlisted: Mapping[str, str]) -> Difference:
+    """The drift of an entry whose Iceberg catalog lists no table by its identifier: why the
+    catalog could not say, else that it no longer has it (and what its folder still holds)."""
+    name = identifier.split(".", 1)[0].lower()
+    why = unlisted.get(identifier.lower()) or unlisted.get(identifier) or unlisted.get(name)
+    if why:
+        return Difference(dataset, "table", identifier, f"cannot be read through its Iceberg catalog: {why}")
+    left = by_place.get(canonical(location).uri) if location is not None else None
+    files = f"; {left.format.value} files are still at {location}" if left is not None else ""
+    return Difference(dataset, "table", identifier, f"not in the Iceberg catalog {name} (dropped or renamed?){files}")
 
 
 def _entry_differences(dataset: str, entry: CatalogDataset, table: DiscoveredTable) -> list[Difference]:

@@ -70,6 +70,8 @@ class Discovery:
     unreadable_catalogs: dict[str, str] = field(default_factory=dict)
     # The configured Iceberg catalogs that could not be listed, with why (the others still are).
     unreadable_iceberg_catalogs: dict[str, str] = field(default_factory=dict)
+    # Tables a configured Iceberg catalog lists but cannot load or place (identifier -> why).
+    unreadable_iceberg_tables: dict[str, str] = field(default_factory=dict)
 
 
 def discover_tables(roots: Sequence[Location], store: Store, warehouse: Location | None = None,
