@@ -42,10 +42,23 @@ from piitracer.model.errors import InputError
 
 def audit_log(workspace: Workspace | str | os.PathLike[str], key: str | bytes | AuditKey | None = None,
               key_file: str | os.PathLike[str] | None = None, create: bool = True) -> AuditLog:
-    """Open (or, with ``create``, create) the workspace's audit log. The key is ``key`` (the demo
-    passes its demo key here), else ``key_file``, else ``$PIITRACER_AUDIT_KEY`` /
-    ``$PIITRACER_AUDIT_KEY_FILE``; with none, :class:`piitracer.audit.AuditKeyError`. There is no
-    default key. A missing log with ``create=False`` is an :class:`piitracer.audit.AuditError`."""
+    """Open (or create) the workspace's audit log. There is no default key.
+
+    Args:
+        workspace: the loaded workspace, or its folder.
+        key: the audit key (the demo passes its demo key here), or its secret.
+        key_file: the audit key's file, when no ``key`` is given; with neither,
+            ``$PIITRACER_AUDIT_KEY`` or ``$PIITRACER_AUDIT_KEY_FILE``.
+        create: create the log when the workspace has none yet.
+
+    Returns:
+        The audit log, with its anchor and the workspace's id; close it (it is a context manager).
+
+    Raises:
+        AuditKeyError: no audit key, or one that is unreadable, too short or open to others.
+        AuditError: no log and not ``create``; an anchor refused (see [`audit_anchor`][piitracer.api.audit.audit_anchor]).
+        WorkspaceError: the folder's ``piitracer.yaml`` cannot be loaded.
+    """
     loaded = key if isinstance(key, AuditKey) else load_audit_key(key, key_file)
     if not isinstance(workspace, Workspace):
         workspace = load_workspace(workspace)
@@ -59,10 +72,20 @@ def audit_log(workspace: Workspace | str | os.PathLike[str], key: str | bytes | 
 
 
 def workspace_identity(workspace: Workspace) -> str:
-    """This workspace's id: created once (a random UUID in ``.piitracer/workspace_id``, mode 0600)
-    and never changed. The audit log's first entry and its anchor carry it, so ``audit verify``
-    tells this workspace's log from a copy of another's; a lost or replaced id file is caught the
-    same way."""
+    """This workspace's id: created once (a random UUID in the state folder's ``workspace_id``,
+    mode 0600) and never changed. The audit log's first entry and its anchor carry it, so
+    ``audit verify`` tells this workspace's log from a copy of another's; a lost or replaced id file
+    is caught the same way.
+
+    Args:
+        workspace: the loaded workspace.
+
+    Returns:
+        The id, a UUID's text.
+
+    Raises:
+        AuditError: the id file holds something that is not a UUID.
+    """
     path = StateLayout(workspace.root).workspace_id
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:
@@ -80,10 +103,20 @@ def workspace_identity(workspace: Workspace) -> str:
 
 
 def audit_anchor(workspace: Workspace) -> AnchorFile | None:
-    """The workspace's ``audit.anchor`` (relative paths against the workspace folder), or None.
-    Refused inside the workspace (whoever can wipe the workspace's log could wipe it too), inside
-    a catalogued dataset's location or a warehouse root (every append replaces the anchor: it must
-    never land on table files), and where something that is not an anchor already lies."""
+    """The workspace's ``audit.anchor`` (a relative path against the workspace folder), or None.
+
+    Args:
+        workspace: the loaded workspace.
+
+    Returns:
+        The anchor file, or None when the workspace names none.
+
+    Raises:
+        AuditError: the anchor is inside the workspace (whoever can wipe the log could wipe it
+            too), inside a catalogued dataset's location or a warehouse root (every append replaces
+            the anchor: it must never land on table files), or where something that is not an
+            anchor already lies.
+    """
     text = workspace.config.audit.anchor
     if not text:
         return None
@@ -105,17 +138,40 @@ def audit_anchor(workspace: Workspace) -> AnchorFile | None:
 
 
 def record_plan(log: AuditLog, plan: DeletionPlan) -> AuditEntry:
-    """Append the plan entry (id, requests, deadline, per-dataset decisions; no subject values)."""
+    """Append the plan entry (id, requests, deadline, per-dataset decisions; no subject values;
+    keyed digests of the subjects).
+
+    Args:
+        log: the workspace's audit log.
+        plan: the plan.
+
+    Returns:
+        The plan's entry (the one already there when it was recorded before).
+    """
     return record_plan_entry(log, plan)
 
 
 def record_run(log: AuditLog, plan: DeletionPlan, run: RunSummary | Sequence[StepRecord],
                workspace: Workspace) -> list[AuditEntry]:
-    """Append a step entry per step of a run: ``run`` is the executor's :class:`RunSummary` (the
-    journal's records add start/finish times and original run ids) or the journal's records
-    (:func:`journal_steps`). Each entry carries the SHA-256 of the dataset's newest table metadata
-    file at recording time. Steps already recorded unchanged are skipped; the plan entry is added
-    first if missing."""
+    """Append a step entry per step of a run (the plan entry first when it is missing).
+
+    Each entry carries the SHA-256 of the dataset's newest table metadata file at recording time.
+    Steps already recorded unchanged are skipped.
+
+    Args:
+        log: the workspace's audit log.
+        plan: the plan that ran.
+        run: the executor's ``piitracer.executor.runner.RunSummary`` (the journal's records
+            add start and finish times and original run ids), or the journal's records
+            (``piitracer.api.wiring.journal_steps``: a run that stopped with an error).
+        workspace: the loaded workspace (the tables' metadata files).
+
+    Returns:
+        The entries appended.
+
+    Raises:
+        ValueError: ``run`` is a dry run's summary (a dry run changes nothing).
+    """
     if isinstance(run, RunSummary) and run.status == "dry-run":
         raise ValueError("a dry run changes nothing: there is no run to record")
     record_plan_entry(log, plan)
@@ -139,16 +195,35 @@ def record_run(log: AuditLog, plan: DeletionPlan, run: RunSummary | Sequence[Ste
 
 
 def record_verification(log: AuditLog, plan: DeletionPlan, report: VerificationReport) -> AuditEntry:
-    """Append the verification entry (per dataset state, files scanned, findings without values)."""
+    """Append the verification entry (the plan entry first when it is missing).
+
+    Args:
+        log: the workspace's audit log.
+        plan: the plan verified.
+        report: the verification report (per dataset state, files scanned, findings without values).
+
+    Returns:
+        The verification's entry.
+    """
     record_plan_entry(log, plan)
     return record_verification_entry(log, plan, report)
 
 
 def verify_audit(log: AuditLog, workspace: Workspace | None = None, expect_head: str | None = None) -> VerifyResult:
-    """Recompute the chain, hashes, seals, sequence and Merkle roots, the structure, the anchor and
-    ``expect_head`` (see :func:`piitracer.audit.verify_log`); with ``workspace``, also cross-check
-    its journal: every plan the journal ran was recorded in the log before its first step, so a
-    run without an audit entry means entries were removed. The first problem, if any."""
+    """Check the audit log (``audit verify``): recompute the chain, hashes, seals, sequence and
+    Merkle roots, the structure, the anchor and ``expect_head`` (see
+    ``piitracer.audit.verify_log``).
+
+    Args:
+        log: the audit log.
+        workspace: also cross-check this workspace's journal: every plan the journal ran was
+            recorded in the log before its first step, so a run without an audit entry means
+            entries were removed.
+        expect_head: the head hash the log must have (one kept elsewhere).
+
+    Returns:
+        Whether the log holds, its entry count and head, and the first problem, if any.
+    """
     result = log.verify(expect_head=expect_head)
     if not result.ok or workspace is None:
         return result
@@ -167,9 +242,19 @@ def verify_audit(log: AuditLog, workspace: Workspace | None = None, expect_head:
 
 
 def request_trail(log: AuditLog, request_id: str, verified: VerifyResult | None = None) -> RequestTrail:
-    """Everything the log holds about one request, with its Merkle root and the chain's state
-    (``verified``: the log's verification already done, else it is done here); NotFoundError when
-    the log has no entry for it."""
+    """Everything the log holds about one request, with its Merkle root and the chain's state.
+
+    Args:
+        log: the audit log.
+        request_id: the request.
+        verified: the log's verification already done; else it is done here.
+
+    Returns:
+        The request's entries, Merkle root, and whether the chain is intact.
+
+    Raises:
+        NotFoundError: the log has no entry for the request.
+    """
     entries = log.entries(request_id=request_id)
     if not entries:
         raise NotFoundError(f"the audit log has no entry for request {request_id!r}")
@@ -181,8 +266,24 @@ def request_trail(log: AuditLog, request_id: str, verified: VerifyResult | None 
 
 def audit_report(workspace: Workspace, log: AuditLog, request_id: str, fmt: str = "html",
                  graph: LineageGraph | None = None, generated_at: datetime | None = None) -> str:
-    """The audit report of one request (``html``: self-contained page with the lineage diagram
-    coloured by state; ``md``: Markdown), made from the audit log and the workspace's lineage."""
+    """The audit report of one request, made from the audit log and the workspace's lineage.
+
+    Args:
+        workspace: the loaded workspace.
+        log: the audit log.
+        request_id: the request.
+        fmt: ``html`` (a self-contained page with the lineage diagram coloured by state) or ``md``
+            (Markdown).
+        graph: the lineage graph; default: the workspace's.
+        generated_at: the time the report says it was made; default: now.
+
+    Returns:
+        The report's text.
+
+    Raises:
+        NotFoundError: the log has no entry for the request.
+        ValueError: ``fmt`` is neither ``html`` nor ``md``.
+    """
     trail = request_trail(log, request_id)
     if fmt == "md":
         return report_markdown(trail, generated_at)
@@ -195,8 +296,23 @@ def audit_report(workspace: Workspace, log: AuditLog, request_id: str, fmt: str 
 def erasure_certificate(workspace: Workspace, log: AuditLog, request_id: str, signing_key,
                         issued_at: datetime | None = None) -> dict[str, Any]:
     """The signed erasure certificate of one request (see ``render.certificate`` and
-    ``crypto.signing``): refused (:class:`~piitracer.render.certificate.NotCertifiable`) unless the
-    whole log verifies — chain, anchor, journal — and the request's latest verification is complete."""
+    ``crypto.signing``).
+
+    Args:
+        workspace: the loaded workspace (the journal cross-check).
+        log: the audit log.
+        request_id: the request.
+        signing_key (Ed25519PrivateKey): the certificate signing key (Ed25519, loaded).
+        issued_at: the certificate's time; default: now.
+
+    Returns:
+        The certificate document, signed.
+
+    Raises:
+        NotCertifiable: the whole log does not verify (chain, anchor, journal) or the request's
+            latest verification is not complete.
+        NotFoundError: the log has no entry for the request.
+    """
     checked = verify_audit(log, workspace)
     if not checked.ok:
         raise NotCertifiable(f"request {request_id}: the audit log is not intact ({checked.problem})")
@@ -206,9 +322,20 @@ def erasure_certificate(workspace: Workspace, log: AuditLog, request_id: str, si
 
 
 def check_certificate(path: Path, public_key_path: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """(the certificate document, None) when ``path`` holds a certificate signed by the key at
-    ``public_key_path`` and unchanged since; (document or None, why not) otherwise. An unreadable
-    file or key is a :class:`~piitracer.model.errors.PiitracerError`."""
+    """Check a certificate file against the public key of the key that signed it.
+
+    Args:
+        path: the certificate file.
+        public_key_path: the signing key's public key (PEM).
+
+    Returns:
+        (the certificate document, None) when it is signed by that key and unchanged since;
+            (the document or None, why not) otherwise.
+
+    Raises:
+        InputError: the certificate file cannot be read.
+        SigningKeyError: the public key cannot be read.
+    """
     public = load_public_key(public_key_path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -222,9 +349,17 @@ def check_certificate(path: Path, public_key_path: Path) -> tuple[dict[str, Any]
 
 
 def table_metadata_hash(workspace: Workspace, dataset: str) -> tuple[str, str] | None:
-    """(file relative to the location, SHA-256) of a table's newest metadata (its format's
-    ``newest_metadata``: Iceberg's current ``metadata.json``, Delta's last ``_delta_log`` commit);
-    None for formats without one or when the table is not there."""
+    """A table's newest metadata file and its SHA-256 (its format's ``newest_metadata``:
+    Iceberg's current ``metadata.json``, Delta's last ``_delta_log`` commit).
+
+    Args:
+        workspace: the loaded workspace.
+        dataset: the catalogued dataset.
+
+    Returns:
+        (the file relative to the table's location, its SHA-256); None for formats without one or
+            when the table is not there.
+    """
     entry = workspace.config.catalog.get(dataset)
     location = dataset_locations(workspace).get(dataset)
     if entry is None or location is None:

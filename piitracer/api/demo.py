@@ -66,7 +66,12 @@ class DemoResult:
     seconds: dict[str, float] = field(default_factory=dict)
 
     def totals(self) -> dict[str, int]:
-        """Datasets erased (a delete or rewrite committed), rows removed, files rewritten, bytes removed."""
+        """What the demo's run erased.
+
+        Returns:
+            Datasets erased (a delete or rewrite committed), rows deleted, files rewritten, files
+                removed and bytes removed; all 0 when nothing ran.
+        """
         totals = {"datasets_erased": 0, "rows_deleted": 0, "files_rewritten": 0, "files_removed": 0, "bytes_removed": 0}
         if self.run is None:
             return totals
@@ -89,20 +94,42 @@ def run_demo(
     attest: bool = True,
     close: bool = True,
 ) -> DemoResult:
-    """The whole demo in ``folder``: copy the fixture workspace there (once), build its lakehouse
-    (or reuse it; ``rebuild`` starts over), plan the erasure of user 8841302 — or of ``subjects``
-    random users that have rows, as one batch — from ``prod.payments.user_id``, write ``plan.json``
-    (0600) and ``lineage.svg``, and execute the plan (it is the demo's own lakehouse: no concurrent
-    writers, tags may be dropped). Then it verifies — the person steps (a Kafka topic, a masked token
-    table, an aggregate) are still awaiting attestation, so this first verification is not complete —
-    and, unless ``attest`` is False, attests each as its simulated owner (the evidence says it is
-    simulated), verifies again and writes the audit report. ``warehouse`` puts the Iceberg warehouse
-    elsewhere (tests point it at their running Spark session's). ``progress`` gets one line per phase.
+    """The whole demo in ``folder``, as a short script over one session.
 
-    Every use case goes through one session with the demo's own keys (:func:`demo_keys`), exactly
+    Copy the fixture workspace there (once), build its lakehouse (or reuse it), plan the erasure
+    of user 8841302 — or of ``subjects`` random users that have rows, as one batch — from
+    ``prod.payments.user_id``, write ``plan.json`` (0600) and ``lineage.svg``, and execute the plan
+    (it is the demo's own lakehouse: no concurrent writers). Then verify: the person steps (a
+    Kafka topic, a masked token table, an aggregate) are still awaiting attestation, so this first
+    verification is not complete; attest each as its simulated owner (the evidence says it is
+    simulated), verify again, close the requests and write the audit report and the certificate.
+
+    Every use case goes through one session with the demo's own keys ([`demo_keys`][piitracer.api.demo.demo_keys]), exactly
     as ``piitracer plan -o``, ``execute``, ``verify``, ``attest``, ``requests close`` and ``audit
-    certificate`` would run them: the subjects live only under their requests' data keys, and a
-    complete erasure ends by closing the requests (their values shredded) unless ``close`` is False."""
+    certificate`` run them: the subjects live only under their requests' data keys.
+
+    Args:
+        folder: the demo's folder (made when missing).
+        subjects: erase this many random users that have rows, as one batch (default: user
+            8841302 alone).
+        rows: payments to build (default: the demo's size); at least 100.
+        rebuild: build the lakehouse again instead of reusing it.
+        warehouse: put the Iceberg warehouse elsewhere (tests point it at their running Spark
+            session's).
+        progress: gets one line per phase and step.
+        attest: attest the person steps as their simulated owners and verify again.
+        close: close the requests of a complete erasure (their values shredded).
+
+    Returns:
+        What each phase did: the build, the plan and its files, the run, both verifications, the
+            attestations, the report and certificate paths, the requests closed, phase times.
+
+    Raises:
+        DemoBuildError: the lakehouse cannot be built (too few rows, a table outside the
+            workspace and the warehouse, a catalog entry the demo cannot build).
+        BadWorkspaceError: the demo workspace's catalog has no Iceberg table ``prod.payments``.
+        ExecutionError: a step failed (the run is recorded first, as ``execute`` records it).
+    """
     say = progress or (lambda message: None)
     seconds: dict[str, float] = {}
     clock = time.monotonic()
@@ -194,7 +221,15 @@ def _open_summary(report: VerificationReport) -> str:
 def plan_diagram(graph: LineageGraph, plan: DeletionPlan):
     """The lineage diagram of a plan's datasets, reached through every identifier of its sources
     (the resolve step captures them all: a PAN-only table is the subject's too); the source key
-    column is highlighted first."""
+    column is highlighted first.
+
+    Args:
+        graph: the lineage graph.
+        plan: the plan.
+
+    Returns:
+        diagram (graphviz.Digraph): the diagram (render it as SVG or PNG).
+    """
     starts: list[ColumnRef] = []
     for capture in plan.resolve:
         for column in (*capture.key_columns, *capture.identifiers):
@@ -205,9 +240,16 @@ def plan_diagram(graph: LineageGraph, plan: DeletionPlan):
 
 
 def demo_audit_key(folder: Path) -> Path:
-    """The demo's own audit key: random, made once per demo folder, in a 0600 file beside its
-    journal. (Outside the demo the key comes from the environment or a key file the user keeps
-    secret; piitracer has no key of its own.)"""
+    """The demo's own audit key: random, made once per demo folder, in a 0600 file in its state
+    folder. (Outside the demo the key comes from the environment or a key file the user keeps
+    secret; piitracer has no key of its own.)
+
+    Args:
+        folder: the demo's folder.
+
+    Returns:
+        The key file's path.
+    """
     path = StateLayout(Path(folder)).demo_key("audit")
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -217,7 +259,14 @@ def demo_audit_key(folder: Path) -> Path:
 
 def demo_master_key(folder: Path) -> Path:
     """The demo's own master key (0600, made once per demo folder); outside the demo it comes from
-    ``--master-key-file`` or the environment."""
+    ``--master-key-file`` or the environment.
+
+    Args:
+        folder: the demo's folder.
+
+    Returns:
+        The key file's path.
+    """
     path = StateLayout(Path(folder)).demo_key("master")
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -226,8 +275,15 @@ def demo_master_key(folder: Path) -> Path:
 
 
 def demo_signing_key(folder: Path) -> tuple[Path, Path]:
-    """The demo's own certificate signing key (private, 0600) and its public key, made once per
-    demo folder. Outside the demo: `piitracer audit keygen PATH`, the private key kept secret."""
+    """The demo's own certificate signing key, made once per demo folder. Outside the demo:
+    ``piitracer audit keygen PATH``, the private key kept secret.
+
+    Args:
+        folder: the demo's folder.
+
+    Returns:
+        The private key's file (0600) and the public key's file.
+    """
     path = StateLayout(Path(folder)).demo_key("signing")
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -236,8 +292,15 @@ def demo_signing_key(folder: Path) -> tuple[Path, Path]:
 
 
 def demo_keys(folder: Path) -> Keys:
-    """The demo's own keys (audit, master, signing), made once per demo folder, 0600 in its state
-    folder: the demo runs on its own lakehouse with keys nobody else holds."""
+    """The demo's own keys, made once per demo folder, 0600 in its state folder: the demo runs on
+    its own lakehouse with keys nobody else holds.
+
+    Args:
+        folder: the demo's folder.
+
+    Returns:
+        The audit, master and signing keys, loaded.
+    """
     signing, _ = demo_signing_key(folder)
     return Keys(audit=load_audit_key(key_file=demo_audit_key(folder)), master=load_master_key(demo_master_key(folder)),
                 signing_key_file=signing)

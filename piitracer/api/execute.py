@@ -24,17 +24,48 @@ def execute_plan(
     attested: Sequence[str] = (),
     cipher: ValueCipher | None = None,
 ) -> RunSummary:
-    """Run a plan on the workspace's lakehouse (journaled; ``options.resume`` continues a killed run).
-    The executor's preflight refuses a plan that does not match the workspace or would act outside
-    its datasets' locations before anything is journaled. Person steps are ``awaiting_attestation``
-    unless their ids are in ``attested``."""
+    """Run a plan on the workspace's lakehouse, journaled.
+
+    The executor's preflight refuses a plan that does not match the workspace or would act
+    outside its datasets' locations before anything is journaled. This runs the plan as given:
+    [`Session.execute`][piitracer.api.session.Session.execute] also checks its seal and
+    origin and records the run in the audit log.
+
+    Args:
+        workspace: the loaded workspace.
+        plan: the plan.
+        options: dry run, resume (continue a killed run), rerun, concurrent writers, refs.
+        on_step: called with each step's result as it finishes.
+        attested: ids of person steps their owners attested (others stay
+            ``awaiting_attestation``).
+        cipher: seals the values the journal keeps under each request's data key (or a function
+            giving it, called when the journal first needs it); None keeps them in clear.
+
+    Returns:
+        The run's summary (per step: state, rows, files, bytes).
+
+    Raises:
+        PlanRefused: the preflight refused the plan (nothing ran).
+        ExecutionError: a step failed (the journal says which; ``options.resume`` continues).
+    """
     return run_execution(workspace, prepare_execution(workspace, plan, options, on_step, attested, cipher))
 
 
 def run_execution(workspace: Workspace, executor: PlanExecutor) -> RunSummary:
-    """``executor.run()``, reported as an OpenLineage job when the workspace has an
-    ``openlineage:`` block: START before, COMPLETE (the datasets changed as outputs) or FAIL after.
-    A dry run is not reported."""
+    """Run a prepared executor, reported as an OpenLineage job when the workspace has an
+    ``openlineage:`` block: START before, COMPLETE (the datasets changed as outputs) or FAIL
+    after. A dry run is not reported.
+
+    Args:
+        workspace: the loaded workspace.
+        executor: the executor [`prepare_execution`][piitracer.api.execute.prepare_execution] gave.
+
+    Returns:
+        The run's summary.
+
+    Raises:
+        ExecutionError: a step failed (after the FAIL event).
+    """
     settings = workspace.config.openlineage
     if settings is None or executor.options.dry_run:
         return executor.run()
@@ -68,8 +99,23 @@ def prepare_execution(
     attested: Sequence[str] = (),
     cipher: ValueCipher | None = None,
 ) -> PlanExecutor:
-    """An executor whose preflight already passed (``PlanRefused`` otherwise): the CLI checks
-    everything before it records anything in the audit log, then calls ``run()``."""
+    """An executor whose preflight already passed: a caller checks everything else before it
+    records anything in the audit log, then runs it ([`run_execution`][piitracer.api.execute.run_execution]).
+
+    Args:
+        workspace: the loaded workspace.
+        plan: the plan.
+        options: dry run, resume, rerun, concurrent writers, refs.
+        on_step: called with each step's result as it finishes.
+        attested: ids of person steps their owners attested.
+        cipher: the journal's cipher (or a function giving it), as for [`execute_plan`][piitracer.api.execute.execute_plan].
+
+    Returns:
+        The executor, ready to run.
+
+    Raises:
+        PlanRefused: the plan does not match the workspace or acts outside its locations.
+    """
     executor = PlanExecutor(plan, execution_context(workspace, attested, cipher), options, on_step)
     executor.preflight()
     return executor

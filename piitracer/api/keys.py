@@ -75,22 +75,54 @@ class Keys:
         return cls(audit=audit, master=master, signing_key_file=signing)
 
     def need_audit(self) -> AuditKey:
-        """The audit key, or the error that says how to supply one."""
+        """The audit key, when the use case cannot go on without it.
+
+        Returns:
+            The audit key.
+
+        Raises:
+            AuditKeyError: there is none; the message says how to supply one.
+        """
         return self.audit if self.audit is not None else load_audit_key(environ={})
 
     def need_master(self) -> KeyWrapper:
-        """The master key, or the error that says how to supply one."""
+        """The master key, when the use case cannot go on without it.
+
+        Returns:
+            The master key (or KMS wrapper).
+
+        Raises:
+            MasterKeyError: there is none; the message says how to supply one.
+        """
         return self.master if self.master is not None else load_master_key(environ={})
 
     def need_signing(self) -> "Ed25519PrivateKey":
-        """The certificate signing key, loaded, or the error that says how to supply one."""
+        """The certificate signing key, loaded, when the use case cannot go on without it.
+
+        Returns:
+            The Ed25519 private key.
+
+        Raises:
+            SigningKeyError: there is none, or its file is unusable; the message says how to supply one.
+        """
         return load_signing_key(self.signing_key_file, environ={}, option="--signing-key")
 
     def with_audit(self, audit: AuditKey | None) -> "Keys":
-        """These keys with another audit key."""
+        """These keys with another audit key.
+
+        Args:
+            audit: the audit key (None: none).
+
+        Returns:
+            A new ``Keys``; the master and signing keys unchanged.
+        """
         return Keys(audit=audit, master=self.master, signing_key_file=self.signing_key_file)
 
     def describe(self) -> dict[str, Any]:
-        """Which keys are present (never a secret): for logs and ``--output json``."""
+        """Which keys are present, never a secret: for logs and ``--output json``.
+
+        Returns:
+            ``{"audit": bool, "master": bool, "signing": bool}``.
+        """
         return {"audit": self.audit is not None, "master": self.master is not None,
                 "signing": self.signing_key_file is not None}

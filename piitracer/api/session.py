@@ -1,10 +1,11 @@
 """One session for the erasure lifecycle: the front doors' one way in.
 
 ``with piitracer.open(workspace, keys) as session:`` opens the workspace, takes the keys as one
-:class:`~piitracer.api.keys.Keys` value, and opens the request store and the audit log once, on
-first use; the use cases are its methods — :meth:`Session.plan`, :meth:`~Session.execute`,
-:meth:`~Session.verify`, :meth:`~Session.attest`, :meth:`~Session.close`,
-:meth:`~Session.certificate` and the rest. The CLI, the console, the HTTP endpoint and the demo
+[`Keys`][piitracer.api.keys.Keys] value, and opens the request store and the audit log once, on
+first use; the use cases are its methods — [`plan`][piitracer.api.session.Session.plan],
+[`execute`][piitracer.api.session.Session.execute], [`verify`][piitracer.api.session.Session.verify],
+[`attest`][piitracer.api.session.Session.attest], [`close`][piitracer.api.session.Session.close],
+[`certificate`][piitracer.api.session.Session.certificate] and the rest. The CLI, the console, the HTTP endpoint and the demo
 parse, call one of them and render; none opens a store itself (tests/unit/architecture).
 
 What each use case checks before it writes anything (a plan's seal and origin, the executor's
@@ -12,6 +13,8 @@ preflight) is the same whoever calls it, and so is what it records: a refused ru
 a failed run is recorded with its failed step.
 """
 
+# Longer than 600 lines: half of it is the docstrings of the API's way in (Args, Returns and Raises of
+# each use case, rendered on the Python API page); its code is under 350 lines.
 from __future__ import annotations
 
 import os
@@ -70,20 +73,23 @@ class BatchWindow:
 
 
 def open(workspace: Workspace | str | os.PathLike[str] = ".", keys: Keys | None = None) -> "Session":  # noqa: A001
-    """A session on ``workspace`` (a loaded :class:`Workspace` or its folder) with ``keys``
-    (default: every key the environment gives, :meth:`Keys.load`).
+    """A session on a workspace with a set of keys: the way in to the erasure lifecycle.
+
+    ``with piitracer.open("lake", piitracer.Keys.load()) as session:`` then
+    ``session.plan(...)``, ``session.execute(...)``, ``session.verify(...)``.
 
     Args:
-        workspace: the workspace, or the folder holding its ``piitracer.yaml``.
-        keys: the audit, master and signing keys; absent ones are asked for by the use cases
-            that need them.
+        workspace: the loaded workspace, or the folder holding its ``piitracer.yaml``.
+        keys: the audit, master and signing keys; default: every key the environment gives
+            ([`Keys.load`][piitracer.api.keys.Keys.load]). An absent key is asked for by the
+            use case that needs it.
 
     Returns:
-        The session; use it as a context manager so its stores are closed.
+        The session; use it as a context manager, so its stores are closed.
 
     Raises:
         WorkspaceError: the workspace cannot be loaded.
-        BadKeyError: a key the environment gives is unusable.
+        BadKeyError: a key the environment gives is unusable (keys left to the default only).
     """
     if not isinstance(workspace, Workspace):
         from piitracer.ingest.workspace.loader import load_workspace
@@ -119,19 +125,37 @@ class Session:
     # ---- the stores, opened once ------------------------------------------------------------
 
     def requests(self) -> "RequestStore":
-        """The workspace's request store (created on first use), with the master key when the
-        session has one (needed to add requests and to read or seal their values)."""
+        """The workspace's request store, opened once (created on first use).
+
+        Returns:
+            The store, with the master key when the session has one (needed to add requests and to
+                read or seal their values; the board is read without it).
+        """
         if self._store is None:
             self._store = self._stack.enter_context(request_store(self.workspace, self.keys.master))
         return self._store
 
     def has_requests(self) -> bool:
-        """Whether the workspace has a request store yet (reading one never creates it)."""
+        """Whether the workspace has a request store yet (asking never creates it).
+
+        Returns:
+            True when the store is open or its file exists.
+        """
         return self._store is not None or self.layout.request_store.exists()
 
     def audit(self, create: bool = True) -> "AuditLog":
-        """The workspace's audit log under the session's audit key (created on first write unless
-        not ``create``: then a missing log is an ``AuditError``)."""
+        """The workspace's audit log under the session's audit key, opened once.
+
+        Args:
+            create: create the log when the workspace has none yet.
+
+        Returns:
+            The audit log.
+
+        Raises:
+            AuditKeyError: the session has no audit key.
+            AuditError: no log and not ``create``.
+        """
         if self._log is None:
             from piitracer.api.audit import audit_log
 
@@ -139,14 +163,30 @@ class Session:
         return self._log
 
     def has_audit_log(self) -> bool:
-        """Whether the workspace has an audit log yet."""
+        """Whether the workspace has an audit log yet (asking never creates it).
+
+        Returns:
+            True when the log is open or its file exists.
+        """
         return self._log is not None or self.layout.audit_log.exists()
 
     # ---- plans ------------------------------------------------------------------------------
 
     def load_plan(self, plan: PlanOrFile) -> "DeletionPlan":
         """A plan given as itself or as a plan file, its sealed values opened with the request
-        store's keys (the master key is needed only when the file holds sealed values)."""
+        store's keys.
+
+        Args:
+            plan: the plan, or its file.
+
+        Returns:
+            The plan, its subject values in clear.
+
+        Raises:
+            BadPlanFileError: the file is not a piitracer plan, or was edited after planning.
+            MasterKeyError: the file holds sealed values and the session has no master key (or
+                not the one that sealed them).
+        """
         from piitracer.api.plan import load_plan
         from piitracer.model.plan import DeletionPlan
 
@@ -172,6 +212,7 @@ class Session:
         Raises:
             PlanningError: a source that is not a key column, a subject value not of its type.
             BadKeyError: ``keep`` without an audit key or a master key.
+            RequestRefused: ``keep`` with a request that is closed, or in the store with other values.
         """
         from piitracer.api.plan import plan_erasure
 
@@ -206,30 +247,73 @@ class Session:
     # ---- requests -----------------------------------------------------------------------------
 
     def queue(self, sources: Sequence[str], subjects: Sequence["Subject"], labels: Sequence[str] = ()) -> list["ErasureRequest"]:
-        """Queue erasure requests (``requests add``): values checked strictly against the source key
-        columns' types, kept only under each request's data key, each recorded in the audit log."""
+        """Queue erasure requests (``requests add``).
+
+        Values are checked strictly against the source key columns' types (as [`Session.plan`][piitracer.api.session.Session.plan] checks
+        them), kept only under each request's data key, and each request is recorded in the audit log
+        with its deadline.
+
+        Args:
+            sources: the source key columns, ``dataset.column``.
+            subjects: the subjects; those with the same request id are one request.
+            labels: each subject's position for error messages, never its value.
+
+        Returns:
+            The requests queued.
+
+        Raises:
+            PlanningError: a source not in the catalog, a value not of its key column's type.
+            RequestError: a request id already in the store.
+            BadKeyError: no master key or no audit key.
+        """
         from piitracer.api.requests import add_requests
 
         return add_requests(self.workspace, self._sealed_store(), self.audit(), sources, subjects, labels)
 
     def board(self, state: "RequestState | str | None" = None, overdue: bool = False,
               now: datetime | None = None) -> list["ErasureRequest"]:
-        """The requests (``piitracer requests``): all, or those in ``state``; with ``overdue`` only
-        those past their deadline at ``now`` and not yet proven erased."""
+        """The requests (``piitracer requests``), read without the master key.
+
+        Args:
+            state: only the requests in this state (a ``RequestState`` or its name); None: all.
+            overdue: only those past their deadline at ``now`` and not yet proven erased.
+            now: the time ``overdue`` is judged at; default: now.
+
+        Returns:
+            The requests, as the store lists them (none when there is no store yet).
+        """
         from piitracer.api.requests import filter_board
 
         found = self.requests().all() if self.has_requests() else []
         return filter_board(found, state, overdue, now)
 
     def request(self, request_id: str) -> "ErasureRequest | None":
-        """One request as the store holds it (None when there is no such request)."""
+        """One request as the store holds it.
+
+        Args:
+            request_id: the request.
+
+        Returns:
+            The request, or None when there is no such request (or no store yet).
+        """
         if not self.has_requests():
             return None
         store = self.requests()
         return store.get(request_id) if store.has(request_id) else None
 
     def plan_of_request(self, request_id: str) -> "DeletionPlan":
-        """The plan the request store keeps for a request, its values opened (needs the master key)."""
+        """The plan the request store keeps for a request, its values opened.
+
+        Args:
+            request_id: the request.
+
+        Returns:
+            The plan its request was last planned in.
+
+        Raises:
+            NotFoundError: no such request, or one never planned.
+            MasterKeyError: the session has no master key.
+        """
         from piitracer.api.plan import parse_plan
         from piitracer.model.errors import NotFoundError
 
@@ -242,9 +326,27 @@ class Session:
     def batch_window(self, due_within: timedelta | None, sources: Sequence[str] = (), *, budget: float | None = None,
                      over_budget_ok: bool = False) -> BatchWindow:
         """``batch plan``: plan every queued request due within ``due_within`` as one batch,
-        estimated; unless nothing is due or the estimate is over ``budget`` (and not
-        ``over_budget_ok``), the plan is sealed, its requests planned and the plan and its
-        estimate recorded."""
+        estimated from table metadata.
+
+        Unless nothing is due or the estimate is over ``budget`` (and not ``over_budget_ok``), the
+        plan is sealed, its requests planned and the plan and its estimate recorded.
+
+        Args:
+            due_within: plan the requests whose deadline falls within this from now; None: every
+                queued request.
+            sources: only the requests of these source columns (requests of different source
+                columns are not mixed).
+            budget: the most the estimated cost may be.
+            over_budget_ok: plan and record it even when the estimate is over ``budget``.
+
+        Returns:
+            The requests chosen (and those that cannot wait for the next window), whether the
+                estimate is over budget, and the plan file's text when the plan was kept.
+
+        Raises:
+            PlanningError: the due requests name different sources, or cannot be planned.
+            BadKeyError: no audit key or no master key.
+        """
         from piitracer.api.plan import seal_plan
         from piitracer.api.requests import batch_plan
         from piitracer.audit import record_estimate_entry
@@ -263,9 +365,21 @@ class Session:
 
     def close(self, request_id: str, now_reason: str | None = None) -> str:
         """Close a request (``requests close``): crypto-shred piitracer's own copies of the person
-        (its data key, the journal's resolved values, rejected events holding them), recorded in
-        the audit log. Refused unless it is verified complete and watched (``now_reason`` skips the
-        rest of the watching period, saying why). Returns the destroyed key's fingerprint."""
+        (its data key, the journal's resolved values, rejected events holding them), recorded in the
+        audit log.
+
+        Args:
+            request_id: the request.
+            now_reason: close before the watching period ends, saying why (recorded).
+
+        Returns:
+            The destroyed data key's fingerprint.
+
+        Raises:
+            CloseRefused: the request is already closed, not verified complete and watched, or still
+                watched (without ``now_reason``).
+            MasterKeyError: the session has no master key.
+        """
         from piitracer.api.requests import forget_copies
         from piitracer.requests.lifecycle import close
 
@@ -280,13 +394,12 @@ class Session:
                 on_step: Callable[["StepResult"], None] | None = None) -> "RunSummary":
         """Run a plan on the lakehouse (``piitracer execute``).
 
-        Everything is checked before the audit log, the request store or the journal is written,
-        so a refused run leaves no trace: the plan's seal (``options.unsealed`` accepts none), the
-        plan against the workspace and the lakehouse (preflight), then its origin (recorded in
-        this workspace's audit log, and what planning it again gives now, unless resumed or
-        re-run). A dry run stops there. Otherwise the plan's requests move executing -> executed
-        around the run, and every step is recorded in the audit log — a failed run too, before
-        its error is raised.
+        Everything is checked before the audit log, the request store or the journal is written, so
+        a refused run leaves no trace: the plan's seal (``options.unsealed`` accepts none), the plan
+        against the workspace and the lakehouse (preflight), then its origin (recorded in this
+        workspace's audit log, and what planning it again gives now, unless resumed or re-run). A dry
+        run stops there. Otherwise the plan's requests move executing -> executed around the run, and
+        every step is recorded in the audit log — a failed run too, before its error is raised.
 
         Args:
             plan: the plan, or its file.
@@ -301,6 +414,7 @@ class Session:
             PlanRefused: the plan does not match the workspace, acts outside its locations, or is
                 not one piitracer made here.
             PlanSealError: an altered plan, or an unsealed one without ``options.unsealed``.
+            BadKeyError: no audit key or no master key.
             ExecutionError: a step failed (the run is recorded first).
         """
         from piitracer.api.audit import record_plan, record_run
@@ -349,8 +463,14 @@ class Session:
     # ---- verify and attest ------------------------------------------------------------------------
 
     def attested(self, plan: "DeletionPlan") -> dict[str, str]:
-        """Step id -> "by NAME at TIME" of every attestation the audit log holds for the plan's
-        person steps (none without an audit key or a log)."""
+        """The attestations the audit log holds for a plan's person steps.
+
+        Args:
+            plan: the plan.
+
+        Returns:
+            Step id -> "by NAME at TIME"; empty without an audit key or an audit log.
+        """
         from piitracer.api.verify import attested_steps
 
         if self.keys.audit is None or not self.has_audit_log():
@@ -376,7 +496,9 @@ class Session:
 
         Raises:
             VerificationError: the plan never ran here (no resolved values in the journal).
-            PlanningError: ``explain`` names no dataset of the plan.
+            ShreddedError: every request of the plan is closed.
+            InputError: ``explain`` names no dataset of the plan.
+            BadKeyError: ``record`` without an audit key.
         """
         from piitracer.api.verify import verify_plan
         from piitracer.api.audit import record_verification
@@ -405,8 +527,17 @@ class Session:
 
     def reverify(self, sweep: str | None = "catalog") -> list[tuple[str, bool]]:
         """Verify again every watching request's plan (``requests reverify``), sweeping beyond it: a
-        finding moves the request back to executed, while its values still exist. Returns
-        (request, still erased) pairs."""
+        finding moves the request back to executed, while its values still exist.
+
+        Args:
+            sweep: ``catalog`` or ``roots`` (also decode what the plan does not reach), or None.
+
+        Returns:
+            (request id, still erased) for every watching request.
+
+        Raises:
+            BadKeyError: no audit key or no master key.
+        """
         from piitracer.api.verify import reverify_requests
 
         self.keys.need_audit()
@@ -415,9 +546,25 @@ class Session:
     def attest(self, plan: PlanOrFile, step_id: str, attested_by: str, evidence: "Evidence | str | None" = None,
                statement: str | None = None) -> "AuditEntry":
         """Record that a person did a ``manual``, ``manual_review`` or ``recompute`` step of a plan
-        (``piitracer attest``, an owner in the console): who, when, and the evidence's SHA-256
-        (a file's bytes or a text; never the evidence itself). An altered plan is refused; an
-        unsealed one is attestable. Noted on the plan's requests the store holds."""
+        (``piitracer attest``, an owner in the console), noted on the plan's requests the store holds.
+
+        Args:
+            plan: the plan, or its file (an unsealed plan is attestable; an altered one is refused).
+            step_id: the person step's id.
+            attested_by: who confirms it (a name or a team).
+            evidence: a file's path or a text (only its SHA-256 is recorded), or an
+                [`Evidence`][piitracer.api.verify.Evidence], or None.
+            statement: what the person says was done.
+
+        Returns:
+            The attestation's audit entry.
+
+        Raises:
+            AttestationError: no such step, not a person's step, unreadable evidence, no
+                ``attested_by``.
+            PlanSealError: the plan was altered after it was sealed.
+            BadKeyError: no audit key.
+        """
         from piitracer.api.plan import check_plan_seal
         from piitracer.api.verify import Evidence, attest_step
         from piitracer.requests.lifecycle import note_on_requests, plan_request_ids
@@ -435,28 +582,72 @@ class Session:
 
     def check_audit(self, expect_head: str | None = None) -> "VerifyResult":
         """``audit verify``: the existing audit log's chain, seals, anchor and ``expect_head``, and
-        the journal cross-check (every executed plan recorded)."""
+        the journal cross-check (every executed plan recorded).
+
+        Args:
+            expect_head: the head hash the log must have (one kept elsewhere).
+
+        Returns:
+            Whether the log holds, its entry count and head, and the first problem, if any.
+
+        Raises:
+            AuditError: the workspace has no audit log.
+            AuditKeyError: the session has no audit key.
+        """
         from piitracer.api.audit import verify_audit
 
         return verify_audit(self.audit(create=False), self.workspace, expect_head=expect_head)
 
     def report(self, request_id: str, fmt: str = "html", graph: Any = None) -> str:
-        """The audit report of one request (``audit report``): ``html`` (a self-contained page with
-        the lineage diagram) or ``md``."""
+        """The audit report of one request (``audit report``).
+
+        Args:
+            request_id: the request.
+            fmt: ``html`` (a self-contained page with the lineage diagram) or ``md``.
+            graph: the lineage graph; default: the workspace's.
+
+        Returns:
+            The report's text.
+
+        Raises:
+            NotFoundError: the audit log has no entry for the request.
+            AuditError: the workspace has no audit log.
+        """
         from piitracer.api.audit import audit_report
 
         return audit_report(self.workspace, self.audit(create=False), request_id, fmt, graph=graph)
 
     def trail(self, request_id: str):
-        """Everything the audit log holds about one request (``RequestTrail``)."""
+        """Everything the audit log holds about one request.
+
+        Args:
+            request_id: the request.
+
+        Returns:
+            trail (RequestTrail): the request's entries, Merkle root and the chain's state.
+
+        Raises:
+            NotFoundError: the audit log has no entry for the request.
+        """
         from piitracer.api.audit import request_trail
 
         return request_trail(self.audit(create=False), request_id)
 
     def certificate(self, request_id: str, issued_at: datetime | None = None) -> dict[str, Any]:
-        """The signed erasure certificate of one request (``audit certificate``): refused
-        (``NotCertifiable``) unless the whole log verifies and the request's latest verification
-        is complete. Needs the signing key."""
+        """The signed erasure certificate of one request (``audit certificate``).
+
+        Args:
+            request_id: the request.
+            issued_at: the certificate's time; default: now.
+
+        Returns:
+            The certificate document, signed with the session's signing key.
+
+        Raises:
+            NotCertifiable: the whole log does not verify, or the request's latest verification is
+                not complete.
+            SigningKeyError: the session has no signing key.
+        """
         from piitracer.api.audit import erasure_certificate
 
         signing = self.keys.need_signing()
@@ -465,9 +656,16 @@ class Session:
     # ---- lineage received over HTTP ---------------------------------------------------------------
 
     def received_events(self, retention: timedelta | None = None, limits: Any = None):
-        """Where the OpenLineage endpoint puts what it receives (``piitracer serve``): the
-        workspace's lineage store, a rejected body sealed under the master key when the session has
-        one (else only its digest is kept), kept for ``retention``, bodies within ``limits``."""
+        """Where the OpenLineage endpoint puts what it receives (``piitracer serve``).
+
+        Args:
+            retention: how long a rejected body is kept; default: the endpoint's.
+            limits: size limits of a body; default: the endpoint's.
+
+        Returns:
+            events (ReceivedEvents): the workspace's received events (its lineage store), a rejected body sealed under the
+                master key when the session has one (else only its digest is kept).
+        """
         from piitracer.crypto.sealed_body import BodySealer
         from piitracer.ingest.openlineage.received import DEFAULT_RETENTION, Limits, ReceivedEvents
 

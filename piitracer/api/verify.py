@@ -32,8 +32,16 @@ from piitracer.model.errors import InputError
 
 
 def scanner_choice(workspace: Workspace, engine: TaskEngine | None = None) -> Callable[[ScanPlan], FileScanner]:
-    """How ``verify`` picks where to decode a listing: the workspace's ``verify`` settings (or
-    ``engine``), Spark tasks on the workspace's Spark session (started only if chosen)."""
+    """How ``verify`` picks where to decode a listing of files.
+
+    Args:
+        workspace: the loaded workspace (its ``verify`` and Spark settings).
+        engine: driver, spark or auto, over the workspace's ``verify.engine``.
+
+    Returns:
+        A function from a listing to its scanner: the driver's, or Spark tasks on the workspace's
+            Spark session (started only when chosen).
+    """
     settings = workspace.config.spark
     warehouse = workspace.resolve(settings.warehouse)
     spark = SparkFileScanner(lambda: spark_session(settings, warehouse).sparkContext)
@@ -52,18 +60,37 @@ def verify_plan(
     engine: TaskEngine | None = None,
     explain: Sequence[str] = (),
 ) -> VerificationReport:
-    """Check that no file and no retained snapshot/version of the plan's datasets still holds a
-    subject value. ``value_sets`` and ``step_states`` (step id -> journal state) default to what
-    the workspace journal recorded for this plan; a plan never resolved raises
-    :class:`~piitracer.verify.VerificationError` (run ``piitracer execute`` first). ``attested``
-    maps the ids of the plan's person steps their owners attested (:func:`attested_steps`) to who
-    and when. ``sweep`` (``catalog`` or ``roots``) also decodes what the plan does not reach.
-    ``cipher`` opens the journal's sealed values (default: the request store's keys under the
-    master key from the environment, when both exist); ``skip_requests`` (closed ones: their values
-    are shredded) are left out, and a plan whose every request is closed is refused. ``engine``
-    overrides the workspace's ``verify.engine`` (driver, spark or auto: see
-    :mod:`piitracer.verify.engines`). For each dataset named in ``explain``, the result lists the
-    Parquet column chunks that had to be decoded and why (``verify --explain``)."""
+    """Check that no file and no retained snapshot or version of the plan's datasets still holds
+    a subject value.
+
+    Every file under each dataset's location is decoded (or proven from its statistics,
+    dictionaries, Bloom filters or page index), and every retained snapshot or version read back.
+    This verifies only: [`Session.verify`][piitracer.api.session.Session.verify] also
+    records the result and moves the plan's requests by it.
+
+    Args:
+        workspace: the loaded workspace.
+        plan: the plan (it must have run here: its resolve step captured the values to search).
+        value_sets: value set name -> values to search; default: what the journal captured.
+        step_states: step id -> journal state; default: the journal's.
+        attested: person step id -> who attested it and when ([`attested_steps`][piitracer.api.verify.attested_steps]).
+        sweep: also decode what the plan does not reach: ``catalog`` or ``roots``.
+        cipher: opens the journal's sealed values; default: the request store's keys under the
+            master key from the environment, when both exist.
+        skip_requests: requests left out (closed ones: their values are shredded).
+        engine: driver, spark or auto, over the workspace's ``verify.engine``
+            (``piitracer.verify.engines``).
+        explain: datasets whose decoded Parquet column chunks are listed with why
+            (``verify --explain``).
+
+    Returns:
+        The report: per dataset erased, not yet (with the step that will erase it) or found (with
+            the file), and how each column chunk was proven.
+
+    Raises:
+        VerificationError: the plan never ran here (no journal, or no resolved values).
+        ShreddedError: every request of the plan is closed (its values are shredded).
+    """
     context = execution_context(workspace)
     if cipher is None and value_sets is None and request_store_path(workspace).exists() and has_master_key():
         with request_store(workspace, load_master_key()) as store:
@@ -112,7 +139,17 @@ class Evidence:
 
     @classmethod
     def of(cls, given: str) -> "Evidence":
-        """``given`` names an existing file (its bytes are hashed) or is the evidence text itself."""
+        """The evidence of an attestation, from what a person gave.
+
+        Args:
+            given: the path of an existing file (its bytes are hashed), or the evidence text itself.
+
+        Returns:
+            The evidence's SHA-256, kind (``file`` or ``text``) and the file's name.
+
+        Raises:
+            AttestationError: the file exists but cannot be read.
+        """
         path = Path(given)
         if path.exists():
             try:
@@ -125,7 +162,23 @@ class Evidence:
 
 def attest_step(log: AuditLog, plan: DeletionPlan, step_id: str, attested_by: str, evidence: Evidence | None,
                 statement: str | None = None) -> AuditEntry:
-    """Record that a person did a ``manual``/``manual_review``/``recompute`` step of the plan."""
+    """Record in the audit log that a person did a ``manual``, ``manual_review`` or
+    ``recompute`` step of the plan (the plan itself is recorded first when it is not yet).
+
+    Args:
+        log: the workspace's audit log.
+        plan: the plan.
+        step_id: the person step's id.
+        attested_by: who confirms it (a name or a team).
+        evidence: what backs it (only its SHA-256 is recorded), or None.
+        statement: what the person says was done; default: the evidence file's name.
+
+    Returns:
+        The attestation's audit entry.
+
+    Raises:
+        AttestationError: no such step, a step piitracer performs itself, or no ``attested_by``.
+    """
     step = next((s for s in plan.steps if s.id == step_id), None)
     if step is None:
         person = ", ".join(f"{s.id} ({s.action.value} {s.dataset})" for s in plan.steps if s.action in PERSON_ACTIONS)
@@ -143,8 +196,16 @@ def attest_step(log: AuditLog, plan: DeletionPlan, step_id: str, attested_by: st
 
 
 def attested_steps(log: AuditLog, plan: DeletionPlan) -> dict[str, str]:
-    """Step id -> "by NAME at TIME" for every attestation the audit log holds for the plan's
-    person steps (manual, manual_review, recompute)."""
+    """The attestations the audit log holds for a plan's person steps.
+
+    Args:
+        log: the workspace's audit log.
+        plan: the plan.
+
+    Returns:
+        Step id -> "by NAME at TIME" for every attested person step (manual, manual_review,
+            recompute).
+    """
     found: dict[str, str] = {}
     for entry in log.entries(plan_id=plan.plan_id):
         if entry.kind is EntryKind.ATTESTATION:
@@ -154,8 +215,23 @@ def attested_steps(log: AuditLog, plan: DeletionPlan) -> dict[str, str]:
 
 
 def reverify_requests(workspace: Workspace, store, log: AuditLog, sweep: str | None = "catalog") -> list[tuple[str, bool]]:
-    """Verify again every watching request's plan (and sweep beyond it): a finding moves the request
-    back to ``executed`` with the reason, while its values still exist. Returns (request, complete)."""
+    """Verify again every watching request's plan (``requests reverify``), sweeping beyond it.
+
+    Each verification is recorded; a finding moves the request back to ``executed`` with the
+    reason, while its values still exist.
+
+    Args:
+        workspace: the loaded workspace.
+        store (RequestStore): the request store, with the master key (it opens the plans' values).
+        log: the workspace's audit log.
+        sweep: ``catalog`` or ``roots`` (also decode what the plan does not reach), or None.
+
+    Returns:
+        (request id, still erased) for every watching request.
+
+    Raises:
+        VerificationError: a watched plan cannot be verified here.
+    """
     results = []
     plans: dict[str, list[str]] = {}
     for request in store.all():

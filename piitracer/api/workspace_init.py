@@ -52,7 +52,11 @@ class InitResult:
     missing_roots: tuple[str, ...] = ()  # local roots that do not exist yet (a warning: tables come later)
 
     def environment(self) -> list[str]:
-        """The lines of shell environment that point piitracer at the keys (audit, master, signing)."""
+        """The shell lines that point piitracer at the keys.
+
+        Returns:
+            ``export NAME=PATH`` for the audit, master and signing keys.
+        """
         return environment_lines(self.audit_key, self.master_key, self.signing_key)
 
 
@@ -120,13 +124,28 @@ def _inside(path: Path, folder: Path) -> bool:
 def init_workspace(folder: str | os.PathLike[str], warehouse_roots: Sequence[str],
                    keys_dir: str | os.PathLike[str] | None = None, cwd: str | os.PathLike[str] | None = None,
                    environ: Mapping[str, str] | None = None) -> InitResult:
-    """Make a workspace in ``folder`` (created when missing): ``piitracer.yaml`` with
-    ``warehouse_roots`` (relative folders taken from ``cwd``), and a new audit key, master key and
-    certificate signing key, each 0600 (the signing key's public key beside it), in ``keys_dir``
-    (default :func:`default_keys_dir`; made 0700), which must lie outside the workspace. Raises
-    :class:`InitRefused`, having written nothing, when ``piitracer.yaml`` exists, the keys folder is
-    inside the workspace, a key file exists or no root is given. A local root that does not exist
-    yet is allowed (the tables may come later) and listed in ``missing_roots``."""
+    """Make a workspace (``piitracer init``): ``piitracer.yaml`` and a new audit key, master key
+    and certificate signing key, each 0600 (the signing key's public key beside it), outside it.
+
+    Nothing is written when it is refused. A local root that does not exist yet is allowed (the
+    tables may come later) and listed in ``missing_roots``.
+
+    Args:
+        folder: the workspace folder (created when missing).
+        warehouse_roots: the roots every place piitracer may change lies under (folders or URIs
+            such as ``s3://lake/``).
+        keys_dir: where the keys go, outside the workspace (made 0700); default:
+            [`default_keys_dir`][piitracer.api.workspace_init.default_keys_dir].
+        cwd: the folder relative roots are taken from; default: the current one.
+        environ: the environment ``default_keys_dir`` reads; default: the process's.
+
+    Returns:
+        The files made, the keys' fingerprints, the roots as written, the roots missing.
+
+    Raises:
+        InitRefused: ``piitracer.yaml`` exists, the keys folder is inside the workspace, a key file
+            exists, no root is given, or a file cannot be written.
+    """
     workspace = Path(folder).absolute()
     base = Path(cwd).absolute() if cwd is not None else Path.cwd()
     config_file = workspace / WORKSPACE_FILE
