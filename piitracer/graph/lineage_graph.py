@@ -90,7 +90,32 @@ class Reached:
 
 
 class LineageGraph:
-    """Column-level lineage of a lakehouse. Build it with :meth:`build`."""
+    """Column-level lineage of a lakehouse. Build it with :meth:`build`.
+
+    Examples:
+        A user id copied into a daily table, hashed into a feature table, and only grouping a total:
+
+        >>> from piitracer.model.lineage import (ColumnEdge, ColumnRef, EdgeKind, EdgeSubtype, LineageBatch, Origin,
+        ...                                      OriginKind)
+        >>> user_id = ColumnRef(dataset="prod.payments", column="user_id")
+        >>> customer_id = ColumnRef(dataset="analytics.daily", column="customer_id")
+        >>> sql = Origin(kind=OriginKind.SQL, file="daily.sql", line=1)
+        >>> graph = LineageGraph.build(LineageBatch(column_edges=(
+        ...     ColumnEdge(source=user_id, target_dataset="analytics.daily", target_column="customer_id",
+        ...                kind=EdgeKind.DIRECT, subtype=EdgeSubtype.IDENTITY, origin=sql),
+        ...     ColumnEdge(source=customer_id, target_dataset="ml.features", target_column="cust_hash",
+        ...                kind=EdgeKind.DIRECT, subtype=EdgeSubtype.TRANSFORMATION, masking=True,
+        ...                expression="SHA2(customer_id, 256)", origin=sql),
+        ...     ColumnEdge(source=user_id, target_dataset="analytics.city_totals", target_column="total",
+        ...                kind=EdgeKind.INDIRECT, subtype=EdgeSubtype.GROUP_BY, origin=sql),
+        ... )))
+        >>> [str(ref) for ref in graph.downstream_columns(user_id)]  # where its values go
+        ['analytics.daily.customer_id', 'ml.features.cust_hash']
+        >>> {dataset: how.value for dataset, how in sorted(graph.reachable_datasets(user_id).items())}
+        {'analytics.city_totals': 'indirect', 'analytics.daily': 'direct', 'ml.features': 'direct', 'prod.payments': 'start'}
+        >>> [f"{edge.source} -> {edge.target}" for edge in graph.explain(user_id, "ml.features")]
+        ['prod.payments.user_id -> analytics.daily.customer_id', 'analytics.daily.customer_id -> ml.features.cust_hash']
+    """
 
     def __init__(self) -> None:
         self._graph = nx.MultiDiGraph()

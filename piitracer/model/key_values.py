@@ -71,7 +71,14 @@ class KeyType:
 
 def parse_key_type(text: str) -> KeyType:
     """``'BIGINT'`` -> ``KeyType('bigint')``; ``'decimal(12, 2)'`` -> ``KeyType('decimal', 12, 2)``.
-    Raises :class:`KeyValueError` for a type piitracer cannot compare keys of."""
+    Raises :class:`KeyValueError` for a type piitracer cannot compare keys of.
+
+    Examples:
+        >>> parse_key_type("BIGINT")
+        KeyType(name='bigint', precision=None, scale=None)
+        >>> str(parse_key_type("numeric(12, 2)"))
+        'decimal(12,2)'
+    """
     match = _PARAMETERS.match(str(text).lower())
     if not match:
         raise KeyValueError(f"unknown key type {text!r}")
@@ -91,7 +98,28 @@ def parse_key_type(text: str) -> KeyType:
 
 def parse_key_value(raw: Any, key_type: KeyType, normalised: Iterable[str] = ()) -> Any:
     """The typed value (int, str, Decimal, float or date) that ``raw`` denotes as ``key_type``,
-    or :class:`KeyValueError` saying what is wrong with it (never showing it)."""
+    or :class:`KeyValueError` saying what is wrong with it (never showing it).
+
+    Examples:
+        >>> parse_key_value("8841302", KeyType("bigint"))
+        8841302
+        >>> parse_key_value("19.90", parse_key_type("decimal(10,2)"))
+        Decimal('19.90')
+        >>> parse_key_value(" Ana@Example.com", KeyType("string"), normalised=["trim", "lower"])
+        'ana@example.com'
+
+        A value that is almost the key is refused, saying why but never showing it:
+
+        >>> parse_key_value("4242.9", KeyType("bigint"))
+        Traceback (most recent call last):
+        piitracer.model.key_values.KeyValueError: is not an exact bigint: it has a decimal point (a fraction is never rounded to an id)
+        >>> parse_key_value("00042", KeyType("bigint"))
+        Traceback (most recent call last):
+        piitracer.model.key_values.KeyValueError: is not an exact bigint: leading zeros are not accepted (is it a string id?)
+        >>> parse_key_value("ana\\u200b@example.com", KeyType("string"))
+        Traceback (most recent call last):
+        piitracer.model.key_values.KeyValueError: contains an invisible or non-printing character (U+200B) at character 4
+    """
     if not isinstance(raw, str) or isinstance(raw, bool):
         raise KeyValueError(f"expected text, got a {type(raw).__name__}")
     if raw == "":
@@ -226,7 +254,14 @@ def exact_values(values: Iterable[Any], key_type: KeyType | None) -> list[Any]:
     text of a string key); every other value is left out: it cannot be equal to a key of that
     type without a conversion that could change it. ``key_type`` None (a type piitracer does not
     compare keys of) keeps nothing. What every engine's subject values are built from: the journal
-    keeps resolved values as JSON, and nothing is cast leniently (text never becomes a number)."""
+    keeps resolved values as JSON, and nothing is cast leniently (text never becomes a number).
+
+    Examples:
+        >>> exact_values([3, "3", True, 2, None, 3, 2**40], KeyType("int"))  # no text, no bool, in range
+        [2, 3]
+        >>> exact_values([3, "3"], KeyType("string"))  # an int is also its decimal text
+        ['3']
+    """
     if key_type is None:
         return []
     kept = set()

@@ -71,7 +71,12 @@ class Origin(Frozen):
 
 
 class ColumnRef(Frozen):
-    """A column of a dataset, by canonical dataset id (see ``model.naming``)."""
+    """A column of a dataset, by canonical dataset id (see ``model.naming``).
+
+    Examples:
+        >>> str(ColumnRef(dataset="prod.payments", column="user_id"))
+        'prod.payments.user_id'
+    """
 
     dataset: str
     column: str

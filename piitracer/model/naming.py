@@ -43,7 +43,14 @@ TABLE_NAMESPACE_SCHEMES = frozenset(
 
 def normalise_location(path: str) -> str:
     """Canonical form of a storage location: no ``file:`` scheme, no trailing slash, ``//`` kept
-    only after a real scheme."""
+    only after a real scheme.
+
+    Examples:
+        >>> normalise_location("file:///wh/prod/payments/")
+        '/wh/prod/payments'
+        >>> normalise_location("S3://lake//raw/events/")
+        's3://lake/raw/events'
+    """
     text = path.strip()
     match = _SCHEME.match(text)
     prefix = ""
@@ -60,7 +67,12 @@ def normalise_location(path: str) -> str:
 
 
 def split_table_name(name: str) -> list[str]:
-    """``lake.`prod`.Payments`` -> ``['lake', 'prod', 'payments']``."""
+    """``lake.`prod`.Payments`` -> ``['lake', 'prod', 'payments']``.
+
+    Examples:
+        >>> split_table_name("lake.`prod`.Payments")
+        ['lake', 'prod', 'payments']
+    """
     return [part.strip().strip('`"[]').lower() for part in name.strip().split(".") if part.strip()]
 
 
@@ -71,6 +83,26 @@ class DatasetNamer:
     ``locations`` maps normalised absolute locations to catalog ids; ``tables`` maps Spark table
     identifiers (``db.table`` or ``catalog.db.table``, lower case) to catalog ids; ``aliases``
     maps lower-cased alias strings to catalog ids.
+
+    Examples:
+        Every name of one table becomes its catalog id; a name the catalog does not know keeps a
+        form of its own that never collides with a table:
+
+        >>> namer = DatasetNamer(catalog_ids=frozenset({"prod.payments"}),
+        ...                      locations={"/wh/prod/payments": "prod.payments"},
+        ...                      aliases={"payments_v2": "prod.payments"})
+        >>> namer.from_table_name("spark_catalog.prod.Payments")  # SQL, with Spark's catalog
+        'prod.payments'
+        >>> namer.from_openlineage("file", "/wh/prod/payments")  # Spark's OpenLineage event
+        'prod.payments'
+        >>> namer.from_openlineage("hive://metastore", "payments_v2")  # an alias from the catalog
+        'prod.payments'
+        >>> namer.from_table_name("orders", default_database="prod")  # not catalogued: db.table
+        'prod.orders'
+        >>> namer.from_location("s3://lake/other/")
+        'location:s3://lake/other'
+        >>> namer.from_openlineage("kafka://broker:9092", "Payments-Events")  # another system
+        'kafka://broker:9092/payments-events'
     """
 
     catalog_ids: frozenset[str] = frozenset()

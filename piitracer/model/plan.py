@@ -348,7 +348,24 @@ class PlanSeal(Frozen):
 
 
 class DeletionPlan(Frozen):
-    """The whole plan. Serialise with :meth:`to_json`; ``plan_id`` is a hash of the rest."""
+    """The whole plan. Serialise with :meth:`to_json`; ``plan_id`` is a hash of the rest.
+
+    Examples:
+        The plan id is the hash of the plan's content: an edited plan has another id.
+
+        >>> from datetime import datetime, timezone
+        >>> from piitracer.model.lineage import ColumnRef
+        >>> received = datetime(2026, 3, 1, tzinfo=timezone.utc)
+        >>> plan = DeletionPlan(sources=(ColumnRef(dataset="prod.payments", column="user_id"),),
+        ...                     subjects=(Subject(value="8841302", request_id="dsr-1", received_at=received),),
+        ...                     deadline_at=received, resolve=(), steps=(), datasets=()).with_id()
+        >>> plan.plan_id == plan.content_hash(), len(plan.plan_id)
+        (True, 64)
+        >>> plan.model_copy(update={"deadline_at": datetime(2026, 6, 1, tzinfo=timezone.utc)}).content_hash() == plan.plan_id
+        False
+        >>> DeletionPlan.model_validate_json(plan.to_json()) == plan
+        True
+    """
 
     schema_version: str = SCHEMA_VERSION
     plan_id: str = ""

@@ -22,7 +22,17 @@ _UNIT_SECONDS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
 
 
 def parse_duration(value: Any) -> timedelta:
-    """``'30d'`` -> 30 days; also ``'12h'``, ``'90m'``, ``'45s'``, ``'2w'``, seconds as a number."""
+    """``'30d'`` -> 30 days; also ``'12h'``, ``'90m'``, ``'45s'``, ``'2w'``, seconds as a number.
+
+    Examples:
+        >>> parse_duration("30d")
+        datetime.timedelta(days=30)
+        >>> parse_duration("90m"), parse_duration(45)
+        (datetime.timedelta(seconds=5400), datetime.timedelta(seconds=45))
+        >>> parse_duration("a month")
+        Traceback (most recent call last):
+        ValueError: expected a duration such as '30d', '12h' or '90m'
+    """
     if isinstance(value, timedelta):
         return value
     if isinstance(value, bool):
@@ -40,7 +50,12 @@ Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
 
 
 def duration_text(value: timedelta) -> str:
-    """A duration as the workspace writes it: '6h', '90m', '45s' (the largest whole unit)."""
+    """A duration as the workspace writes it: '6h', '90m', '45s' (the largest whole unit).
+
+    Examples:
+        >>> duration_text(parse_duration("2w")), duration_text(parse_duration("1.5h")), duration_text(parse_duration("45s"))
+        ('14d', '90m', '45s')
+    """
     seconds = int(value.total_seconds())
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds and seconds % size == 0:

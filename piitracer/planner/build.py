@@ -63,7 +63,41 @@ def build_plan(
     ``live_types`` maps ``dataset.column`` to the type the live table's schema gives a source key
     column (where the catalog declares none); every subject value is parsed strictly against it
     (``labels`` name each subject's position in messages). ``iceberg`` and ``spark`` (the workspace's
-    ``iceberg:`` and ``spark:`` settings) choose the engine of each Iceberg step (``planner/engines.py``)."""
+    ``iceberg:`` and ``spark:`` settings) choose the engine of each Iceberg step (``planner/engines.py``).
+
+    Examples:
+        A user id copied into a daily table: resolve first, then each dataset upstream first, each by
+        the column that holds the subject's key.
+
+        >>> from datetime import datetime, timezone
+        >>> from piitracer.model.lineage import ColumnEdge, ColumnRef, EdgeKind, EdgeSubtype, LineageBatch, Origin, OriginKind
+        >>> from piitracer.model.plan import PlanRequest, Subject
+        >>> from piitracer.model.workspace import CatalogDataset, Policy
+        >>> user_id = ColumnRef(dataset="prod.payments", column="user_id")
+        >>> graph = LineageGraph.build(LineageBatch(column_edges=(ColumnEdge(
+        ...     source=user_id, target_dataset="analytics.daily", target_column="customer_id", kind=EdgeKind.DIRECT,
+        ...     subtype=EdgeSubtype.IDENTITY, origin=Origin(kind=OriginKind.SQL, file="daily.sql", line=1)),)))
+        >>> catalog = {"prod.payments": CatalogDataset(format="parquet", location="wh/payments", identifiers=("user_id",),
+        ...                                            column_types={"user_id": "bigint"}),
+        ...            "analytics.daily": CatalogDataset(format="parquet", location="wh/daily")}
+        >>> received = datetime(2026, 3, 1, tzinfo=timezone.utc)
+        >>> request = PlanRequest(sources=(user_id,),
+        ...                       subjects=(Subject(value="8841302", request_id="dsr-1", received_at=received),))
+        >>> plan = build_plan(graph, catalog, Policy(), request)
+        >>> [(step.id, step.action.value, step.dataset, step.key_column) for step in plan.steps]
+        [('s001', 'resolve', 'prod.payments', None), ('s002', 'rewrite_files', 'prod.payments', 'user_id'), ('s003', 'rewrite_files', 'analytics.daily', 'customer_id')]
+        >>> plan.decision("analytics.daily").rule
+        '1: identity of the subject key'
+        >>> plan.deadline_at  # received + policy.deadline (30 days)
+        datetime.datetime(2026, 3, 31, 0, 0, tzinfo=datetime.timezone.utc)
+        >>> build_plan(graph, catalog, Policy(), request).plan_id == plan.plan_id  # deterministic
+        True
+        >>> typo = PlanRequest(sources=(user_id,),
+        ...                    subjects=(Subject(value="8841302.0", request_id="dsr-2", received_at=received),))
+        >>> build_plan(graph, catalog, Policy(), typo, labels=("--subject #1",))
+        Traceback (most recent call last):
+        piitracer.planner.build.PlanningError: --subject #1: the value is not an exact bigint: it has a decimal point (a fraction is never rounded to an id) (source prod.payments.user_id is bigint); nothing was planned
+    """
     _validate(graph, catalog, request)
     try:
         key_types = {ref: key_type_of(ref, catalog[ref.dataset], live_types or {}) for ref in request.sources}

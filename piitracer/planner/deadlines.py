@@ -15,7 +15,25 @@ from piitracer.planner.templates import NO_RETENTION, template_for
 
 
 def deadline_for(entry: CatalogDataset, received_at: datetime, deadline: timedelta) -> Deadline:
-    """The deadline facts of one dataset the plan erases."""
+    """The deadline facts of one dataset the plan erases.
+
+    Examples:
+        >>> from datetime import datetime, timedelta, timezone
+        >>> from piitracer.model.workspace import CatalogDataset
+        >>> received = datetime(2026, 3, 1, tzinfo=timezone.utc)
+        >>> vacuumed = CatalogDataset.model_validate({"format": "delta", "location": "wh/events", "retention": {
+        ...     "deleted_file_retention": "7d", "log_retention": "14d", "maintenance_every": "7d"}})
+        >>> facts = deadline_for(vacuumed, received, timedelta(days=30))
+        >>> facts.natural_completion, facts.violates_deadline
+        (datetime.datetime(2026, 3, 22, 0, 0, tzinfo=datetime.timezone.utc), False)
+        >>> facts.basis
+        'max(deleted_file_retention 7d, log_retention 14d) + maintenance_every 7d'
+        >>> never = deadline_for(CatalogDataset(format="delta", location="wh/raw"), received, timedelta(days=30))
+        >>> never.violates_deadline, never.basis
+        (True, 'no retention.maintenance_every: VACUUM never runs')
+        >>> never.override  # what the plan's own steps do instead of waiting
+        'vacuum with 0 hours retention (check disabled), then checkpoint and log cleanup'
+    """
     window, basis = _retention_window(entry)
     deadline_at = received_at + deadline
     natural = received_at + window if window is not None else None

@@ -48,6 +48,16 @@ def compose(expression: str, input_column: str, upstream: str) -> str:
 
     Raises :class:`NotComposable` when the expression reads another column too, contains a window
     or aggregate, or uses a non-deterministic function.
+
+    Examples:
+        >>> compose("SHA2(phone_norm, 256)", "phone_norm", "LOWER(TRIM(phone))")
+        'SHA2(LOWER(TRIM(phone)), 256)'
+        >>> compose("amount * fx_rate", "amount", "amount")
+        Traceback (most recent call last):
+        piitracer.planner.expressions.NotComposable: expression 'amount * fx_rate' also reads ['fx_rate']
+        >>> compose("rand() * user_id", "user_id", "user_id")
+        Traceback (most recent call last):
+        piitracer.planner.expressions.NotComposable: expression 'rand() * user_id' is not deterministic (RAND)
     """
     tree = _parse(expression)
     columns = {c.name.lower() for c in tree.find_all(exp.Column)}
@@ -71,7 +81,12 @@ def compose(expression: str, input_column: str, upstream: str) -> str:
 
 
 def column_expression(column: str) -> str:
-    """The expression that reads a source column as it is."""
+    """The expression that reads a source column as it is.
+
+    Examples:
+        >>> column_expression("user_id"), column_expression("user id")
+        ('user_id', '`user id`')
+    """
     return exp.column(column, quoted=not column.isidentifier()).sql(dialect=DIALECT)
 
 

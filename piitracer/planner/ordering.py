@@ -22,7 +22,24 @@ class DatasetOrder:
 
 def dataset_order(graph: LineageGraph, planned: set[str]) -> DatasetOrder:
     """Topological order of the planned datasets (upstream first), ties broken by dataset id;
-    strongly connected components (e.g. a MERGE back into an upstream) are erased together."""
+    strongly connected components (e.g. a MERGE back into an upstream) are erased together.
+
+    Examples:
+        >>> from piitracer.model.lineage import DatasetEdge, DatasetRelation, LineageBatch, Origin, OriginKind
+        >>> job = Origin(kind=OriginKind.OPENLINEAGE, file="events.json")
+        >>> flows = [("prod.payments", "staging.daily"), ("staging.daily", "analytics.daily"),
+        ...          ("analytics.daily", "staging.daily"),  # a MERGE back upstream: a cycle
+        ...          ("prod.payments", "archive.payments")]
+        >>> graph = LineageGraph.build(LineageBatch(dataset_edges=tuple(
+        ...     DatasetEdge(source=s, target=t, relation=DatasetRelation.FLOW, origin=job) for s, t in flows)))
+        >>> order = dataset_order(graph, {"prod.payments", "staging.daily", "analytics.daily", "archive.payments"})
+        >>> order.datasets
+        ('prod.payments', 'analytics.daily', 'staging.daily', 'archive.payments')
+        >>> order.group
+        {'analytics.daily': 'cycle-1', 'staging.daily': 'cycle-1'}
+        >>> order.upstream["analytics.daily"]  # what the whole cycle waits for
+        ('prod.payments',)
+    """
     flows = nx.DiGraph()
     flows.add_nodes_from(sorted(planned))
     # Only the planned datasets' own edges: the order does not depend on the rest of the graph.
@@ -55,7 +72,13 @@ def dataset_order(graph: LineageGraph, planned: set[str]) -> DatasetOrder:
 
 def order_steps(nodes: dict[str, tuple[int, int]], depends: dict[str, set[str]]) -> list[str]:
     """Step keys in an order that respects ``depends`` (key -> keys that must run first), ties
-    broken by ``nodes[key]`` = (dataset rank, position within the dataset)."""
+    broken by ``nodes[key]`` = (dataset rank, position within the dataset).
+
+    Examples:
+        >>> order_steps({"resolve": (0, 0), "delete": (1, 0), "expire": (1, 1), "vacuum": (2, 1)},
+        ...             {"delete": {"resolve"}, "expire": {"delete"}, "vacuum": {"resolve"}})
+        ['resolve', 'delete', 'expire', 'vacuum']
+    """
     dag = nx.DiGraph()
     dag.add_nodes_from(nodes)
     for key, before in depends.items():
