@@ -10,7 +10,8 @@ from pathlib import Path
 import click
 
 from piitracer.api import check_certificate
-from piitracer.cli.common import EXIT_FOUND, EXIT_OK, open_session
+from piitracer.cli import params, suggest
+from piitracer.cli.common import EXIT_FOUND, EXIT_OK, echo_json, open_session
 from piitracer.cli.terminal import err_console
 from piitracer.crypto.envelope import missing_folder
 from piitracer.crypto.signing import SigningKeyError, generate_signing_key, load_signing_key
@@ -18,24 +19,25 @@ from piitracer.render.certificate import certificate_text
 
 
 @click.group()
-@click.option("--audit-key-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="File holding the audit key (default: $PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE).")
+@params.everything
 @click.pass_context
-def audit(ctx: click.Context, audit_key_file: Path | None) -> None:
-    """The tamper-evident audit trail: verify it, report on a request."""
-    ctx.obj["audit_key_file"] = audit_key_file
+def audit(ctx: click.Context, output: str) -> None:
+    """The tamper-evident audit trail: verify it, report on a request, make, sign and check
+    erasure certificates."""
 
 
 @audit.command("verify")
-@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--expect-head", metavar="HASH", help="An entry hash noted earlier (e.g. the head an auditor was "
               "given; at least 16 hex digits): the log must still hold that entry.")
+@params.output
+@params.workspace
+@params.keys
 @click.pass_context
 def audit_verify(ctx: click.Context, output: str, expect_head: str | None) -> None:
     """Recompute the chain, hashes, seals, sequence and Merkle roots; check the log's structure, its
     anchor (audit.anchor), --expect-head and the journal (every executed plan recorded). Exit 0
     intact, 1 tampered (the first problem is named), 2 error (no key, unreadable log)."""
-    with open_session(ctx, ctx.obj.get("audit_key_file")) as session:
+    with open_session(ctx) as session:
         workspace = session.workspace
         result = session.check_audit(expect_head)
     if output == "json":
@@ -58,22 +60,33 @@ def audit_verify(ctx: click.Context, output: str, expect_head: str | None) -> No
 @audit.command("report")
 @click.option("--request", "request_id", required=True, metavar="ID", help="The request to report on.")
 @click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout.")
-@click.option("--format", "fmt", type=click.Choice(["html", "md"]), default="html", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["html", "md"]), default="html", show_default=True,
+              help="The report's document format.")
+@params.output
+@params.workspace
+@params.keys
 @click.pass_context
-def audit_report_command(ctx: click.Context, request_id: str, out: Path | None, fmt: str) -> None:
-    """The audit report of one request, from the audit log (and the workspace's lineage)."""
-    with open_session(ctx, ctx.obj.get("audit_key_file")) as session:
+def audit_report_command(ctx: click.Context, request_id: str, out: Path | None, fmt: str, output: str) -> None:
+    """The audit report of one request, from the audit log (and the workspace's lineage). --format
+    chooses the document; with -o, --output json reports the file written as JSON (without -o the
+    document itself is the output, so --output json needs -o)."""
+    if output == "json" and out is None:
+        raise click.UsageError("--output json reports the file written: give -o FILE (the report is html or md)")
+    with open_session(ctx) as session:
         text = session.report(request_id, fmt)
     if out is None:
         click.echo(text, nl=False)
+        return
+    out.write_text(text, encoding="utf-8")
+    if output == "json":
+        echo_json({"request_id": request_id, "report": str(out), "format": fmt})
     else:
-        out.write_text(text, encoding="utf-8")
         err_console.print(f"wrote {out}", highlight=False)
 
 
 @audit.command("keygen")
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@params.output
 def audit_keygen(path: Path, output: str) -> None:
     """Make an Ed25519 signing key for certificates: the private key at PATH (mode 0600; keep it
     like the audit key, never overwritten) and the public key at PATH.pub (give it to auditors)."""
@@ -88,18 +101,19 @@ def audit_keygen(path: Path, output: str) -> None:
 
 @audit.command("certificate")
 @click.option("--request", "request_id", required=True, metavar="ID", help="The request to certify.")
-@click.option("--signing-key", type=click.Path(dir_okay=False, path_type=Path),
-              help="Ed25519 private key (PEM; default: $PIITRACER_SIGNING_KEY_FILE; make one with `audit keygen`).")
 @click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the certificate here.")
-@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@params.output
+@params.workspace
+@params.keys
 @click.pass_context
-def audit_certificate(ctx: click.Context, request_id: str, signing_key: Path | None, out: Path | None, output: str) -> None:
+def audit_certificate(ctx: click.Context, request_id: str, out: Path | None, output: str) -> None:
     """A signed erasure certificate of one request: its HMAC'd subjects, each dataset's final state
     with its evidence counts, the attestations, the close (shred time), the Merkle root and chain
     head. Exit 0 written; 1 not certifiable (log not intact, latest verification not complete);
     2 error (no key, unknown request)."""
+    signing_key = params.shared(ctx).get("signing_key_file")
     load_signing_key(signing_key)  # a missing or bad signing key is the first thing said, before the workspace
-    with open_session(ctx, ctx.obj.get("audit_key_file"), signing_key_file=signing_key) as session:
+    with open_session(ctx) as session:
         document = session.certificate(request_id)  # NotCertifiable: 'not certified: ...', exit 1 (cli.main)
     text = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     if out is not None:
@@ -111,14 +125,15 @@ def audit_certificate(ctx: click.Context, request_id: str, signing_key: Path | N
     else:
         click.echo(certificate_text(document))
         if out is not None:
-            click.echo(f"wrote {out}; check it with: piitracer audit check-certificate {out} --public-key KEY.pub")
+            click.echo(f"wrote {out}; check it with: "
+                       + suggest.command_line("audit check-certificate", str(out), public_key="KEY.pub"))
 
 
 @audit.command("check-certificate")
 @click.argument("certificate", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--public-key", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="The signer's Ed25519 public key (PEM), e.g. the .pub file `audit keygen` wrote.")
-@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@params.output
 def audit_check_certificate(certificate: Path, public_key: Path, output: str) -> None:
     """Check a certificate's signature with the signer's public key (no audit key, no workspace
     needed). Exit 0 valid; 1 changed since signing or signed by another key; 2 unreadable file or key."""

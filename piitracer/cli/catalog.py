@@ -11,19 +11,22 @@ from rich.text import Text
 
 from piitracer.api import catalog_drift, classify_catalog, discover_catalog, lineage_only_datasets, warehouse_roots, \
     write_discovered_catalog
-from piitracer.cli.common import EXIT_FOUND, EXIT_OK, open_workspace
+from piitracer.cli import params
+from piitracer.cli.common import EXIT_FOUND, EXIT_OK, echo_json, open_workspace
 from piitracer.storage.locations import Location
 from piitracer.cli.terminal import classification_table, console, discovered_json, discovery_table, drift_table, \
     err_console
 
 
 @click.group("catalog")
-def catalog_group() -> None:
+@params.everything
+def catalog_group(output: str) -> None:
     """The catalog as the lakehouse itself describes it, and where the workspace's has drifted."""
 
 
 @catalog_group.command("discover")
-@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@params.output
+@params.workspace
 @click.option("--write", "write", is_flag=True,
               help="Also write catalog.discovered.yaml: the workspace's catalog then takes every field "
               "piitracer.yaml does not say from it.")
@@ -89,7 +92,8 @@ def _write_discovered(workspace, **found) -> None:
 @click.option("--sample", type=click.IntRange(min=0), default=50, show_default=True,
               help="Rows read per table for the value validators, spread over its files and row groups when "
               "the table has more (0: names and lineage only; classify.min_values: non-null values a column needs).")
-@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@params.output
+@params.workspace
 @click.option("--write", "write", is_flag=True,
               help="Also write catalog.discovered.yaml with the identifier columns found, marked "
               "classified_by: auto until a person confirms them in piitracer.yaml.")
@@ -133,8 +137,10 @@ def catalog_classify(ctx: click.Context, sample: int, output: str, write: bool) 
 
 
 @catalog_group.command("check")
+@params.output
+@params.workspace
 @click.pass_context
-def catalog_check(ctx: click.Context) -> None:
+def catalog_check(ctx: click.Context, output: str) -> None:
     """Compare the workspace's catalog with the lakehouse: a column that no longer exists or is not
     listed, a format, write mode or retention that differs, a table that disappeared, a new table
     not in the catalog. Exit 1 on drift; 0 when they agree (overrides the catalog makes on purpose
@@ -145,6 +151,12 @@ def catalog_check(ctx: click.Context) -> None:
         err_console.print(f"{root}: not checked: {why}", highlight=False, markup=False)
     differences = catalog_drift(workspace, discovery=discovery)
     drift = [d for d in differences if d.drift]
+    if output == "json":
+        echo_json({"agrees": not drift, "drift": len(drift), "overrides": len(differences) - len(drift),
+                   "differences": [{"dataset": d.dataset, "field": d.field, "catalog": d.catalog, "lakehouse": d.lakehouse,
+                                    "drift": d.drift} for d in differences],
+                   "unreadable_roots": dict(sorted(discovery.unreadable_roots.items()))})
+        sys.exit(EXIT_FOUND if drift else EXIT_OK)
     if differences:
         console.print(drift_table(differences))
     overrides = len(differences) - len(drift)

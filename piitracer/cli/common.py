@@ -1,8 +1,10 @@
-"""What every command shares: exit codes, the workspace of ``--workspace``, the key options, and
-subjects read from ``--subject`` values or a requests file (labelled by position, never by value)."""
+"""What every command shares: exit codes, the workspace of ``--workspace``, a session with the keys
+of the shared key options (:mod:`piitracer.cli.params`), and subjects read from ``--subject``
+values or a requests file (labelled by position, never by value)."""
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -11,37 +13,47 @@ from pathlib import Path
 import click
 
 import piitracer
+from piitracer.cli import params
 from piitracer.api import write_private
 from piitracer.ingest.requests import read_labelled_requests
 from piitracer.model.plan import Subject
 from piitracer.model.errors import EXIT_ERROR, EXIT_FOUND, EXIT_OK, InputError  # noqa: F401 (the commands' exit codes)
 
 
-MASTER_OPTION = click.option("--master-key-file", type=click.Path(dir_okay=False, path_type=Path),
-                             help="The master key (default: $PIITRACER_MASTER_KEY_FILE, then $PIITRACER_MASTER_KEY).")
-AUDIT_OPTION = click.option("--audit-key-file", type=click.Path(dir_okay=False, path_type=Path),
-                            help="File holding the audit key (default: $PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE).")
-
-
 def open_session(ctx: click.Context, audit_key_file: Path | None = None, master_key_file: Path | None = None,
                  signing_key_file: Path | None = None):
     """A session (:func:`piitracer.api.session.open`) on the workspace of ``--workspace`` with the
-    keys given as files or in the environment (a given key that is unusable stops here); each use
-    case asks for the keys it needs."""
+    keys given as files (here, else the shared key options wherever the command line gave them)
+    or in the environment (a given key that is unusable stops here); each use case asks for the
+    keys it needs."""
     from piitracer.api.keys import Keys
     from piitracer.api.session import open as open_api_session
 
+    given = params.shared(ctx)
     workspace = open_workspace(ctx)
-    return open_api_session(workspace, Keys.load(audit_key_file, master_key_file, signing_key_file))
+    return open_api_session(workspace, Keys.load(audit_key_file or given.get("audit_key_file"),
+                                                 master_key_file or given.get("master_key_file"),
+                                                 signing_key_file or given.get("signing_key_file")))
 
 
 def open_workspace(ctx: click.Context) -> piitracer.Workspace:
     """The workspace of ``--workspace``; its warnings (missing locations, locations outside the
     warehouse roots) go to stderr once per command."""
-    workspace = piitracer.load_workspace(ctx.obj["workspace"])
-    for warning in workspace.warnings:
-        click.echo(f"warning: {warning}", err=True)
+    workspace = piitracer.load_workspace(params.shared(ctx).get("workspace", Path(".")))
+    as_json = wants_json(ctx)
+    for warning in workspace.warnings:  # with --output json, stderr is JSON lines too
+        click.echo(json.dumps({"warning": warning}, ensure_ascii=False) if as_json else f"warning: {warning}", err=True)
     return workspace
+
+
+def wants_json(ctx: click.Context) -> bool:
+    """Whether ``--output json`` was given (on the command, its group or the root)."""
+    return params.shared(ctx).get("output") == "json"
+
+
+def echo_json(data) -> None:
+    """One JSON document on stdout (what ``--output json`` prints)."""
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
 def aware(moment: datetime | None) -> datetime:

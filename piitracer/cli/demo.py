@@ -4,13 +4,15 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
 from piitracer.api import run_demo
-from piitracer.cli.common import EXIT_FOUND, EXIT_OK
-from piitracer.cli.terminal import console, demo_summary, err_console
+from piitracer.cli import params, suggest
+from piitracer.cli.common import EXIT_FOUND, EXIT_OK, echo_json
+from piitracer.cli.terminal import console, demo_json, demo_summary, err_console
 
 
 @click.command("demo")
@@ -26,15 +28,19 @@ from piitracer.cli.terminal import console, demo_summary, err_console
 @click.option("--serve", "serve_console", is_flag=True, help="Then keep the console running on the demo's workspace "
               "(127.0.0.1 only), printing its address and a viewer token, until Ctrl-C.")
 @click.option("--port", default=5000, show_default=True, type=click.IntRange(1, 65535), help="The console's port (--serve).")
+@params.output
 def demo_command(folder: Path, subjects: int | None, rows: int | None, rebuild: bool, no_attest: bool,
-                 no_close: bool, serve_console: bool, port: int) -> None:
+                 no_close: bool, serve_console: bool, port: int, output: str) -> None:
     """Build the demo lakehouse (once), plan and execute the erasure of a user, verify, attest the
     person steps as their simulated owners, verify again, close the request (piitracer's own copies
     of the person shredded) and write the signed certificate; print what it took. With --serve,
     the console then shows the request, its evidence and its certificate in a browser."""
     result = run_demo(folder, subjects=subjects, rows=rows, rebuild=rebuild, attest=not no_attest, close=not no_close,
                       progress=lambda line: err_console.print(line, highlight=False, markup=False))
-    console.print(demo_summary(result))
+    if output == "json":
+        echo_json(demo_json(result))
+    else:
+        console.print(demo_summary(result))
     complete = result.verification is not None and result.verification.complete
     if serve_console:
         _serve_demo(result.folder, port)
@@ -51,6 +57,7 @@ def _serve_demo(folder: Path, port: int) -> None:
     from piitracer.api.session import open as open_session
 
     config, token = demo_console(folder)
+    config = replace(config, commands=suggest.console_commands())
     # Loopback only: the demo's console is for the person at this machine (no TLS, no lineage token).
     click.echo(f"console: http://127.0.0.1:{port}/console/ (Ctrl-C stops it)\n"
                f"sign in as {DEMO_VIEWER} (read-only) with this token, shown once:\n{token}")

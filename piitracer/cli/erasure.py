@@ -17,12 +17,14 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 # The use cases by attribute: piitracer.api loads each one's module on first use, so `plan` does not
 # import the verifier or the executor's run wiring.
 import piitracer.api as api
-from piitracer.cli.common import EXIT_FOUND, EXIT_OK, aware, labelled_subjects, open_session
-from piitracer.cli.terminal import chunk_summary, console, err_console, redacted_json, summary_table, verification_table
+from piitracer.cli import params, suggest
+from piitracer.cli.common import EXIT_FOUND, EXIT_OK, aware, echo_json, labelled_subjects, open_session
+from piitracer.cli.terminal import chunk_summary, console, err_console, print_plan, redacted_json, run_json, summary_table, \
+    verification_table
 from piitracer.executor.runner import ExecuteOptions, StepResult
 from piitracer.model.plan import DeletionPlan
 from piitracer.model.settings import TaskEngine
-from piitracer.render.plan_text import explain_text, plan_tables
+from piitracer.render.plan_text import explain_text
 
 
 @click.command("plan")
@@ -34,22 +36,23 @@ from piitracer.render.plan_text import explain_text, plan_tables
 @click.option("--received-at", type=click.DateTime(["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d"]),
               help="When the request(s) arrived (default: now, UTC). The deadline runs from here.")
 @click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the plan JSON here (mode 0600).")
-@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--explain", "explain_dataset", metavar="DATASET", help="Print the lineage path and rule that decided DATASET.")
 @click.option("--schema", is_flag=True, help="Print the plan's JSON Schema and exit.")
-@click.option("--audit-key-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Seal the plan with this audit key (default: $PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE); "
-              "execute refuses a sealed plan that was altered, and an unsealed one without --unsealed. Needed with -o.")
-@click.option("--master-key-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="The master key that wraps each request's data key (default: $PIITRACER_MASTER_KEY_FILE, then "
-              "$PIITRACER_MASTER_KEY). Needed with -o and --output json: subject values are only stored encrypted.")
+@params.wide
+@params.output
+@params.workspace
+@params.keys
 @click.pass_context
-def plan_command(ctx, sources, subject_values, requests_file, request_id, received_at, out, output, explain_dataset, schema,
-                 audit_key_file, master_key_file) -> None:
+def plan_command(ctx, sources, subject_values, requests_file, request_id, received_at, out, explain_dataset, schema,
+                 wide, output) -> None:
     """Plan the erasure of one subject or a batch: ordered, per-format steps and deadlines. Every
     subject value is parsed strictly as its source key column's type (a value that is not exactly
     one is refused, exit 2, naming its position, never the value). With -o the plan's requests are
-    queued in the request store (planned) and the file holds their values encrypted."""
+    queued in the request store (planned) and the file holds their values encrypted.
+
+    Keys: with -o (and with --output json), the audit key seals the plan (execute refuses a sealed
+    plan that was altered, and an unsealed one without --unsealed) and the master key encrypts its
+    subject values. The default output is one line per dataset; --wide adds every step."""
     if schema:
         click.echo(json.dumps(DeletionPlan.model_json_schema(), indent=2))
         return
@@ -58,7 +61,7 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
     if bool(subject_values) == bool(requests_file):
         raise click.UsageError("give either --subject VALUE (repeatable) or --requests FILE")
     labels, subjects = labelled_subjects(subject_values, requests_file, request_id, aware(received_at), "cli")
-    with open_session(ctx, audit_key_file, master_key_file) as session:
+    with open_session(ctx) as session:
         # With -o, keys first: a plan that would be kept but cannot be recorded or encrypted is refused before work.
         planned = session.plan(sources, subjects, labels, keep=out is not None)
         explained = api.named_dataset(session.workspace, explain_dataset) if explain_dataset else None
@@ -76,7 +79,7 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
     elif output == "json":
         click.echo(text or redacted_json(plan), nl=False)
     else:
-        console.print(plan_tables(plan))
+        print_plan(plan, wide)
 
 
 @click.command("execute")
@@ -89,14 +92,12 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
 @click.option("--drop-refs", is_flag=True, help="Let release_ref steps drop the Iceberg tags/branches that retain pre-delete snapshots.")
 @click.option("--unsealed", is_flag=True, help="Run a plan that carries no seal (it was planned without an audit key); "
               "the audit log records that it was unsealed.")
-@click.option("--audit-key-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="File holding the audit key (default: $PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE).")
-@click.option("--master-key-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="The master key (default: $PIITRACER_MASTER_KEY_FILE, then $PIITRACER_MASTER_KEY): opens the plan's "
-              "values and seals the journal's.")
+@params.output
+@params.workspace
+@params.keys
 @click.pass_context
 def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bool, no_concurrent_writers: bool,
-                    drop_refs: bool, unsealed: bool, audit_key_file: Path | None, master_key_file: Path | None) -> None:
+                    drop_refs: bool, unsealed: bool, output: str) -> None:
     """Run a plan on the lakehouse: one Spark session, every dataset touched once, journaled and
     recorded in the audit trail (an audit key and the master key are required before anything
     runs). The plan is checked first — its seal, its shape, every dataset against this workspace's
@@ -107,7 +108,7 @@ def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bo
     # An erasure nobody can prove afterwards is worth little: no audit key, no run; values are only
     # ever stored encrypted: no master key, no run. A dry run passes exactly the same checks (what
     # it prints is what execute would run), then stops.
-    session = open_session(ctx, audit_key_file, master_key_file)
+    session = open_session(ctx)
     # markup=False: a step's description holds dataset names, printed as they are
     columns = (TextColumn("{task.description}", markup=False), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                TimeElapsedColumn())
@@ -128,6 +129,9 @@ def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bo
     finally:
         if task is not None:  # stopping a progress display that never started still prints a line
             progress.stop()
+    if output == "json":
+        echo_json(run_json(summary))
+        return
     if dry_run:
         for result in summary.results:
             click.echo(f"{result.step.id} {result.step.dataset} {result.step.action.value}: {result.message}")
@@ -145,7 +149,8 @@ def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bo
                 console.print(f"  {result.step.id} {result.step.action.value} {result.step.dataset}{owner}: {result.state}: "
                               f"{result.message}", highlight=False, markup=False)
         if awaiting:
-            console.print("  when its owner has done the work: piitracer attest PLAN --step ID --by NAME [--evidence FILE|TEXT]",
+            console.print("  when its owner has done the work: "
+                          + suggest.command_line("attest", "PLAN", step_id="ID", attested_by="NAME", evidence="FILE|TEXT"),
                           highlight=False, markup=False)
 
 
@@ -155,18 +160,15 @@ def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bo
 @click.option("--by", "attested_by", required=True, metavar="NAME", help="Who confirms it (a person or a team).")
 @click.option("--evidence", metavar="FILE|TEXT", help="A file (its SHA-256 is recorded) or a text (its SHA-256 is "
               "recorded): a ticket, a run log, a statement. Never stored itself: it may hold subject values.")
-@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--audit-key-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="File holding the audit key (default: $PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE).")
-@click.option("--master-key-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="The master key (default: $PIITRACER_MASTER_KEY_FILE, then $PIITRACER_MASTER_KEY).")
+@params.output
+@params.workspace
+@params.keys
 @click.pass_context
-def attest_command(ctx, plan_file: Path, step_id: str, attested_by: str, evidence: str | None, output: str,
-                   audit_key_file: Path | None, master_key_file: Path | None) -> None:
+def attest_command(ctx, plan_file: Path, step_id: str, attested_by: str, evidence: str | None, output: str) -> None:
     """Record in the audit log that a person did a step piitracer cannot (a Kafka topic erased, a
     masked table rebuilt, an aggregate recomputed): who, when, and the SHA-256 of the evidence.
     verify counts the step's dataset as attested once nothing of the subjects is found in it."""
-    with open_session(ctx, audit_key_file, master_key_file) as session:
+    with open_session(ctx) as session:
         entry = session.attest(plan_file, step_id, attested_by, evidence)
     body = entry.body
     if output == "json":
@@ -179,31 +181,29 @@ def attest_command(ctx, plan_file: Path, step_id: str, attested_by: str, evidenc
 
 @click.command("verify")
 @click.argument("plan_file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
-@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--sweep", type=click.Choice(["catalog", "roots"]), is_flag=False, flag_value="catalog", default=None,
               help="Also decode what the plan does not reach: every other catalogued dataset (catalog, the default of a "
               "bare --sweep) and every file under warehouse_roots (roots); a subject found there is 'unplanned'.")
-@click.option("--audit-key-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="File holding the audit key (default: $PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE).")
 @click.option("--no-record", is_flag=True, help="Do not append the result to the audit trail (a read-only check; "
               "no audit key needed, but then attestations cannot be read and person steps stay awaiting attestation).")
-@click.option("--master-key-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="The master key (default: $PIITRACER_MASTER_KEY_FILE, then $PIITRACER_MASTER_KEY): opens the "
-              "plan's and the journal's values.")
 @click.option("--engine", type=click.Choice([e.value for e in TaskEngine]), default=None,
               help="Where files are decoded: in this process (driver), as Spark tasks on spark.master (spark), or by "
               "the plan's file count and size (auto; default: the workspace's verify.engine).")
 @click.option("--explain", "explain", metavar="DATASET", default=None,
               help="List the Parquet column chunks of DATASET that had to be decoded, and why (never a value).")
+@params.wide
+@params.output
+@params.workspace
+@params.keys
 @click.pass_context
-def verify_command(ctx, plan_file: Path, output: str, sweep: str | None, audit_key_file: Path | None, no_record: bool,
-                   master_key_file: Path | None, engine: str | None, explain: str | None) -> None:
+def verify_command(ctx, plan_file: Path, sweep: str | None, no_record: bool, engine: str | None, explain: str | None,
+                   wide: bool, output: str) -> None:
     """Prove the erasure: decode every file under each dataset and read back every retained
     snapshot/version, and record the result in the audit trail. Exit 0 only when every dataset is
     erased, attested or needs no action; 1 when any is found, pending, unplanned or awaiting
     attestation; 2 on error. Never prints a subject value."""
     # No key, no record: the session refuses before the scan. A read-only check may go without one.
-    with open_session(ctx, audit_key_file, master_key_file) as session:
+    with open_session(ctx) as session:
         explain = api.named_dataset(session.workspace, explain) if explain else None  # prod.fintech.payments too
         verified = session.verify(plan_file, record=not no_record, sweep=sweep,
                                   engine=TaskEngine(engine) if engine else None, explain=explain)

@@ -10,7 +10,8 @@ import click
 
 import piitracer
 from piitracer.api import named_dataset, rebuild_lineage_store
-from piitracer.cli.common import open_workspace
+from piitracer.cli import params
+from piitracer.cli.common import echo_json, open_workspace
 from piitracer.cli.terminal import console, err_console, lineage_stats_table
 from piitracer.model.lineage import ProblemSeverity
 from piitracer.render.lineage_diagram import lineage_diagram, render_lineage
@@ -21,12 +22,14 @@ def _graph(ctx: click.Context) -> piitracer.LineageGraph:
 
 
 @click.group()
-def lineage() -> None:
+@params.everything
+def lineage(output: str) -> None:
     """Column-level lineage of the workspace."""
 
 
 @lineage.command("stats")
-@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@params.output
+@params.workspace
 @click.pass_context
 def lineage_stats(ctx: click.Context, output: str) -> None:
     """Counts of datasets, columns and edges by type, and every ingest problem."""
@@ -46,22 +49,38 @@ def lineage_stats(ctx: click.Context, output: str) -> None:
 
 
 @lineage.command("rebuild")
+@params.output
+@params.workspace
 @click.pass_context
-def lineage_rebuild(ctx: click.Context) -> None:
+def lineage_rebuild(ctx: click.Context, output: str) -> None:
     """Forget the workspace's lineage store (.piitracer/lineage/store.sqlite) and read every
     lineage source again. Needed only if the store is suspected wrong: every command already
     re-reads a source whose files changed."""
     update = rebuild_lineage_store(open_workspace(ctx))
+    if output == "json":
+        echo_json({"rebuilt": True, "units_read": len(update.parsed)})
+        return
     err_console.print(f"lineage store rebuilt: {len(update.parsed)} units read", highlight=False)
 
 
 @lineage.command("show")
 @click.option("--from", "start", metavar="DATASET[.COLUMN]", help="Show only what this reaches.")
-@click.option("--format", "fmt", type=click.Choice(["dot", "svg", "png", "json"]), default="dot", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["dot", "svg", "png", "json"]), default=None,
+              help="The document: a graphviz diagram (dot, svg, png) or the graph as JSON.  [default: dot; json with "
+                   "--output json]")
 @click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout.")
+@params.output
+@params.workspace
 @click.pass_context
-def lineage_show(ctx: click.Context, start: str | None, fmt: str, out: Path | None) -> None:
-    """The lineage diagram (graphviz) or the graph as JSON."""
+def lineage_show(ctx: click.Context, start: str | None, fmt: str | None, out: Path | None, output: str) -> None:
+    """The lineage diagram (graphviz) or the graph as JSON. --format chooses the document; --output
+    json alone prints the graph as JSON (--format json), and with -o reports the file written as
+    JSON."""
+    if fmt is None:
+        fmt = "json" if output == "json" and out is None else "dot"
+    elif output == "json" and out is None and fmt != "json":
+        raise click.UsageError(f"--output json prints the graph as JSON, not --format {fmt}: give -o FILE for the "
+                               "diagram (the report of what was written is then JSON), or leave out one of the two")
     workspace = open_workspace(ctx)
     graph = piitracer.build_lineage_graph(workspace)
     origin = piitracer.parse_column(named_dataset(workspace, start), graph) if start else None
@@ -75,4 +94,7 @@ def lineage_show(ctx: click.Context, start: str | None, fmt: str, out: Path | No
         click.echo(data.decode(), nl=False)
     else:
         out.write_bytes(data)
-        err_console.print(f"wrote {out}", highlight=False)
+        if output == "json":
+            echo_json({"wrote": str(out), "format": fmt, "bytes": len(data)})
+        else:
+            err_console.print(f"wrote {out}", highlight=False)

@@ -5,26 +5,33 @@ from __future__ import annotations
 
 import click
 
-from piitracer.cli.common import open_workspace
+from piitracer.cli import params
+from piitracer.cli.common import echo_json, open_workspace
 from piitracer.console.tokens import add_token, tokens_path
 
 
 @click.group("owners")
-def owners_group() -> None:
+@params.everything
+def owners_group(output: str) -> None:
     """Console users: dataset owners (``owners:`` in piitracer.yaml), who attest the person steps
     of the datasets whose catalog owner: names them, and read-only viewers (``viewers:``)."""
 
 
 @owners_group.command("add")
 @click.argument("name")
+@params.output
+@params.workspace
 @click.pass_context
-def owners_add(ctx: click.Context, name: str) -> None:
+def owners_add(ctx: click.Context, name: str, output: str) -> None:
     """Make a sign-in token for NAME (listed under owners: or viewers:) and print it once: only its
     scrypt hash is kept (.piitracer/console-tokens.json, 0600). Adding NAME again replaces its token;
     removing NAME from piitracer.yaml revokes it."""
     workspace = open_workspace(ctx)
     token = add_token(workspace, name)
     role = "owner" if name in workspace.config.owners else "viewer"
+    if output == "json":  # the token once, as in text; only its hash is kept
+        echo_json({"name": name, "role": role, "token": token, "tokens_file": str(tokens_path(workspace.root))})
+        return
     click.echo(f"console token for {name} ({role}), shown once: only its hash is kept in "
                f"{tokens_path(workspace.root)}", err=True)
     click.echo(token)

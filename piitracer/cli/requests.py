@@ -12,8 +12,9 @@ from pathlib import Path
 import click
 
 from piitracer.api import write_private
-from piitracer.cli.common import AUDIT_OPTION, EXIT_FOUND, EXIT_OK, MASTER_OPTION, aware, labelled_subjects, open_session
-from piitracer.cli.terminal import console, print_batch, request_board_table
+from piitracer.cli import params
+from piitracer.cli.common import EXIT_FOUND, EXIT_OK, aware, echo_json, labelled_subjects, open_session
+from piitracer.cli.terminal import print_batch, print_board
 from piitracer.crypto.envelope import write_master_key
 from piitracer.model.requests import RequestState
 
@@ -21,9 +22,10 @@ from piitracer.model.requests import RequestState
 @click.group("requests", invoke_without_command=True)
 @click.option("--state", "state", type=click.Choice([s.value for s in RequestState]), help="Only requests in this state.")
 @click.option("--overdue", is_flag=True, help="Only requests past their deadline and not yet proven erased.")
-@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@params.wide
+@params.everything
 @click.pass_context
-def requests_group(ctx: click.Context, state: str | None, overdue: bool, output: str) -> None:
+def requests_group(ctx: click.Context, state: str | None, overdue: bool, wide: bool, output: str) -> None:
     """The request queue: every erasure request, its deadline and state (queued, planned, executing,
     executed, awaiting_attestation, verified, watching, closed). Without a subcommand: the board."""
     if ctx.invoked_subcommand is not None:
@@ -35,7 +37,7 @@ def requests_group(ctx: click.Context, state: str | None, overdue: bool, output:
         click.echo(json.dumps([{**r.model_dump(mode="json"), "overdue": r.overdue(now), "days_left": r.days_left(now)}
                                for r in shown], indent=2))
         return
-    console.print(request_board_table(shown, now))
+    print_board(shown, now, wide)
 
 
 @requests_group.command("add")
@@ -47,18 +49,22 @@ def requests_group(ctx: click.Context, state: str | None, overdue: bool, output:
 @click.option("--request-id", help="Request id of --subject values (and default of the file).")
 @click.option("--received-at", type=click.DateTime(["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d"]),
               help="When the request(s) arrived (default: now, UTC). The deadline runs from here.")
-@AUDIT_OPTION
-@MASTER_OPTION
+@params.output
+@params.workspace
+@params.keys
 @click.pass_context
-def requests_add(ctx, sources, subject_values, requests_file, request_id, received_at, audit_key_file, master_key_file) -> None:
+def requests_add(ctx, sources, subject_values, requests_file, request_id, received_at, output: str) -> None:
     """Queue one request, or a file of them: values parsed strictly as for plan, stored encrypted
     under each request's own data key, every request recorded in the audit log."""
     if bool(subject_values) == bool(requests_file):
         raise click.UsageError("give either --subject VALUE (repeatable) or --requests FILE")
     labels, subjects = labelled_subjects(subject_values, requests_file, request_id, aware(received_at), "req",
                                          stdin=True)
-    with open_session(ctx, audit_key_file, master_key_file) as session:
+    with open_session(ctx) as session:
         added = session.queue(sources, subjects, labels)
+    if output == "json":
+        echo_json([r.model_dump(mode="json") for r in added])
+        return
     for request in added:
         click.echo(f"queued {request.request_id}: {request.subjects} subject(s), deadline {request.deadline_at:%Y-%m-%d}")
 
@@ -66,29 +72,38 @@ def requests_add(ctx, sources, subject_values, requests_file, request_id, receiv
 @requests_group.command("close")
 @click.argument("request_id")
 @click.option("--now", "now_reason", metavar="REASON", help="Close before the watching period is over, saying why.")
-@AUDIT_OPTION
-@MASTER_OPTION
+@params.output
+@params.workspace
+@params.keys
 @click.pass_context
-def requests_close(ctx, request_id: str, now_reason: str | None, audit_key_file, master_key_file) -> None:
+def requests_close(ctx, request_id: str, now_reason: str | None, output: str) -> None:
     """Close a request: crypto-shred piitracer's own copies of the person (the data key destroyed,
     the journal's resolved values deleted), recorded in the audit log. Refused unless it is
     verified complete (every person step attested) and watched."""
-    with open_session(ctx, audit_key_file, master_key_file) as session:
+    with open_session(ctx) as session:
         fingerprint = session.close(request_id, now_reason)
+    if output == "json":
+        echo_json({"request_id": request_id, "state": "closed", "data_key_destroyed": fingerprint})
+        return
     click.echo(f"closed {request_id}: data key {fingerprint} destroyed; piitracer keeps no value of its subjects")
 
 
 @requests_group.command("reverify")
 @click.option("--sweep", type=click.Choice(["catalog", "roots", "none"]), default="catalog", show_default=True)
-@AUDIT_OPTION
-@MASTER_OPTION
+@params.output
+@params.workspace
+@params.keys
 @click.pass_context
-def requests_reverify(ctx, sweep: str, audit_key_file, master_key_file) -> None:
+def requests_reverify(ctx, sweep: str, output: str) -> None:
     """Verify again every watching request (and sweep beyond its plan): rows resurrected by a late
     pipeline run, a compaction that dropped delete files or a restore move it back to executed.
     Exit 1 when any request had subject data again."""
-    with open_session(ctx, audit_key_file, master_key_file) as session:
+    with open_session(ctx) as session:
         results = session.reverify(None if sweep == "none" else sweep)
+    if output == "json":
+        echo_json([{"request_id": request_id, "still_erased": complete,
+                    "state": "watching" if complete else "executed"} for request_id, complete in results])
+        sys.exit(EXIT_OK if all(complete for _, complete in results) else EXIT_FOUND)
     for request_id, complete in results:
         click.echo(f"{request_id}: {'still erased' if complete else 'subject data found again: back to executed'}")
     if not results:
@@ -98,15 +113,20 @@ def requests_reverify(ctx, sweep: str, audit_key_file, master_key_file) -> None:
 
 @requests_group.command("keygen")
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
-def requests_keygen(path: Path) -> None:
+@params.output
+def requests_keygen(path: Path, output: str) -> None:
     """Write a new random master key (mode 0600). Keep it outside the workspace; lose it and every
     open request's values are unreadable."""
     key = write_master_key(path)
+    if output == "json":
+        echo_json({"master_key": str(path), "fingerprint": key.fingerprint})
+        return
     click.echo(f"wrote a master key to {path} (fingerprint {key.fingerprint}); set PIITRACER_MASTER_KEY_FILE={path}")
 
 
 @click.group("batch")
-def batch_group() -> None:
+@params.everything
+def batch_group(output: str) -> None:
     """Batch windows: plan the queued requests that are due, within a budget."""
 
 
@@ -121,12 +141,12 @@ def batch_group() -> None:
 @click.option("--over-budget", type=click.Choice(["OK"]), help="Write the plan even when the estimate is over --budget.")
 @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Write the batch's plan here (mode 0600, values encrypted).")
-@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@AUDIT_OPTION
-@MASTER_OPTION
+@params.output
+@params.workspace
+@params.keys
 @click.pass_context
 def batch_plan_command(ctx, due_within: int | None, all_open: bool, sources, budget: float | None, over_budget: str | None,
-                       out: Path, output: str, audit_key_file, master_key_file) -> None:
+                       out: Path, output: str) -> None:
     """Plan the due queued requests as one batch (one pass per table) and estimate it from table
     metadata and statistics: files and bytes to rewrite per step, archive objects, cost (the
     workspace's pricing) and run time (throughput measured on this lakehouse). Requests left out but
@@ -134,7 +154,7 @@ def batch_plan_command(ctx, due_within: int | None, all_open: bool, sources, bud
     --budget (nothing written) unless --over-budget OK; 2 error."""
     if (due_within is None) == (not all_open):
         raise click.UsageError("give either --due-within DAYS or --all-open")
-    with open_session(ctx, audit_key_file, master_key_file) as session:
+    with open_session(ctx) as session:
         window = session.batch_window(timedelta(days=due_within) if due_within is not None else None, sources,
                                       budget=budget, over_budget_ok=over_budget == "OK")
     chosen, over, written = window.chosen, window.over_budget, window.text is not None

@@ -5,12 +5,14 @@ sealed under the master key), console (the privacy office's board, owners' attes
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
 import click
 
 from piitracer.api.session import open as open_api_session
+from piitracer.cli import params, suggest
 from piitracer.cli.common import open_workspace
 from piitracer.cli.terminal import err_console
 from piitracer.console.app import create_server, server_config
@@ -26,27 +28,23 @@ from piitracer.model.errors import InputError
 @click.option("--token-file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help="File holding the bearer token producers must send (Authorization: Bearer ...); "
                    "default: PIITRACER_LINEAGE_TOKEN; required unless --host is a loopback address.")
-@click.option("--master-key-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="The master key that seals rejected bodies (default: $PIITRACER_MASTER_KEY_FILE, then "
-                   "$PIITRACER_MASTER_KEY); without one only a rejected body's SHA-256 is kept.")
 @click.option("--rejected-retention-days", default=30, show_default=True, type=click.IntRange(min=1),
               help="Days a rejected record is kept; older ones are deleted at start and on a later receive.")
-@click.option("--audit-key-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="The audit key the console reads the log and records owners' attestations with (default: "
-                   "$PIITRACER_AUDIT_KEY, then $PIITRACER_AUDIT_KEY_FILE); without one the console shows the board only.")
-@click.option("--signing-key", type=click.Path(dir_okay=False, path_type=Path),
-              help="Ed25519 key that signs the certificates the console hands out (default: "
-                   "$PIITRACER_SIGNING_KEY_FILE); without one the console says how to issue them.")
+@params.workspace
+@params.keys
 @click.pass_context
-def serve(ctx: click.Context, host: str, port: int, token_file: Path | None, master_key_file: Path | None,
-          rejected_retention_days: int, audit_key_file: Path | None, signing_key: Path | None) -> None:
+def serve(ctx: click.Context, host: str, port: int, token_file: Path | None, rejected_retention_days: int) -> None:
     """Receive OpenLineage events over HTTP (POST /api/v1/lineage, as Marquez does) into the
     workspace's lineage store (.piitracer/lineage/events.jsonl), which every later command reads.
     A malformed event is answered 400 with its defects and kept in .piitracer/lineage/rejected/
     (its body encrypted under the master key, else only its digest); a body over 16 MiB, sent or
     inflated, is answered 413. The console is at /console/ on the same port: people sign in with
     a token from `piitracer owners add NAME`; the server holds the audit, master and signing keys.
-    Put TLS in front of it (a reverse proxy on this machine) when it is reachable from others."""
+    Put TLS in front of it (a reverse proxy on this machine) when it is reachable from others.
+
+    Keys: the audit key lets the console read the log and record owners' attestations (without it,
+    the board only); the master key seals rejected bodies (without it only their SHA-256 is kept)
+    and lets owners attest; the signing key signs the certificates the console hands out."""
     import uvicorn  # here, not at the top: the web server and its event loop load only when serving
 
     token = token_file.read_text(encoding="utf-8").strip() if token_file else os.environ.get("PIITRACER_LINEAGE_TOKEN")
@@ -56,7 +54,10 @@ def serve(ctx: click.Context, host: str, port: int, token_file: Path | None, mas
         raise InputError(f"--host {host} is reachable from other machines: give producers a token with --token-file "
                             "FILE (or $PIITRACER_LINEAGE_TOKEN), or listen on 127.0.0.1")
     workspace = open_workspace(ctx)
-    config, notes = server_config(workspace, master_key_file, audit_key_file, signing_key)
+    given = params.shared(ctx)
+    config, notes = server_config(workspace, given.get("master_key_file"), given.get("audit_key_file"),
+                                  given.get("signing_key_file"))
+    config = replace(config, commands=suggest.console_commands())
     master = config.master
     err_console.print(f"piitracer: receiving OpenLineage events on http://{host}:{port}/api/v1/lineage into "
                       f"{StateLayout(workspace.root).lineage}" + (" (bearer token required)" if token else "")

@@ -300,3 +300,42 @@ def redacted_json(plan: DeletionPlan) -> str:
     for number, subject in enumerate(data["subjects"], start=1):
         subject["value"] = f"<redacted subject #{number}>"
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def run_json(summary: RunSummary) -> dict:
+    """``execute --output json`` (and ``--dry-run``): the run, each step's state, counts and message
+    (a dry run's message is the statement it would run, subject values redacted)."""
+    return {"run_id": summary.run_id, "plan_id": summary.plan_id, "status": summary.status,
+            "seconds": round(summary.seconds, 3), "datasets": summary.by_dataset(),
+            "steps": [{"id": r.step.id, "dataset": r.step.dataset, "action": r.step.action.value, "state": r.state,
+                       "owner": r.step.owner, "message": r.message, "seconds": round(r.seconds, 3),
+                       "outcome": r.outcome.as_dict() if r.outcome else None} for r in summary.results]}
+
+
+def print_plan(plan: DeletionPlan, wide: bool = False) -> None:
+    """``piitracer plan``'s text: one line per dataset that fits the terminal, or (``--wide``) every
+    step and every column, each row on one line however long."""
+    from piitracer.render.plan_text import plan_tables
+
+    console.print(plan_tables(plan))
+
+
+def print_board(shown, now: datetime, wide: bool = False) -> None:
+    """``piitracer requests``: one line per request that fits the terminal, or (``--wide``) every
+    column, each row on one line however long."""
+    console.print(request_board_table(shown, now))
+
+
+def demo_json(result: DemoResult) -> dict:
+    """``demo --output json``: what the demo did and the files it wrote (no subject value)."""
+    verification = result.verification
+    return {"status": result.run.status if result.run else "not executed",
+            "complete": bool(verification is not None and verification.complete),
+            "subjects": result.subjects, "subject_rows": result.subject_rows, "totals": result.totals(),
+            "states": dict(Counter(d.state.value for d in verification.datasets)) if verification else {},
+            "attested": [e.body["step_id"] for e in result.attestations], "closed": list(result.closed),
+            "audit_intact": result.audit_intact, "seconds": {k: round(v, 3) for k, v in result.seconds.items()},
+            "plan": str(result.plan_path), "lineage_diagram": str(result.diagram_path),
+            "audit_report": str(result.report_path) if result.report_path else None,
+            "certificate": str(result.certificate_path) if result.certificate_path else None,
+            "public_key": str(result.public_key_path) if result.public_key_path else None}

@@ -15,7 +15,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 from urllib.parse import quote
 
 from fastapi import FastAPI, Request
@@ -49,6 +49,10 @@ class ConsoleConfig:
     master: Any = None  # piitracer.crypto.envelope.KeyWrapper
     signing_key_path: Path | None = None
     now: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
+    # The command lines the pages suggest, as templates the CLI built from its own commands
+    # (piitracer.cli.suggest.console_commands; the console never imports the CLI). None given: the
+    # pages name the command without a line to copy.
+    commands: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def keys(self):
@@ -56,6 +60,21 @@ class ConsoleConfig:
         from piitracer.api.keys import Keys
 
         return Keys(audit=self.audit_key, master=self.master, signing_key_file=self.signing_key_path)
+
+
+@dataclass(frozen=True)
+class CommandLines:
+    """The console's suggested command lines (:attr:`ConsoleConfig.commands`), filled in."""
+
+    templates: Mapping[str, str]
+
+    def line(self, name: str, **values: str) -> str | None:
+        """The command line ``name`` with ``values`` (shell-quoted) in its placeholders; None when
+        the console was given no such line."""
+        import shlex
+
+        template = self.templates.get(name)
+        return None if template is None else template.format(**{k: shlex.quote(str(v)) for k, v in values.items()})
 
 
 def create_server(config: ConsoleConfig, lineage_app: FastAPI) -> FastAPI:
@@ -159,6 +178,7 @@ class _Console:
 
         self.config = config
         self.workspace = config.workspace
+        self.commands = CommandLines(config.commands)
         self.sessions = Sessions()
         self.limiter = SignInLimiter()
         self._graph = None
@@ -174,7 +194,8 @@ class _Console:
         import secrets
 
         pre = secrets.token_urlsafe(32)
-        response = HTMLResponse(templates.render("sign_in.html", user=None, csrf=pre, error=error), status_code=status)
+        response = HTMLResponse(templates.render("sign_in.html", user=None, csrf=pre, error=error,
+                                                     commands=self.commands), status_code=status)
         _cookie(response, request, PRE_SESSION_COOKIE, pre, f"{CONSOLE}/sign-in")
         return response
 
@@ -214,7 +235,8 @@ class _Console:
 
     def refused(self, request: Request, status: int, message: str, session: Session | None = None) -> Response:
         return HTMLResponse(templates.render("error.html", user=session.user if session else None,
-                                             csrf=session.csrf if session else "", status=status, error=message),
+                                             csrf=session.csrf if session else "", status=status, error=message,
+                                             commands=self.commands),
                             status_code=status)
 
     # ---- pages --------------------------------------------------------------------------------
@@ -248,7 +270,7 @@ class _Console:
                           diagram=diagram, diagram_problem=problem, error=error, notice=notice,
                           legend=[(s, STATE_LABELS[s]) for s in STATES],
                           certificate_available=public_key is not None and self.config.audit_key is not None,
-                          public_key_name="signing-key.pub")
+                          public_key_name="signing-key.pub", certificate_file=f"certificate-{_safe_name(request_id)}.json")
 
     def owner_page(self, request: Request, session: Session, owner: str) -> Response:
         if session.user.role == OWNER and owner != session.user.name:
@@ -298,7 +320,8 @@ class _Console:
     # ---- reading ------------------------------------------------------------------------------
 
     def _html(self, name: str, session: Session, status: int = 200, **context) -> Response:
-        return HTMLResponse(templates.render(name, user=session.user, csrf=session.csrf, **context), status_code=status)
+        return HTMLResponse(templates.render(name, user=session.user, csrf=session.csrf, commands=self.commands,
+                                             **context), status_code=status)
 
     def _open(self):
         """A session (:func:`piitracer.api.session.open`) with the server's keys, for one page: the

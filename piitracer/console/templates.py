@@ -48,7 +48,7 @@ BASE = """<!DOCTYPE html>
 
 SIGN_IN = """{% extends "base.html" %}{% block title %}Sign in: piitracer console{% endblock %}{% block main %}
 <div class="signin"><h1>piitracer console</h1>
-<p>Erasure requests, their deadlines and evidence. Sign in with the token <code>piitracer owners add NAME</code>
+<p>Erasure requests, their deadlines and evidence. Sign in with the token <code>{{ commands.line('owners_add') or 'piitracer owners add' }}</code>
 printed for you.</p>
 <form method="post" action="/console/sign-in"><input type="hidden" name="csrf" value="{{ csrf }}">
 <label for="token">Token</label><br><input type="password" id="token" name="token" autocomplete="off" required>
@@ -106,7 +106,7 @@ REQUEST = """{% extends "base.html" %}{% block title %}{{ request_id }}: piitrac
 <textarea name="evidence_text" placeholder="evidence: a ticket, a run log, a statement (only its SHA-256 is kept)"></textarea><br>
 or a file <input type="file" name="evidence_file"> <button type="submit" class="attest-button">Attest as {{ user.name }}</button></form>
 {% elif s.owner %}<span class="muted">to be attested by {{ s.owner }}</span>
-{% else %}<span class="muted">no owner in the catalog: a key holder attests it (<code>piitracer attest PLAN --step {{ s.step_id }} --by NAME</code>)</span>{% endif %}</td></tr>{% endfor %}
+{% else %}<span class="muted">no owner in the catalog: a key holder attests it (<code>{{ commands.line('attest', step_id=s.step_id) or 'piitracer attest' }}</code>)</span>{% endif %}</td></tr>{% endfor %}
 </tbody></table>{% else %}<p id="no-open-steps">No person step is open.</p>{% endif %}
 {% set done = view.steps|selectattr('attested_by')|list %}
 {% if done %}<table id="attested-steps"><thead><tr><th>step</th><th>dataset</th><th>action</th><th>state</th><th>by</th></tr></thead><tbody>
@@ -118,10 +118,10 @@ or a file <input type="file" name="evidence_file"> <button type="submit" class="
 <p><a id="certificate" href="/console/requests/{{ request_id|urlencode }}/certificate.json" download>Download the signed erasure certificate</a>
 (issued now from the audit log, signed by the server's key) and <a id="public-key" href="/console/signing-key.pub" download>its
 public key</a>. Check it anywhere, without piitracer's secrets:</p>
-<pre><code id="check-command">piitracer audit check-certificate certificate-{{ request_id }}.json --public-key {{ public_key_name }}</code></pre>
+<pre><code id="check-command">{{ commands.line('check_downloaded', certificate=certificate_file, public_key=public_key_name) or 'piitracer audit check-certificate' }}</code></pre>
 {% elif view.complete %}<p>The erasure is proven; this server has no signing key, so issue the certificate with
-<code>piitracer audit certificate {{ request_id }} --signing-key KEY -o certificate.json</code> and check it with
-<code>piitracer audit check-certificate certificate.json --public-key KEY.pub</code>.</p>
+<code id="certificate-command">{{ commands.line('certificate', request_id=request_id) or 'piitracer audit certificate' }}</code> and check it with
+<code>{{ commands.line('check_certificate') or 'piitracer audit check-certificate' }}</code>.</p>
 {% else %}<p id="no-certificate">No certificate yet: it is issued once the latest verification is complete.</p>{% endif %}
 
 <h2>Plan</h2>
