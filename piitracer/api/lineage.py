@@ -20,8 +20,21 @@ from piitracer.model.workspace import CatalogDataset
 
 
 def build_lineage_graph(workspace: Workspace | str | os.PathLike[str]) -> LineageGraph:
-    """The workspace's whole lineage graph with its catalog's relations. Read through the
-    workspace's lineage store: only sources changed since the last call are parsed."""
+    """The workspace's whole lineage graph with its catalog's relations.
+
+    Read through the workspace's lineage store: only sources changed since the last call are
+    parsed (a read-only workspace reads them all, fresh).
+
+    Args:
+        workspace: the loaded workspace, or its folder.
+
+    Returns:
+        The graph: every dataset and column edge of the lineage sources, and the catalog's
+            replicas, clones and archives.
+
+    Raises:
+        WorkspaceError: the folder's ``piitracer.yaml`` cannot be loaded.
+    """
     if not isinstance(workspace, Workspace):
         workspace = load_workspace(workspace)
     with _lineage_store(workspace) as store:
@@ -32,12 +45,21 @@ def build_lineage_graph(workspace: Workspace | str | os.PathLike[str]) -> Lineag
 
 
 def lineage_graph_for(workspace: Workspace, sources: Sequence[str], refresh: bool = True) -> LineageGraph:
-    """The part of the lineage graph a plan from ``sources`` (``db.table.column``) can follow:
-    every dataset downstream of a source over any edge or catalog copy, with every edge into
-    them. It plans exactly as the whole graph would, and costs what the sources reach, not what
-    the lakehouse holds. ``refresh``: bring the store up to date first (parse what changed).
-    Falls back to the whole graph when a source names no catalogued dataset (so the planner
-    reports it) or the store cannot be used."""
+    """The part of the lineage graph a plan from ``sources`` can follow.
+
+    Every dataset downstream of a source over any edge or catalog copy, with every edge into
+    them: it plans exactly as the whole graph would, and costs what the sources reach, not what
+    the lakehouse holds. Falls back to the whole graph when a source names no catalogued dataset
+    (so the planner reports it) or the store cannot be used.
+
+    Args:
+        workspace: the loaded workspace.
+        sources: the source key columns, ``dataset.column`` (a table named with its catalog too).
+        refresh: bring the lineage store up to date first (parse what changed).
+
+    Returns:
+        The graph of what the sources reach.
+    """
     catalog = workspace.config.catalog
     named = [workspace.namer.from_column_name(text) for text in sources]  # a table named with its catalog too
     starts = {text.rsplit(".", 1)[0].lower() for text in named if "." in text}
@@ -50,9 +72,18 @@ def lineage_graph_for(workspace: Workspace, sources: Sequence[str], refresh: boo
 
 
 def stored_graph_for(store: LineageStore, catalog: Mapping[str, CatalogDataset], starts: set[str]) -> LineageGraph:
-    """The graph of what the store holds downstream of the ``starts`` datasets (over any edge and
-    the catalog's replicas, clones and archives) and every edge into it, with those datasets'
-    catalog entries (all of them when a reached copy's source was not reached)."""
+    """The graph of what a lineage store holds downstream of some datasets.
+
+    Args:
+        store: the lineage store.
+        catalog: the workspace's catalog (dataset id -> entry).
+        starts: the datasets to start from.
+
+    Returns:
+        What is downstream of ``starts`` (over any edge and the catalog's replicas, clones and
+            archives) and every edge into it, with those datasets' catalog entries (all of them when a
+            reached copy's source was not reached).
+    """
     copies: dict[str, list[str]] = {}
     copied_from: dict[str, str] = {}
     for dataset_id, entry in catalog.items():  # unsorted: only sets are made of it (100k entries)
@@ -71,7 +102,17 @@ def stored_graph_for(store: LineageStore, catalog: Mapping[str, CatalogDataset],
 
 
 def rebuild_lineage_store(workspace: Workspace) -> StoreUpdate:
-    """Forget the stored lineage and read every source again (``piitracer lineage rebuild``)."""
+    """Forget the stored lineage and read every source again (``piitracer lineage rebuild``).
+
+    Args:
+        workspace: the loaded workspace.
+
+    Returns:
+        What the store read: sources parsed, kept and removed, and their problems.
+
+    Raises:
+        UnavailableError: the lineage store cannot be opened.
+    """
     with _lineage_store(workspace, required=True) as store:
         store.clear()
         return update_store(workspace, store)
@@ -112,12 +153,22 @@ def named_dataset(workspace: Workspace, text: str) -> str:
 
 
 def parse_column(text: str, graph: LineageGraph) -> ColumnRef | str:
-    """``db.table.column`` -> a :class:`ColumnRef`; ``db.table`` -> the dataset id.
+    """A column or a dataset of the graph, from its written name.
 
     Dataset ids contain dots, so a known dataset id is tried first, then the part before the last
     dot. A dataset may also be named by another of its names: a dbt relation as dbt prints it
-    (``database.schema.model``), or an alias of the catalog or the lineage. Raises ``KeyError``
-    naming what is unknown.
+    (``database.schema.model``), or an alias of the catalog or the lineage.
+
+    Args:
+        text: ``db.table.column`` or ``db.table``.
+        graph: the lineage graph the name is looked up in.
+
+    Returns:
+        A ``piitracer.model.lineage.ColumnRef`` for a column, the dataset id for a dataset.
+
+    Raises:
+        NotFoundError: neither a dataset nor a column of the graph, a dataset without that column,
+            or an alias of two datasets.
     """
     name = text.strip().lower()
     if graph.has_dataset(name):

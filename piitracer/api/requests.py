@@ -42,11 +42,28 @@ class BatchPlan:
 
 def batch_plan(workspace: Workspace, store, due_within: timedelta | None, sources: Sequence[str] = (),
                now: datetime | None = None) -> BatchPlan:
-    """Plan every queued request (of ``sources`` when given) whose deadline falls within
-    ``due_within`` from ``now`` (None: every queued request) as one batch, and estimate it from
-    table metadata. Requests left out but due before the next window (``policy.batch_every``) are
-    returned as ``cannot_wait``. Requests of different source columns are not mixed: say which
-    with ``sources``."""
+    """Plan the queued requests due in a window as one batch, estimated from table metadata.
+
+    Requests left out but due before the next window (``policy.batch_every``) are returned as
+    ``cannot_wait``. Requests of different source columns are not mixed: say which with
+    ``sources``. Nothing is recorded: [`Session.batch_window`][piitracer.api.session.Session.batch_window]
+    seals, records and moves them.
+
+    Args:
+        workspace: the loaded workspace.
+        store (RequestStore): the request store, with the master key (it opens the values).
+        due_within: the requests whose deadline falls within this from ``now``; None: every
+            queued request.
+        sources: only the requests of these source columns (a table named with its catalog too).
+        now: the time the window starts; default: now.
+
+    Returns:
+        The plan (None when no request is due), the requests in it, those that cannot wait, and
+            the estimate.
+
+    Raises:
+        PlanningError: the due requests name different sources, or cannot be planned.
+    """
     now = now or datetime.now(timezone.utc)
     wanted = {workspace.namer.from_column_name(text) for text in sources}  # prod.fintech.payments.user_id too
     queued = [r for r in store.all() if r.state is RequestState.QUEUED
@@ -68,8 +85,26 @@ def batch_plan(workspace: Workspace, store, due_within: timedelta | None, source
 
 def add_requests(workspace: Workspace, store, log: AuditLog, sources: Sequence[str], subjects: Sequence[Subject],
                  labels: Sequence[str] = (), action: str = "added") -> list[ErasureRequest]:
-    """Queue requests (grouped by request id), their values checked strictly against the source key
-    columns' types exactly as ``plan`` checks them, and recorded in the audit log."""
+    """Queue requests, their values checked strictly against the source key columns' types
+    exactly as ``plan`` checks them, and recorded in the audit log.
+
+    Args:
+        workspace: the loaded workspace.
+        store (RequestStore): the request store, with the master key (values are kept under each
+            request's data key).
+        log: the workspace's audit log.
+        sources: the source key columns, ``dataset.column`` (a table named with its catalog too).
+        subjects: the subjects; those with the same request id are one request.
+        labels: each subject's position for error messages, never its value.
+        action: what the request history says of the queueing.
+
+    Returns:
+        The requests queued.
+
+    Raises:
+        PlanningError: a source not in the catalog, a value not of its key column's type.
+        RequestError: a request id already in the store.
+    """
     refs = []
     for text in sources:
         dataset, _, column = workspace.namer.from_column_name(text).rpartition(".")  # with its catalog too
@@ -86,11 +121,20 @@ def add_requests(workspace: Workspace, store, log: AuditLog, sources: Sequence[s
 
 
 def forget_copies(workspace: Workspace, store, request, pairs: list[tuple[str, str]]) -> dict[str, int]:
-    """Delete piitracer's other copies of a closing request's values, while they can still be read:
-    the rejected OpenLineage bodies (``piitracer serve``) holding one of its subject values or the
-    values and computed forms the journal resolved for it (a sealed body the master key cannot open
-    is deleted too, and counted apart), then the journal's resolved values. Returns the counts the
-    close's audit entry records."""
+    """Delete piitracer's other copies of a closing request's values, while they can still be
+    read: the rejected OpenLineage bodies (``piitracer serve``) holding one of its subject values
+    or the values and computed forms the journal resolved for it (a sealed body the master key
+    cannot open is deleted too, and counted apart), then the journal's resolved values.
+
+    Args:
+        workspace: the loaded workspace.
+        store (RequestStore): the request store, with the master key.
+        request (ErasureRequest): the request being closed.
+        pairs: its (request id, subject value) pairs.
+
+    Returns:
+        The counts the close's audit entry records (value sets and rejected bodies deleted).
+    """
     journal_path = StateLayout(workspace.root).journal
     found = {}
     if has_rejected(workspace.root):
@@ -111,8 +155,17 @@ def forget_copies(workspace: Workspace, store, request, pairs: list[tuple[str, s
 
 
 def estimate_plan_cost(workspace: Workspace, plan: DeletionPlan):
-    """What ``plan`` will rewrite and cost (``executor.estimate``), with the throughput measured on
-    this workspace's journal."""
+    """What a plan will rewrite and cost (``executor.estimate``), with the throughput measured on
+    this workspace's journal.
+
+    Args:
+        workspace: the loaded workspace (its catalog, locations and ``pricing``).
+        plan: the plan.
+
+    Returns:
+        estimate (PlanEstimate): files and bytes to rewrite per step, archive objects, the cost,
+            and the time at the measured throughput.
+    """
     from contextlib import nullcontext
 
     context = execution_context(workspace)
@@ -123,8 +176,20 @@ def estimate_plan_cost(workspace: Workspace, plan: DeletionPlan):
 
 def filter_board(requests: Sequence[ErasureRequest], state: RequestState | str | None = None, overdue: bool = False,
                  now: datetime | None = None) -> list[ErasureRequest]:
-    """The requests in ``state`` (all when None); with ``overdue``, only those past their deadline
-    at ``now`` and not yet proven erased."""
+    """The requests of a board that a person asked for.
+
+    Args:
+        requests: the requests.
+        state: only those in this state (a ``RequestState`` or its name); None: all.
+        overdue: only those past their deadline at ``now`` and not yet proven erased.
+        now: the time ``overdue`` is judged at; default: now.
+
+    Returns:
+        The requests kept, in the order given.
+
+    Raises:
+        ValueError: ``state`` is not a request state's name.
+    """
     now = now or datetime.now(timezone.utc)
     wanted = RequestState(state) if state is not None else None
     return [r for r in requests if (wanted is None or r.state is wanted) and (not overdue or r.overdue(now))]
