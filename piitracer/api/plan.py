@@ -41,12 +41,31 @@ def plan_deletion(
     labels: Sequence[str] = (),
     live_types: Mapping[str, str] | None = None,
 ) -> DeletionPlan:
-    """Plan the erasure of ``subjects`` whose key is in the ``sources`` columns (``db.table.column``).
+    """Plan the erasure of ``subjects`` whose key is in the ``sources`` columns.
 
-    ``table_states`` defaults to what the live Iceberg tables of the workspace say (tags, branches).
     Every subject value is parsed strictly against its source key column's type (the catalog's
-    ``column_types``, else the live table's schema, ``live_types`` to override): a value that is not
-    exactly a value of that type stops the plan, named by ``labels`` (its position), never shown.
+    ``column_types``, else the live table's schema): a value that is not exactly a value of that
+    type stops the plan, named by its label (its position), never shown. The same inputs give a
+    byte-identical plan.
+
+    Args:
+        workspace: the loaded workspace (catalog, policy, Iceberg and Spark settings).
+        graph: the lineage graph to plan on ([`lineage_graph_for`][piitracer.api.lineage.lineage_graph_for]).
+        sources: the source key columns, ``dataset.column`` (a table named with its catalog or by
+            its ``table:`` identifier is taken to the catalog dataset's id).
+        subjects: the subjects, each with its key value, request id and arrival time.
+        table_states: dataset -> its tags and branches; default: what the live Iceberg tables of
+            the workspace say ([`live_table_states`][piitracer.api.plan.live_table_states]).
+        labels: each subject's position for error messages (``--subject #2``), never its value.
+        live_types: ``dataset.column`` -> key type, overriding what the live tables' schemas give
+            ([`source_key_types`][piitracer.api.plan.source_key_types]).
+
+    Returns:
+        The plan: resolve steps, per-dataset decisions and ordered physical steps, deadlines.
+
+    Raises:
+        PlanningError: a source that is not a ``DATASET.COLUMN`` of the catalog and the lineage, a
+            subject value not of its key column's type, a table whose state cannot be read.
     """
     refs = []
     for text in sources:
@@ -67,8 +86,19 @@ def plan_deletion(
 
 
 def source_key_types(workspace: Workspace, sources: Sequence[ColumnRef]) -> dict[str, str]:
-    """``dataset.column`` -> the key type the live table's own schema gives each source column
-    (absent when the table is not there, or the column's type is not a key type)."""
+    """The key type the live table's own schema gives each source column.
+
+    Args:
+        workspace: the loaded workspace.
+        sources: the source key columns.
+
+    Returns:
+        ``dataset.column`` -> key type name (absent when the table is not there yet).
+
+    Raises:
+        PlanningError: the table cannot be read, has no such column, or stores it as a type
+            piitracer does not compare as a subject key.
+    """
     found: dict[str, str] = {}
     # Only the sources' locations: parsing all of a 100k-dataset catalog's cost a cold plan ~0.6 s.
     locations = dataset_locations(workspace, {ref.dataset for ref in sources})
@@ -95,7 +125,17 @@ def source_key_types(workspace: Workspace, sources: Sequence[ColumnRef]) -> dict
 
 def live_table_states(workspace: Workspace) -> dict[str, TableState]:
     """Tags and branches of every catalogued table whose format has them (Iceberg) and that
-    exists (local or object store)."""
+    exists (local or object store).
+
+    Args:
+        workspace: the loaded workspace.
+
+    Returns:
+        dataset -> its table state (refs and the snapshots they hold).
+
+    Raises:
+        PlanningError: a table's metadata or its store cannot be read.
+    """
     states = {}
     locations, store = dataset_locations(workspace), workspace_store(workspace)
     for dataset, entry in sorted(workspace.config.catalog.items()):
@@ -116,8 +156,22 @@ def live_table_states(workspace: Workspace) -> dict[str, TableState]:
 def load_plan(path: str | os.PathLike[str], cipher_for: Callable[[Sequence[str]], ValueCipher] | None = None) -> DeletionPlan:
     """Read a plan file, refusing one that is not well formed (unknown schema version, duplicate
     step ids, a dependency cycle, parameters of another action...) or whose content no longer
-    matches its ``plan_id``. Subject values sealed under their requests' data keys (a plan file
-    the CLI wrote) are opened with ``cipher_for(request ids)`` (the request store's keys)."""
+    matches its ``plan_id``.
+
+    Args:
+        path: the plan file.
+        cipher_for: request ids -> the cipher that opens their sealed subject values (the request
+            store's keys); needed only for a plan file the CLI wrote (values sealed).
+
+    Returns:
+        The plan, its subject values in clear.
+
+    Raises:
+        BadPlanFileError: the file cannot be read, is not JSON, not a valid plan, or was edited
+            after planning (its id no longer matches its content).
+        MasterKeyError: the values are sealed and no ``cipher_for`` is given, or the key does not
+            open them.
+    """
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
@@ -126,7 +180,20 @@ def load_plan(path: str | os.PathLike[str], cipher_for: Callable[[Sequence[str]]
 
 
 def parse_plan(text: str, path: str, cipher_for: Callable[[Sequence[str]], ValueCipher] | None = None) -> DeletionPlan:
-    """A plan from its file's text (see :func:`load_plan`); ``path`` names it in messages."""
+    """A plan from its file's text (see [`load_plan`][piitracer.api.plan.load_plan]).
+
+    Args:
+        text: the plan file's text.
+        path: the name of the plan in messages.
+        cipher_for: request ids -> the cipher that opens their sealed subject values.
+
+    Returns:
+        The plan, its subject values in clear.
+
+    Raises:
+        BadPlanFileError: not JSON, not a valid plan, or edited after planning.
+        MasterKeyError: the values are sealed and no ``cipher_for`` is given.
+    """
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
@@ -152,9 +219,17 @@ def parse_plan(text: str, path: str, cipher_for: Callable[[Sequence[str]], Value
 
 
 def plan_file_text(plan: DeletionPlan, cipher: ValueCipher | None) -> str:
-    """The plan as its file holds it: every subject value sealed under its request's data key
-    (deterministically: the same plan gives the same bytes). ``cipher`` None: values in clear
-    (API callers that keep the plan in memory or their own vault)."""
+    """The plan as its file holds it: every subject value sealed under its request's data key,
+    deterministically (the same plan gives the same bytes).
+
+    Args:
+        plan: the plan.
+        cipher: the plan's requests' cipher (``RequestStore.cipher``); None keeps the values in
+            clear (API callers that keep the plan in memory or in their own vault).
+
+    Returns:
+        The plan file's JSON text.
+    """
     if cipher is None:
         return plan.to_json()
     data = json.loads(plan.to_json())
@@ -168,13 +243,30 @@ class PlanSealError(RefusedError):
 
 
 def seal_plan(plan: DeletionPlan, key: AuditKey) -> DeletionPlan:
-    """The plan with an HMAC seal over its id under the audit key (see ``model.plan.PlanSeal``)."""
+    """The plan with an HMAC seal over its id under the audit key (see ``model.plan.PlanSeal``).
+
+    Args:
+        plan: the plan.
+        key: the audit key.
+
+    Returns:
+        A copy of the plan carrying the seal (its id is unchanged: the seal is not content).
+    """
     return plan.model_copy(update={"seal": PlanSeal(key_id=key.key_id, hmac=key.plan_seal(plan.plan_id))})
 
 
 def check_plan_seal(plan: DeletionPlan, key: AuditKey | None, unsealed_ok: bool) -> None:
-    """Refuse a plan whose seal does not verify under ``key``; refuse an unsealed plan unless the
-    caller accepted it (``--unsealed``). ``key`` None (a dry run without a key) skips the seal."""
+    """Refuse a plan whose seal does not verify, or an unsealed plan the caller did not accept.
+
+    Args:
+        plan: the plan.
+        key: the audit key; None (a dry run without a key) skips checking the seal.
+        unsealed_ok: accept a plan without a seal (``--unsealed``).
+
+    Raises:
+        PlanSealError: the seal does not verify, was made with another audit key, or the plan is
+            unsealed and ``unsealed_ok`` is false.
+    """
     if plan.seal is None:
         if not unsealed_ok:
             raise PlanSealError(f"plan {plan.plan_id[:16]} is not sealed (no audit key when it was planned): "
@@ -192,16 +284,27 @@ def check_plan_seal(plan: DeletionPlan, key: AuditKey | None, unsealed_ok: bool)
 
 def check_plan_origin(workspace: Workspace, log: AuditLog, plan: DeletionPlan, replan: bool = True) -> None:
     """Refuse, before anything is journaled, a plan piitracer did not make here or that this
-    workspace would not make now (``PlanRefused``, one line):
+    workspace would not make now.
 
-    1. the audit log must hold a ``plan`` entry for its id (``plan -o``, ``batch plan`` and the demo
+    1. The audit log must hold a ``plan`` entry for its id (``plan -o``, ``batch plan`` and the demo
        record one when they write a plan) carrying exactly the keyed digests of its subjects: an
-       edited plan has another id (the id is its content's hash), whatever seal it carries;
-    2. with ``replan``, the same sources and subjects planned again from the workspace must give
+       edited plan has another id (the id is its content's hash), whatever seal it carries.
+    2. With ``replan``, the same sources and subjects planned again from the workspace must give
        the same steps (id, order, dataset, action, key column, value sets, dependencies, params,
        owner) and the same resolve captures: a holder of the audit key who records an edited plan
-       is still refused, naming the first differing step. A resumed or re-run plan skips this
-       (its first run was checked; its own steps changed the live tables since)."""
+       is still refused, naming the first differing step.
+
+    Args:
+        workspace: the loaded workspace.
+        log: the workspace's audit log.
+        plan: the plan to run.
+        replan: plan again and compare; a resumed or re-run plan skips it (its first run was
+            checked; its own steps changed the live tables since).
+
+    Raises:
+        PlanRefused: not recorded here, other subjects than recorded, or planning it again gives
+            other steps (one line naming the first difference).
+    """
     recorded = [entry for entry in log.entries(plan_id=plan.plan_id) if entry.kind is EntryKind.PLAN]
     short = plan.plan_id[:16]
     if not recorded:
@@ -218,8 +321,16 @@ def check_plan_origin(workspace: Workspace, log: AuditLog, plan: DeletionPlan, r
 
 
 def planning_difference(workspace: Workspace, plan: DeletionPlan) -> str | None:
-    """How ``plan`` differs from planning its sources and subjects again now (None: it does not):
-    the first differing step, else the first differing resolve capture."""
+    """How ``plan`` differs from planning its sources and subjects again now.
+
+    Args:
+        workspace: the loaded workspace.
+        plan: the plan.
+
+    Returns:
+        The first differing step, else the first differing resolve capture, in one line; None when
+            planning again gives the same steps and captures.
+    """
     sources = [f"{ref.dataset}.{ref.column}" for ref in plan.sources]
     try:
         fresh = plan_deletion(workspace, lineage_graph_for(workspace, sources), sources, plan.subjects)
@@ -250,13 +361,34 @@ def planning_difference(workspace: Workspace, plan: DeletionPlan) -> str | None:
 
 
 def plan_requests(plan: DeletionPlan) -> list[str]:
+    """The plan's request ids.
+
+    Args:
+        plan: the plan.
+
+    Returns:
+        Its subjects' request ids, sorted, each once.
+    """
     return sorted({s.request_id for s in plan.subjects})
 
 
 def plan_erasure(workspace: Workspace, sources: Sequence[str], subjects: Sequence[Subject], labels: Sequence[str] = (),
                  audit_key: "AuditKey | None" = None) -> DeletionPlan:
-    """``piitracer plan``: the plan of erasing ``subjects`` from the ``sources`` columns, planned on
-    the part of the lineage those sources reach (:func:`lineage_graph_for`), sealed under
-    ``audit_key`` when one is given. ``labels`` name each subject's position in errors."""
+    """``piitracer plan``: plan the erasure on the part of the lineage the sources reach
+    ([`lineage_graph_for`][piitracer.api.lineage.lineage_graph_for]), sealed when an audit key is given.
+
+    Args:
+        workspace: the loaded workspace.
+        sources: the source key columns, ``dataset.column``.
+        subjects: the subjects, each with its key value, request id and arrival time.
+        labels: each subject's position for error messages, never its value.
+        audit_key: seal the plan under this key (None: unsealed).
+
+    Returns:
+        The plan, sealed when ``audit_key`` is given.
+
+    Raises:
+        PlanningError: see [`plan_deletion`][piitracer.api.plan.plan_deletion].
+    """
     plan = plan_deletion(workspace, lineage_graph_for(workspace, sources), sources, subjects, labels=labels)
     return seal_plan(plan, audit_key) if audit_key is not None else plan
