@@ -35,13 +35,27 @@ from piitracer.storage.store import Store
 
 def discover_catalog(workspace: Workspace, progress: Callable[[str], None] | None = None,
                      spark_views: bool = False) -> Discovery:
-    """Every table the lakehouse has under the discovery roots, as its own metadata describes it,
-    and the roots that could not be listed (:mod:`piitracer.discover.lakehouse`). With
-    ``spark_views``, also what the workspace's Spark catalogs list (this starts Spark): their
-    views, and their tables the walk did not find (described when inside a root, else listed
-    with the reason). The configured Iceberg catalogs' tables are listed through their catalogs
+    """Every table the lakehouse has under the discovery roots, as its own metadata describes it
+    (``catalog discover``; :mod:`piitracer.discover.lakehouse`).
+
+    The configured Iceberg catalogs' tables are listed through their catalogs
     (:mod:`piitracer.discover.catalog_tables`): each named ``namespace.table``, read from the
-    metadata file its catalog names, and not found again by its folder."""
+    metadata file its catalog names, and not found again by its folder. A root or a catalog that
+    cannot be listed is reported with the reason, never a stop.
+
+    Args:
+        workspace: the loaded workspace (its warehouse roots, Spark and Iceberg catalogs).
+        progress: gets one line per root or catalog listed.
+        spark_views: also what the workspace's Spark catalogs list (this starts Spark): their views,
+            and their tables the walk did not find (described when inside a root, else listed with
+            the reason).
+
+    Returns:
+        The tables found, the views, and the roots, catalogs and tables that could not be read.
+
+    Raises:
+        SparkSetupError: ``spark_views`` and Spark cannot start.
+    """
     warehouse, roots = Location.parse(workspace.resolve(workspace.config.spark.warehouse)), warehouse_roots(workspace)
     catalogs = iceberg_catalogs(workspace, ask_catalogs=False)  # it lists them itself: one unreachable is reported
     listed = discover_catalog_tables(catalogs, roots, Store(workspace.config.storage, pointers=catalogs), progress)
@@ -71,9 +85,16 @@ def discovery_store(workspace: Workspace, bindings: Mapping[Location, str]) -> S
 
 
 def discovered_name(workspace: Workspace) -> Callable[[DiscoveredTable], str]:
-    """A discovered table's dataset id: the catalog's for a catalogued location, else the catalog's
-    for its table identifier (``table: prod.fintech.payments``, with or without a location), else
-    its own name."""
+    """How discovery names a table in the workspace's ids.
+
+    Args:
+        workspace: the loaded workspace.
+
+    Returns:
+        A function from a discovered table to its dataset id: the catalog's for a catalogued
+            location, else the catalog's for its table identifier (``table: prod.fintech.payments``),
+            else its own name.
+    """
     names = {canonical(location).uri: dataset
              for dataset, location in dataset_locations(workspace, ask_catalogs=False).items()}
     tables = declared_tables(workspace)
@@ -89,7 +110,15 @@ def declared_tables(workspace: Workspace) -> dict[str, str]:
 def lineage_only_datasets(workspace: Workspace, discovery: Discovery) -> list[str]:
     """Datasets the lineage names that neither the catalog nor the lakehouse has: seen in
     lineage, not found in storage (a table since dropped, a name the events spell otherwise, a
-    system outside the roots)."""
+    system outside the roots).
+
+    Args:
+        workspace: the loaded workspace.
+        discovery: what discovery found.
+
+    Returns:
+        The dataset ids, sorted.
+    """
     name_of = discovered_name(workspace)
     found = {name_of(t) for t in discovery.tables}
     graph = build_lineage_graph(workspace)
@@ -125,10 +154,22 @@ def catalog_drift(workspace: Workspace, tables: Sequence[DiscoveredTable] | None
 
 def write_discovered_catalog(workspace: Workspace, discovery: Discovery | None = None,
                              classification: "Classification | None" = None) -> tuple[Path, DiscoveredCatalog]:
-    """Write ``catalog.discovered.yaml``: an entry per discovered table (and per view the lineage
-    creates), under the person's ``piitracer.yaml`` (:mod:`piitracer.workspace.catalog_layers`).
-    With ``classification``, its identifier columns are added as ``classified_by: auto``; without,
-    the identifiers an earlier classification proposed are kept where their columns still exist."""
+    """Write ``catalog.discovered.yaml`` (``catalog discover --write``): an entry per discovered
+    table (and per view the lineage creates), under the person's ``piitracer.yaml``
+    (:mod:`piitracer.workspace.catalog_layers`).
+
+    Args:
+        workspace: the loaded workspace.
+        discovery: what discovery found; default: ``classification``'s, else a discovery made now.
+        classification: its identifier columns are added as ``classified_by: auto``; without it, the
+            identifiers an earlier classification proposed are kept where their columns still exist.
+
+    Returns:
+        The file written and its content.
+
+    Raises:
+        WorkspaceError: a catalog entry set aside at load names a location that cannot be parsed.
+    """
     if discovery is None:
         discovery = classification.discovery if classification is not None else None
     found = discover_catalog(workspace) if discovery is None else discovery
@@ -195,9 +236,18 @@ class Classification:
 
 
 def classify_catalog(workspace: Workspace, sample: int = 50) -> Classification:
-    """Classify every column of every discovered table (:mod:`piitracer.discover.classify`): by
-    name, by ``sample`` sampled rows per table validated with python-stdnum, phonenumbers and
-    email-validator, and by lineage from the catalog's identifiers."""
+    """Classify every column of every discovered table (``catalog classify``;
+    :mod:`piitracer.discover.classify`): by name, by sampled values validated with python-stdnum,
+    phonenumbers and email-validator, and by lineage from the catalog's identifiers.
+
+    Args:
+        workspace: the loaded workspace.
+        sample: rows sampled per table (0: names and lineage only).
+
+    Returns:
+        A verdict per column, what could not be read per table (named, never a value), and the
+            discovery the tables came from.
+    """
     settings = workspace.config.classify
     options = ClassifyOptions(countries=tuple(settings.countries), phone_regions=tuple(settings.phone_regions),
                               min_values=settings.min_values)
