@@ -52,7 +52,13 @@ def test_mkdocs_build_strict_passes(tmp_path: Path) -> None:
     assert 'id="piitracer-execute"' in commands and "Sentinel.UNSET" not in commands
     execute = commands.split('id="piitracer-execute"', 1)[1][:2000]
     assert "<strong>Keys:</strong> audit key: required" in execute
-    assert 'id="piitracer.api.plan.plan_deletion"' in (site / "reference" / "python-api" / "index.html").read_text()
+    api = (site / "reference" / "python-api" / "index.html").read_text()
+    assert 'id="piitracer.api.plan.plan_deletion"' in api
+    # The session is the way in: the page documents it first, its use cases with what they take and refuse.
+    documented = re.findall(r'<h[23] id="(piitracer\.api\.[\w.]+)"', api)
+    assert documented[:3] == ["piitracer.api.session", "piitracer.api.session.open", "piitracer.api.session.Session"]
+    execute = api.split('id="piitracer.api.session.Session.execute"', 1)[1][:6000]
+    assert "Parameters:" in execute and "Returns:" in execute and "PlanRefused" in execute
     # The plan schema is the model's at build time: the published file and the page both.
     schema = DeletionPlan.model_json_schema()
     assert json.loads((site / "reference" / "plan.schema.json").read_text()) == schema
