@@ -30,7 +30,8 @@ from piitracer.model.lineage import ColumnRef
 from piitracer.model.workspace import REPLICA_SEPARATOR, DatasetFormat
 from piitracer.storage.guard import canonical
 from piitracer.storage.locations import Location, LocationError
-from piitracer.storage.store import Store
+from piitracer.storage.store import StorageError, Store
+from piitracer.ingest.workspace.loader import where_said
 
 
 def discover_catalog(workspace: Workspace, progress: Callable[[str], None] | None = None,
@@ -56,6 +57,7 @@ def discover_catalog(workspace: Workspace, progress: Callable[[str], None] | Non
     Raises:
         SparkSetupError: ``spark_views`` and Spark cannot start.
     """
+    refuse_missing_roots(workspace)
     warehouse, roots = Location.parse(workspace.resolve(workspace.config.spark.warehouse)), warehouse_roots(workspace)
     catalogs = iceberg_catalogs(workspace, ask_catalogs=False)  # it lists them itself: one unreachable is reported
     listed = discover_catalog_tables(catalogs, roots, Store(workspace.config.storage, pointers=catalogs), progress)
@@ -74,6 +76,24 @@ def discover_catalog(workspace: Workspace, progress: Callable[[str], None] | Non
                                                                        warehouse_roots(workspace))],
                               key=lambda table: table.location.uri)
     return found
+
+
+def refuse_missing_roots(workspace: Workspace) -> None:
+    """Refuse to discover (and so to classify, or to check the catalog) under a configured
+    warehouse root that does not exist: the walk would find no table there, and a check would
+    "agree" with a lakehouse it never saw. Raises :class:`WorkspaceError` naming the file, line
+    and root, and the fix. A root whose store cannot be reached is left to discovery, which reports
+    it with the reason."""
+    store = workspace_store(workspace)
+    for index, text in enumerate(workspace.config.warehouse_roots):
+        try:
+            if store.exists(Location.parse(text, workspace.root)):
+                continue
+        except (StorageError, LocationError):
+            continue
+        raise WorkspaceError(f"{where_said(workspace.root, ['warehouse_roots', index])}: warehouse root {text} does not "
+                             "exist: create it and put your tables under it, or fix warehouse_roots (no table can be "
+                             "discovered or checked there)")
 
 
 def discovery_store(workspace: Workspace, bindings: Mapping[Location, str]) -> Store:

@@ -19,7 +19,9 @@ from piitracer.crypto.envelope import MasterKeyError, ValueCipher, is_sealed
 from piitracer.executor.preflight import PlanRefused
 from piitracer.formats import FormatError, key_type_name, support_for, table_schema
 from piitracer.graph.lineage_graph import LineageGraph
-from piitracer.workspace.model import Workspace
+from piitracer.ingest.workspace.loader import where_said
+from piitracer.ingest.workspace_ingest import missing_sources
+from piitracer.workspace.model import WORKSPACE_FILE, Workspace, WorkspaceError
 from piitracer.model.audit import EntryKind
 from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import DeletionPlan, PlanRequest, PlanSeal, Subject
@@ -67,11 +69,17 @@ def plan_deletion(
         PlanningError: a source that is not a ``DATASET.COLUMN`` of the catalog and the lineage, a
             subject value not of its key column's type, a table whose state cannot be read.
     """
+    refuse_missing_lineage_sources(workspace)
     refs = []
     for text in sources:
         try:
             parsed = parse_column(workspace.namer.from_column_name(text), graph)  # prod.fintech.payments.user_id too
         except KeyError as error:
+            if not graph.datasets():  # nothing to find it in: say what to add, not that the name is unknown
+                raise PlanningError(f"--source {text}: the lineage is empty: add lineage.sql (your pipelines' SQL "
+                                    "files), lineage.openlineage (OpenLineage events) or lineage.dbt to "
+                                    f"{workspace.root / WORKSPACE_FILE}, and the tables to the catalog "
+                                    "(`piitracer catalog discover --write`)") from None
             raise PlanningError(f"--source {text}: {error.args[0]}") from None
         if not isinstance(parsed, ColumnRef):
             raise PlanningError(f"--source {text}: expected DATASET.COLUMN, got a dataset")
@@ -83,6 +91,20 @@ def plan_deletion(
         live_types = source_key_types(workspace, refs)
     return build_plan(graph, workspace.config.catalog, workspace.config.policy, request, table_states,
                       live_types, tuple(labels), iceberg=workspace.config.iceberg, spark=workspace.config.spark)
+
+
+def refuse_missing_lineage_sources(workspace: Workspace) -> None:
+    """Refuse to plan while a lineage source the workspace names (a SQL folder, an events file, a
+    dbt artifact) does not exist: the plan would miss every dataset it names. Raises
+    :class:`WorkspaceError` naming the file, line and field, the path and the fix."""
+    missing = missing_sources(workspace)
+    if not missing:
+        return
+    field_, text = missing[0]
+    where = where_said(workspace.root, [int(part) if part.isdigit() else part for part in field_.split(".")])
+    more = f" (and {', '.join(f for f, _ in missing[1:])})" if len(missing) > 1 else ""
+    raise WorkspaceError(f"{where}: {text!r} does not exist ({workspace.resolve(text)}){more}: create it, or fix the "
+                         "path (relative to the workspace folder); a plan without it would miss the datasets it names")
 
 
 def source_key_types(workspace: Workspace, sources: Sequence[ColumnRef]) -> dict[str, str]:

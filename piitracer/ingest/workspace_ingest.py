@@ -106,6 +106,22 @@ def assemble(places: list[UnitPlace], batches: dict[str, LineageBatch]) -> Linea
     return batch
 
 
+def missing_sources(workspace: Workspace) -> list[tuple[str, str]]:
+    """``(field, path as written)`` of every lineage source path the workspace names that does not
+    exist (``lineage.sql.0.path``, ``lineage.openlineage.1.path``, ``lineage.dbt.0.manifest``...), in
+    the order of the file: a plan from a lineage without them would miss what they say."""
+    sources, found = workspace.config.lineage, []
+    for index, source in enumerate(sources.openlineage):
+        found.append((f"lineage.openlineage.{index}.path", source.path))
+    for index, source in enumerate(sources.sql):
+        found.append((f"lineage.sql.{index}.path", source.path))
+    for index, source in enumerate(sources.dbt):
+        found.append((f"lineage.dbt.{index}.manifest", source.manifest))
+        if source.catalog:
+            found.append((f"lineage.dbt.{index}.catalog", source.catalog))
+    return [(field_, text) for field_, text in found if not workspace.resolve(text).exists()]
+
+
 # ---- the units ------------------------------------------------------------------------------
 
 

@@ -124,8 +124,10 @@ def _load_and_validate(root: Path, cache: WorkspaceCache | None) -> Workspace:
     except (OSError, UnicodeDecodeError) as error:
         raise WorkspaceError(f"{path}: cannot read: {error}") from error
     data = _parsed(text, path)
-    if data is None:
-        data = {}
+    if data is None or data == {}:  # an empty file, or comments only: nothing a command could work with
+        raise WorkspaceError(f"{path}: the workspace file is empty: remove it and run `piitracer init {root} "
+                             "--warehouse-root PATH`, or write at least version: 1, warehouse_roots and lineage in it "
+                             "(the workspace reference lists every field)")
     if not isinstance(data, dict):
         raise WorkspaceError(f"{path}:1: expected a mapping of keys (lineage, catalog, policy, spark)")
     document = _Lines(text)  # composed once, only if a message needs a line
@@ -277,29 +279,74 @@ def _duplicate_message(path: Path, duplicate: _DuplicateKey) -> str:
             f"{duplicate.first_line} and {duplicate.second_line}): keep one (a parser would silently keep the last)")
 
 
+def where_said(root: Path, loc: list[Any]) -> str:
+    """``<root>/piitracer.yaml:<line>: <field>`` for a field of the workspace file (read again: only
+    a message needs it)."""
+    path = root / WORKSPACE_FILE
+    try:
+        line = _Lines(path.read_text(encoding="utf-8")).line_of(loc)
+    except (OSError, UnicodeDecodeError):
+        line = None
+    return f"{path}:{line or 1}: {'.'.join(str(part) for part in loc)}"
+
+
+# Whose files are expected at a location, as a warning says it ("an Iceberg table's").
+_FILES_OF = {"iceberg": "an Iceberg table's", "delta": "a Delta table's", "parquet": "a Parquet dataset's",
+             "archive": "an archive's"}
+_NAMED = 5  # datasets named in a summarised warning; the rest are counted
+
+
 def workspace_warnings(workspace: Workspace, path: Path, document: "_Lines",
                        places: "_PlacesSaid | None" = None) -> tuple[str, ...]:
-    """Catalog locations that do not exist or lie outside the warehouse roots."""
-    warnings = []
+    """Catalog locations that do not exist or lie outside the warehouse roots. One location is one
+    warning naming its line; several of a kind are one warning naming the first, with a count (20
+    repeated lines before an error hide it), and the missing warehouse root they lie under."""
     places = places or _PlacesSaid(workspace, path, document)
     # Folders as prefixes: the same test as Workspace.outside_roots on normalised paths, without a
     # Path per entry (100k entries: most of this function's time went into pathlib).
     roots = [os.path.join(str(root), "") for root in workspace.warehouse_roots()] if workspace.config.warehouse_roots else None
     exists = os.path.exists
+    missing: list[tuple[str, str]] = []
+    outside: list[tuple[str, str]] = []
     for dataset_id, text in workspace.checked_locations():
-        missing = not exists(text)
-        outside = roots is not None and not any((text + os.sep).startswith(root) for root in roots)
-        if not (missing or outside):
-            continue
-        entry = workspace.config.catalog[dataset_id]
-        location = Path(text)
-        where = places.where(dataset_id)
-        if missing:
-            warnings.append(f"{where}: {location} does not exist (a {entry.format.value} dataset's files are expected there)")
-        if outside:
-            named = ", ".join(str(r) for r in workspace.warehouse_roots())
-            warnings.append(f"{where}: {location} is outside the warehouse roots ({named}): piitracer will not touch it")
+        if not exists(text):
+            missing.append((dataset_id, text))
+        if roots is not None and not any((text + os.sep).startswith(root) for root in roots):
+            outside.append((dataset_id, text))
+    warnings = []
+    if missing:
+        dataset_id, text = missing[0]
+        expected = _FILES_OF.get(workspace.config.catalog[dataset_id].format.value, "its")
+        first = f"{places.where(dataset_id)}: {text} does not exist ({expected} files are expected there)"
+        gone = [str(root) for root in workspace.warehouse_roots() if not exists(root)]
+        under = [root for root in gone if all((t + os.sep).startswith(os.path.join(root, "")) for _, t in missing)]
+        if under:  # they all lie under a root that is not there: that is the one thing to fix
+            line = document.line_of(["warehouse_roots"]) or 1
+            reason = (f"; warehouse root {under[0]} does not exist ({path}:{line}: warehouse_roots): create it, or fix "
+                      "warehouse_roots")
+        else:
+            reason = (f": fix catalog.{dataset_id}.location" if len(missing) == 1 else ": fix each one's location")
+            reason += ", or run `piitracer catalog discover --write`"
+        warnings.append(first + _and_more(missing, "does not exist either", "do not exist either") + reason)
+    if outside:
+        dataset_id, text = outside[0]
+        named = ", ".join(str(r) for r in workspace.warehouse_roots())
+        warnings.append(f"{places.where(dataset_id)}: {text} is outside the warehouse roots ({named})"
+                        + _and_more(outside, "is outside them too", "are outside them too")
+                        + ": piitracer will not touch " + ("it" if len(outside) == 1 else "them"))
     return tuple(warnings)
+
+
+def _and_more(found: list[tuple[str, str]], one: str, many: str) -> str:
+    """``, and the location of a.b does not exist either`` for the datasets after the first (the
+    first few named, the rest counted)."""
+    rest = [dataset_id for dataset_id, _ in found[1:]]
+    if not rest:
+        return ""
+    shown = ", ".join(rest[:_NAMED]) + (f" and {len(rest) - _NAMED} more" if len(rest) > _NAMED else "")
+    if len(rest) == 1:
+        return f", and the location of {shown} {one}"
+    return f", and the locations of {len(rest)} more datasets ({shown}) {many}"
 
 
 class _PlacesSaid:

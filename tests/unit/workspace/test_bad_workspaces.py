@@ -89,6 +89,12 @@ def test_lineage_problems_are_reported_not_fatal(tmp_path: Path) -> None:
     assert "sql/p.sql:2: error: cannot parse statement" in out
     assert "events/e.jsonl:1: error:" in out and "events/e.jsonl:2: error: invalid JSON" in out
     assert "datasets in lineage but not in the catalog: a.c" in out  # the derived table is known, its format not
+    # A plan refuses a missing source (issue 40: it would miss what the source says), in one line.
+    code, out = run(root, "plan", "--source", "a.b.user_id", "--subject", "1")
+    assert code == 2 and out.splitlines() == [
+        f"error: {root}/piitracer.yaml:4: lineage.sql.1.path: 'nosuch' does not exist ({root}/nosuch): create it, or fix "
+        "the path (relative to the workspace folder); a plan without it would miss the datasets it names"]
+    (root / "nosuch").mkdir()  # bad statements and events do not stop it: reported, counted and skipped
     code, out = run(root, "plan", "--source", "a.b.user_id", "--subject", "1")
     assert code == 0 and "a.c is not in the catalog" in out
 

@@ -41,7 +41,7 @@ def test_fixture_workspace_loads() -> None:
 
 
 def test_defaults_for_an_empty_workspace(tmp_path: Path) -> None:
-    workspace = load_workspace(write(tmp_path, ""))
+    workspace = load_workspace(write(tmp_path, "version: 1\n"))  # an empty file is refused (test_first_hour.py)
     assert workspace.config.policy.deadline == timedelta(days=30)
     assert workspace.config.spark.master == "local[2]"
     assert workspace.config.lineage.sql == ()
