@@ -9,13 +9,11 @@ from pathlib import Path
 
 import click
 
-from piitracer.api import check_certificate
 from piitracer.cli import params, suggest
 from piitracer.cli.common import EXIT_FOUND, EXIT_OK, echo_json, open_session
-from piitracer.cli.terminal import err_console
-from piitracer.crypto.envelope import missing_folder
-from piitracer.crypto.signing import SigningKeyError, generate_signing_key, load_signing_key
-from piitracer.render.certificate import certificate_text
+
+# The use cases, the keys' rooms and rich are imported in the commands' bodies: `audit ... --help`
+# and a usage mistake load click and this module only.
 
 
 @click.group()
@@ -72,6 +70,8 @@ def audit_report_command(ctx: click.Context, request_id: str, out: Path | None, 
     document itself is the output, so --output json needs -o)."""
     if output == "json" and out is None:
         raise click.UsageError("--output json reports the file written: give -o FILE (the report is html or md)")
+    from piitracer.cli.terminal import err_console
+
     with open_session(ctx) as session:
         text = session.report(request_id, fmt)
     if out is None:
@@ -90,6 +90,9 @@ def audit_report_command(ctx: click.Context, request_id: str, out: Path | None, 
 def audit_keygen(path: Path, output: str) -> None:
     """Make an Ed25519 signing key for certificates: the private key at PATH (mode 0600; keep it
     like the audit key, never overwritten) and the public key at PATH.pub (give it to auditors)."""
+    from piitracer.crypto.envelope import missing_folder
+    from piitracer.crypto.signing import SigningKeyError, generate_signing_key
+
     if not path.parent.is_dir():  # not made here: where a secret lives, and who may list it, is the owner's choice
         raise SigningKeyError(missing_folder(path))
     public_path, fingerprint = generate_signing_key(path)
@@ -111,6 +114,9 @@ def audit_certificate(ctx: click.Context, request_id: str, out: Path | None, out
     with its evidence counts, the attestations, the close (shred time), the Merkle root and chain
     head. Exit 0 written; 1 not certifiable (log not intact, latest verification not complete);
     2 error (no key, unknown request)."""
+    from piitracer.crypto.signing import load_signing_key
+    from piitracer.render.certificate import certificate_text
+
     signing_key = params.shared(ctx).get("signing_key_file")
     load_signing_key(signing_key)  # a missing or bad signing key is the first thing said, before the workspace
     with open_session(ctx) as session:
@@ -137,6 +143,9 @@ def audit_certificate(ctx: click.Context, request_id: str, out: Path | None, out
 def audit_check_certificate(certificate: Path, public_key: Path, output: str) -> None:
     """Check a certificate's signature with the signer's public key (no audit key, no workspace
     needed). Exit 0 valid; 1 changed since signing or signed by another key; 2 unreadable file or key."""
+    from piitracer.api import check_certificate
+    from piitracer.render.certificate import certificate_text
+
     document, problem = check_certificate(certificate, public_key)
     if output == "json":
         click.echo(json.dumps({"valid": problem is None, "problem": problem,

@@ -10,14 +10,16 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import click
 
 import piitracer
 from piitracer.cli import params
-from piitracer.api import write_private
-from piitracer.ingest.requests import read_labelled_requests
-from piitracer.model.plan import Subject
 from piitracer.model.errors import EXIT_ERROR, EXIT_FOUND, EXIT_OK, InputError  # noqa: F401 (the commands' exit codes)
+
+if TYPE_CHECKING:  # imported where used: a command's --help loads none of them
+    from piitracer.model.plan import Subject
 
 
 def open_session(ctx: click.Context, audit_key_file: Path | None = None, master_key_file: Path | None = None,
@@ -68,6 +70,9 @@ def labelled_subjects(subject_values, requests_file: Path | None, request_id: st
     ``-`` reads JSON lines from standard input). A label names each value's position for errors
     (``--subject #2``, ``batch.csv:7``), never the value; --subject values without --request-id
     share one id made of ``id_prefix`` and the arrival time."""
+    from piitracer.api import write_private
+    from piitracer.ingest.requests import read_labelled_requests
+
     if requests_file is not None:
         if stdin and str(requests_file) == "-":
             with tempfile.TemporaryDirectory() as folder:  # private: the values never sit in a named file
@@ -83,7 +88,9 @@ def labelled_subjects(subject_values, requests_file: Path | None, request_id: st
     return labels, [_subject(value, label, default_id, arrived) for value, label in zip(subject_values, labels)]
 
 
-def _subject(value: str, label: str, request_id: str, received_at: datetime) -> Subject:
+def _subject(value: str, label: str, request_id: str, received_at: datetime) -> "Subject":
+    from piitracer.model.plan import Subject
+
     if not value.strip():
         raise InputError(f"{label}: a subject value must not be empty")
     return Subject(value=value, request_id=request_id, received_at=received_at)

@@ -11,20 +11,25 @@ from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import click
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 # The use cases by attribute: piitracer.api loads each one's module on first use, so `plan` does not
 # import the verifier or the executor's run wiring.
 import piitracer.api as api
 from piitracer.cli import params, suggest
 from piitracer.cli.common import EXIT_FOUND, EXIT_OK, aware, echo_json, labelled_subjects, open_session
-from piitracer.cli.terminal import chunk_summary, console, err_console, print_plan, redacted_json, run_json, summary_table, \
-    verification_table
-from piitracer.executor.runner import ExecuteOptions, StepResult
-from piitracer.model.plan import DeletionPlan
-from piitracer.model.settings import TaskEngine
-from piitracer.render.plan_text import explain_text
+
+# What the commands print with (rich, the models, the executor's options) is imported in their
+# bodies: `piitracer plan --help` and a usage mistake load click and this module only.
+if TYPE_CHECKING:
+    from piitracer.executor.runner import StepResult
+    from piitracer.model.plan import DeletionPlan
+
+# verify --engine's choices: piitracer.model.settings.TaskEngine's values (a test checks they agree),
+# spelled here so that the option is declared without importing the settings model.
+ENGINES = ("auto", "driver", "spark")
 
 
 @click.command("plan")
@@ -53,7 +58,11 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
     Keys: with -o (and with --output json), the audit key seals the plan (execute refuses a sealed
     plan that was altered, and an unsealed one without --unsealed) and the master key encrypts its
     subject values. The default output is one line per dataset; --wide adds every step."""
+    from piitracer.cli.terminal import err_console, print_plan, redacted_json
+
     if schema:
+        from piitracer.model.plan import DeletionPlan
+
         click.echo(json.dumps(DeletionPlan.model_json_schema(), indent=2))
         return
     if not sources:
@@ -75,6 +84,8 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
         err_console.print(f"wrote {out} (mode 0600; subject values encrypted; {sealed}); requests "
                           f"{', '.join(api.plan_requests(plan))} planned", highlight=False)
     if explained:
+        from piitracer.render.plan_text import explain_text
+
         click.echo(explain_text(plan, explained))
     elif output == "json":
         click.echo(text or redacted_json(plan), nl=False)
@@ -103,6 +114,11 @@ def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bo
     runs). The plan is checked first — its seal, its shape, every dataset against this workspace's
     catalog, every path its tables name against their catalogued locations — and a refused plan
     writes nothing. The plan's requests move executing -> executed."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from piitracer.cli.terminal import console, err_console, run_json, summary_table
+    from piitracer.executor.runner import ExecuteOptions
+
     options = ExecuteOptions(dry_run=dry_run, resume=resume, rerun=rerun, no_concurrent_writers=no_concurrent_writers,
                              drop_refs=drop_refs, unsealed=unsealed)
     # An erasure nobody can prove afterwards is worth little: no audit key, no run; values are only
@@ -186,7 +202,7 @@ def attest_command(ctx, plan_file: Path, step_id: str, attested_by: str, evidenc
               "bare --sweep) and every file under warehouse_roots (roots); a subject found there is 'unplanned'.")
 @click.option("--no-record", is_flag=True, help="Do not append the result to the audit trail (a read-only check; "
               "no audit key needed, but then attestations cannot be read and person steps stay awaiting attestation).")
-@click.option("--engine", type=click.Choice([e.value for e in TaskEngine]), default=None,
+@click.option("--engine", type=click.Choice(ENGINES), default=None,
               help="Where files are decoded: in this process (driver), as Spark tasks on spark.master (spark), or by "
               "the plan's file count and size (auto; default: the workspace's verify.engine).")
 @click.option("--explain", "explain", metavar="DATASET", default=None,
@@ -202,6 +218,9 @@ def verify_command(ctx, plan_file: Path, sweep: str | None, no_record: bool, eng
     snapshot/version, and record the result in the audit trail. Exit 0 only when every dataset is
     erased, attested or needs no action; 1 when any is found, pending, unplanned or awaiting
     attestation; 2 on error. Never prints a subject value."""
+    from piitracer.cli.terminal import chunk_summary, console, err_console, verification_table
+    from piitracer.model.settings import TaskEngine
+
     # No key, no record: the session refuses before the scan. A read-only check may go without one.
     with open_session(ctx) as session:
         explain = api.named_dataset(session.workspace, explain) if explain else None  # prod.fintech.payments too
