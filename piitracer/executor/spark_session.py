@@ -149,12 +149,32 @@ def spark_session(settings: SparkSettings, warehouse: Path, catalogs: IcebergCat
             conf[side] = f"{logging_option} {conf.get(side, '')}".strip()
     for name, value in sorted(conf.items()):
         builder = builder.config(name, value)
-    _session = builder.getOrCreate()
+    try:
+        _session = builder.getOrCreate()
+    except Exception as error:  # noqa: BLE001 - pyspark's own error class: only the gateway's exit is ours to name
+        if "JAVA_GATEWAY_EXITED" not in str(error):
+            raise
+        raise SparkSetupError(no_java_message()) from None
     _session.sparkContext.setLogLevel(jvm_log_level())
     _session_key, _session_jars = key, tuple(jars)
     _registered.clear()
     _register(_session, wanted, unavailable)
     return _session
+
+
+def no_java_message(environ: dict[str, str] | None = None) -> str:
+    """Why Spark's JVM did not start, as far as piitracer can tell, and the fix (Spark 3.5 runs on
+    Java 17; pyspark's own message, "Java gateway process exited", says neither)."""
+    import shutil
+
+    environ = dict(os.environ) if environ is None else environ
+    fix = "install Java 17 (Debian: apt-get install -y openjdk-17-jre-headless) or set JAVA_HOME to one"
+    if environ.get("JAVA_HOME"):
+        return (f"Spark could not start its JVM with JAVA_HOME={environ['JAVA_HOME']}: check it is a Java 17 "
+                f"(`$JAVA_HOME/bin/java -version`); or {fix}")
+    if shutil.which("java", path=environ.get("PATH")) is None:
+        return f"Spark could not start: no Java found (no `java` on the PATH, no JAVA_HOME): {fix}"
+    return f"Spark could not start its JVM with the `java` on the PATH: check it is Java 17 (`java -version`); or {fix}"
 
 
 def session_jars(settings: SparkSettings, catalogs: SparkCatalogs) -> tuple[list[str], dict[str, str]]:
