@@ -218,7 +218,7 @@ def verify_command(ctx, plan_file: Path, sweep: str | None, no_record: bool, eng
     snapshot/version, and record the result in the audit trail. Exit 0 only when every dataset is
     erased, attested or needs no action; 1 when any is found, pending, unplanned or awaiting
     attestation; 2 on error. Never prints a subject value."""
-    from piitracer.cli.terminal import chunk_summary, console, err_console, verification_table
+    from piitracer.cli.terminal import chunk_summary, console, err_console, print_verification
     from piitracer.model.settings import TaskEngine
 
     # No key, no record: the session refuses before the scan. A read-only check may go without one.
@@ -233,7 +233,7 @@ def verify_command(ctx, plan_file: Path, sweep: str | None, no_record: bool, eng
     if output == "json":
         click.echo(report.model_dump_json(indent=2))
     else:
-        console.print(verification_table(report))
+        print_verification(report, wide)
         for item in report.datasets:
             for finding in item.findings:
                 place = finding.file or "(logical)"

@@ -4,23 +4,28 @@ the commands print.
 - Names print as they are: the consoles read no markup, so a dbt node id such as
   ``[model.shop.orders]`` in a dataset name, a reason or a path is never taken for a style tag;
   colours are given as styles (``style=``, :class:`~rich.text.Text`), never inside a string.
-- In a terminal, tables fit its width: names (datasets, steps, requests, states) are kept whole
-  (:mod:`piitracer.render.tables`), reasons and notes wrap, locations are shown relative to the
-  workspace.
-- Piped (a file, a CI log, grep), the output is plain (no colour) and complete: every row on one
-  line, nothing folded or cut, whatever its length.
+- ``plan``, ``verify`` and ``requests`` print one line per dataset or request by default, fitted
+  to the terminal's width (piped: ``$COLUMNS``, else 120 columns, one width whatever the rows
+  hold): cells cropped with ``…``, never a column folded, optional columns given up and named
+  (:class:`piitracer.render.tables.FittedTable`). ``--wide`` prints every column, each row whole
+  on one line however long.
+- The other tables keep names (datasets, steps, requests, states) whole and fold reasons and notes
+  at spaces in a terminal; piped (a file, a CI log, grep), the output is plain (no colour) and
+  complete: every row on one line, nothing folded or cut, whatever its length. Locations are shown
+  relative to the workspace.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
@@ -31,8 +36,10 @@ from piitracer.render import tables
 from piitracer.workspace.layout import StateLayout
 
 # Piped output's width: wide enough that no row of any table is folded or cut (rich pads nothing
-# to the width: a table is as wide as its longest row).
+# to the width: a table is as wide as its longest row). The --wide tables print at it too.
 PIPED_WIDTH = 100_000
+# The width the compact tables (plan, verify, requests) fit when piped without $COLUMNS.
+PIPED_FIT_WIDTH = 120
 
 
 def make_console(stderr: bool = False) -> Console:
@@ -219,11 +226,8 @@ def verification_table(report: VerificationReport) -> Table:
         tables.name_column(table, name, [], justify="right")
     tables.text_column(table, "pending until / reason")
     for item in report.datasets:
-        detail = item.pending_until or item.reason or ""
-        if item.notes:
-            detail = (detail + "; " if detail else "") + "; ".join(item.notes)
         table.add_row(Text(item.dataset), Text(in_words(item.state.value), style=STATE_STYLE[item.state]), str(item.files_scanned),
-                      str(item.snapshots_checked), str(len(item.findings)), Text(detail))
+                      str(item.snapshots_checked), str(len(item.findings)), Text(_detail(item)))
     return table
 
 
@@ -312,18 +316,87 @@ def run_json(summary: RunSummary) -> dict:
                        "outcome": r.outcome.as_dict() if r.outcome else None} for r in summary.results]}
 
 
-def print_plan(plan: DeletionPlan, wide: bool = False) -> None:
-    """``piitracer plan``'s text: one line per dataset that fits the terminal, or (``--wide``) every
-    step and every column, each row on one line however long."""
-    from piitracer.render.plan_text import plan_tables
+# The line under a fitted table that had to give columns up.
+DROPPED = "--wide adds: {columns}"
 
-    console.print(plan_tables(plan))
+
+def fitting_console() -> Console:
+    """Where the compact tables of ``plan``, ``verify`` and ``requests`` print: a terminal's own
+    width; piped, ``$COLUMNS`` or :data:`PIPED_FIT_WIDTH` — one width, whatever the rows hold."""
+    if sys.stdout.isatty():
+        return console
+    columns = os.environ.get("COLUMNS", "")
+    return Console(markup=False, width=int(columns) if columns.isdigit() and int(columns) > 0 else PIPED_FIT_WIDTH)
+
+
+def wide_console() -> Console:
+    """Where ``--wide`` prints: every column whole, each row on one line however long (a terminal
+    wraps it; ``less -S`` scrolls it)."""
+    return Console(markup=False, width=PIPED_WIDTH)
+
+
+def print_plan(plan: DeletionPlan, wide: bool = False) -> None:
+    """``piitracer plan``'s text: one line per dataset that fits the width, or (``--wide``) every
+    step and every column."""
+    from piitracer.render.plan_text import plan_compact, plan_tables
+
+    if wide:
+        wide_console().print(plan_tables(plan))
+    else:
+        fitting_console().print(plan_compact(plan))
 
 
 def print_board(shown, now: datetime, wide: bool = False) -> None:
-    """``piitracer requests``: one line per request that fits the terminal, or (``--wide``) every
-    column, each row on one line however long."""
-    console.print(request_board_table(shown, now))
+    """``piitracer requests``: one line per request that fits the width, or (``--wide``) every
+    column."""
+    if wide:
+        wide_console().print(request_board_table(shown, now))
+    else:
+        fitting_console().print(board_compact(shown, now))
+
+
+def board_compact(shown, now: datetime) -> Group:
+    """The request board, one line per request, fitted to the width it is printed at."""
+    columns = [tables.Fit("request", minimum=12), tables.Fit("state", minimum=8),
+               tables.Fit("deadline", minimum=10, drop=5), tables.Fit("days left", justify="right", minimum=4, drop=4),
+               tables.Fit("subjects", justify="right", minimum=4, drop=2), tables.Fit("received", minimum=10, drop=1),
+               tables.Fit("last action", minimum=10, drop=3, flexible=True)]
+    rows = [[r.request_id, Text(in_words(r.state.value)), f"{r.deadline_at:%Y-%m-%d}",
+             Text(f"{r.days_left(now)}" + (" OVERDUE" if r.overdue(now) else ""), style="red" if r.overdue(now) else ""),
+             str(r.subjects), f"{r.received_at:%Y-%m-%d}", f"{r.last_action} ({r.last_action_at:%Y-%m-%d %H:%M})"]
+            for r in shown]
+    return Group(tables.line(f"requests ({len(shown)})"), tables.FittedTable(
+        columns, rows, note_dropped=DROPPED))
+
+
+def print_verification(report: VerificationReport, wide: bool = False) -> None:
+    """``piitracer verify``'s table: one line per dataset that fits the width, or (``--wide``)
+    every column."""
+    if wide:
+        wide_console().print(verification_table(report))
+    else:
+        fitting_console().print(verification_compact(report))
+
+
+def verification_compact(report: VerificationReport) -> Group:
+    """The verification, one line per dataset, fitted to the width it is printed at."""
+    columns = [tables.Fit("dataset", minimum=16), tables.Fit("state", minimum=8),
+               tables.Fit("findings", justify="right", minimum=4, drop=3),
+               tables.Fit("files", justify="right", minimum=5, drop=1),
+               tables.Fit("snapshots", justify="right", minimum=5, drop=2),
+               tables.Fit("pending until / reason", minimum=12, drop=4, flexible=True)]
+    rows = [[item.dataset, Text(in_words(item.state.value), style=STATE_STYLE[item.state]), str(len(item.findings)),
+             str(item.files_scanned), str(item.snapshots_checked), _detail(item)] for item in report.datasets]
+    return Group(
+        tables.line(f"verification of plan {report.plan_id[:12]} at {report.checked_at:%Y-%m-%d %H:%M:%S} UTC"),
+        tables.FittedTable(columns, rows, note_dropped=DROPPED))
+
+
+def _detail(item) -> str:
+    detail = item.pending_until or item.reason or ""
+    if item.notes:
+        detail = (detail + "; " if detail else "") + "; ".join(item.notes)
+    return detail
 
 
 def demo_json(result: DemoResult) -> dict:

@@ -8,18 +8,54 @@ from rich.text import Text
 
 from piitracer.model.plan import DatasetDecision, DeletionPlan, Step
 from piitracer.planner.build import PlanningError
-from piitracer.render.tables import name_column, text_column
+from piitracer.render.tables import Fit, FittedTable, line, name_column, text_column
+
+
+def plan_header(plan: DeletionPlan) -> list[Text]:
+    """The plan's id, its subjects and requests, its sources and its deadline: three lines."""
+    requests = sorted({s.request_id for s in plan.subjects})
+    shown = ", ".join(requests[:5]) + (f" and {len(requests) - 5} more" if len(requests) > 5 else "")
+    return [Text.assemble(("plan ", "bold"), plan.plan_id[:16], f"  schema {plan.schema_version}"),
+            Text(f"{len(plan.subjects)} subject(s), requests {shown}; sources {', '.join(str(s) for s in plan.sources)}"),
+            Text(f"deadline {plan.deadline_at.isoformat()}")]
+
+
+def plan_compact(plan: DeletionPlan) -> Group:
+    """``piitracer plan``'s default: the header, then one line per dataset (its decision, key
+    column, steps and deadline) that fits the width it is printed at, and how to see the rest."""
+    steps_of: dict[str, list[Step]] = {}
+    for step in plan.steps:
+        steps_of.setdefault(step.dataset, []).append(step)
+    columns = [Fit("dataset", minimum=16), Fit("status", minimum=9), Fit("key column", minimum=8, drop=4),
+               Fit("format", minimum=7, drop=2), Fit("deadline", minimum=6, drop=1),
+               Fit("steps", minimum=12, drop=3, flexible=True)]
+    rows = [[decision.dataset, decision.status.value, decision.key_column or "", decision.format or "?",
+             _deadline_word(decision), _steps_word(steps_of.get(decision.dataset, []))] for decision in plan.datasets]
+    table = FittedTable(columns, rows, note_dropped="--wide adds: {columns}")
+    parts: list = [line(text) for text in plan_header(plan)]
+    parts.append(table)
+    parts += [line(Text(f"warning: {w}", style="yellow")) for w in plan.warnings]
+    parts.append(line(f"{len(plan.steps)} steps in {len(plan.datasets)} datasets; --wide lists every step, "
+                      "--explain DATASET says why"))
+    return Group(*parts)
+
+
+def _deadline_word(decision: DatasetDecision) -> str:
+    if decision.deadline is None:
+        return ""
+    return "overridden" if decision.deadline.violates_deadline else "met"
+
+
+def _steps_word(steps: list[Step]) -> str:
+    """``3: delete_rows, expire_snapshots, remove_orphans`` (``!`` after a blocking step)."""
+    if not steps:
+        return ""
+    return f"{len(steps)}: " + ", ".join(s.action.value + ("!" if s.blocking else "") for s in steps)
 
 
 def plan_tables(plan: DeletionPlan) -> Group:
-    """Header, the ordered steps and the per-dataset summary."""
-    requests = sorted({s.request_id for s in plan.subjects})
-    shown = ", ".join(requests[:5]) + (f" and {len(requests) - 5} more" if len(requests) > 5 else "")
-    header = Text.assemble(
-        ("plan ", "bold"), plan.plan_id[:16], f"  schema {plan.schema_version}\n",
-        f"{len(plan.subjects)} subject(s), requests {shown}; sources ", ", ".join(str(s) for s in plan.sources),
-        f"\ndeadline {plan.deadline_at.isoformat()}",
-    )
+    """Header, the ordered steps and the per-dataset summary: every column (``plan --wide``)."""
+    header = Text("\n").join(plan_header(plan))
     steps = Table(title="steps", show_lines=False)
     name_column(steps, "#", [str(s.order) for s in plan.steps], justify="right")
     name_column(steps, "id", [s.id for s in plan.steps])

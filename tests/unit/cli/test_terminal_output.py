@@ -1,7 +1,8 @@
 """What a person sees of the CLI's text output (issue 34 point 5, issue 32 point 3): a name with
 brackets — a dbt node id such as ``[model.shop.orders]`` — prints intact in ``lineage stats`` and
-in the plan's tables (rich used to take it for a style tag and drop it), and output piped to a file
-is plain and complete: every table row on one line, nothing folded onto a second line or cut."""
+in the plan's tables (rich used to take it for a style tag and drop it), and `plan --wide` piped to
+a file is plain and complete: every table row on one line, nothing folded onto a second line or
+cut (the default fits a width: tests/unit/cli/test_output_fits.py)."""
 
 from __future__ import annotations
 
@@ -43,16 +44,20 @@ def test_lineage_stats_prints_a_bracketed_name_intact(workspace: Path) -> None:
 
 
 def test_the_plan_tables_print_a_bracketed_name_intact(workspace: Path) -> None:
-    done = run_cli(workspace, KEY, "plan", "--source", "prod.payments.user_id", "--subject", "8841302")
+    done = run_cli(workspace, KEY, "plan", "--source", "prod.payments.user_id", "--subject", "8841302", "--wide")
     assert done.returncode == 0, done.stderr
     rows = [row for row in table_rows(done.stdout) if BRACKETED in row]
     assert len(rows) == 2, done.stdout  # its step in the steps table, its decision in the datasets table
     assert any("manual_review (blocking)" in row for row in rows)
     assert not [row for row in table_rows(done.stdout) if "kafka://broker.internal:9092/ " in row]
+    # The default (issue 40): one line per dataset, the name as intact.
+    done = run_cli(workspace, KEY, "plan", "--source", "prod.payments.user_id", "--subject", "8841302")
+    assert len([row for row in table_rows(done.stdout) if BRACKETED in row]) == 1, done.stdout
 
 
 def test_piped_tables_are_complete_rows_one_line_each(workspace: Path) -> None:
-    done = run_cli(workspace, KEY, "plan", "--source", "prod.payments.user_id", "--subject", "8841302")
+    # --wide: every column (issue 40 made the default one line per dataset, fitted to the width).
+    done = run_cli(workspace, KEY, "plan", "--source", "prod.payments.user_id", "--subject", "8841302", "--wide")
     assert done.returncode == 0, done.stderr
     rows = table_rows(done.stdout)
     # A row folded onto more lines continues with an empty first cell; a cut one ends in an ellipsis.
