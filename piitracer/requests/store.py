@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -20,6 +21,7 @@ from typing import Iterable, Sequence
 from piitracer.crypto.envelope import DataKey, KeyWrapper, MasterKeyError, ValueCipher
 from piitracer.model.errors import NotFoundError, NotNowError
 from piitracer.model.requests import TRANSITIONS, ErasureRequest, RequestState
+from piitracer.requests.board import INDEXES, BoardPage, BoardQuery, board_page, set_plan_owners, utc_text
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS requests (
@@ -68,6 +70,8 @@ class RequestStore:
         self._db.execute("PRAGMA secure_delete=ON")  # deleted keys and values are overwritten in the file
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(SCHEMA)
+        self._db.executescript(INDEXES)  # the board's queries (requests/board.py) at thousands of requests
+        self._utc_deadlines()
         if wrapper is not None:  # a key was given: a wrong one is refused now, before anything is read or written
             try:
                 self._wrapper()
@@ -99,6 +103,25 @@ class RequestStore:
         """Every request, by deadline then id."""
         rows = self._db.execute(f"SELECT {_COLUMNS} FROM requests ORDER BY deadline_at, request_id").fetchall()
         return [_request(row) for row in rows]
+
+    def board_page(self, query: BoardQuery) -> BoardPage:
+        """One page of the board, filtered, sorted and counted in SQL (:mod:`piitracer.requests.board`)."""
+        return board_page(self._db, _COLUMNS, _request, query)
+
+    def plan_ids(self, state: RequestState) -> list[str]:
+        """The plans of the requests in ``state``, sorted."""
+        return [row[0] for row in self._db.execute("SELECT DISTINCT plan_id FROM requests WHERE state = ? AND "
+                                                   "plan_id IS NOT NULL ORDER BY plan_id", (state.value,))]
+
+    def request_ids_of_plan(self, plan_id: str) -> list[str]:
+        """The requests last planned in ``plan_id``, sorted."""
+        return [row[0] for row in self._db.execute("SELECT request_id FROM requests WHERE plan_id = ? ORDER BY request_id",
+                                                   (plan_id,))]
+
+    def set_plan_owners(self, plan_id: str, owners: Sequence[str]) -> None:
+        """Say which console users own a dataset the plan reaches (the board's owner filter)."""
+        with self._transaction():
+            set_plan_owners(self._db, plan_id, owners)
 
     def history(self, request_id: str) -> list[tuple[str, str | None, str, str, str | None]]:
         """(at, from, to, action, reason) of every change of a request, in order."""
@@ -137,20 +160,56 @@ class RequestStore:
         """A new queued request: a fresh data key, wrapped by the master key, seals its values."""
         if self.has(request_id):
             raise RequestError(f"request {request_id} is already in the request store (state {self.get(request_id).state.value})")
-        wrapper = self._wrapper()
-        key = DataKey.generate()
-        sealed = json.dumps([key.seal(v, f"{request_id}|subject") for v in values])
-        now = utc_now().isoformat()
-        with self._db:
-            self._db.execute("INSERT INTO data_keys VALUES (?, ?, ?)", (request_id, wrapper.wrap(key.secret, request_id),
-                                                                      wrapper.fingerprint))
-            self._db.execute(f"INSERT INTO requests ({_COLUMNS}) VALUES ({', '.join('?' * 13)})",
-                             (request_id, received_at.isoformat(), deadline_at.isoformat(), json.dumps(list(sources)),
-                              len(values), sealed, RequestState.QUEUED.value, None, action, now, None, None,
-                              key.fingerprint))
-            self._db.execute("INSERT INTO history VALUES (?, ?, NULL, ?, ?, NULL, NULL)",
-                             (request_id, now, RequestState.QUEUED.value, action))
+        self.add_many([(request_id, received_at, deadline_at, sources, values)], action)
         return self.get(request_id)
+
+    def add_many(self, requests: Iterable[tuple[str, datetime, datetime, Sequence[str], Sequence[str]]],
+                 action: str = "added") -> int:
+        """Queue many requests ((id, received, deadline, sources, values) each) in one transaction,
+        each under its own data key (an import from another system; the benchmark's 10,000).
+        Times are kept in UTC (the board compares them as text). Returns how many were added."""
+        wrapper = self._wrapper()
+        now = utc_now().isoformat()
+        rows, keys, history = [], [], []
+        for request_id, received_at, deadline_at, sources, values in requests:
+            key = DataKey.generate()
+            sealed = json.dumps([key.seal(v, f"{request_id}|subject") for v in values])
+            keys.append((request_id, wrapper.wrap(key.secret, request_id), wrapper.fingerprint))
+            rows.append((request_id, utc_text(received_at), utc_text(deadline_at), json.dumps(list(sources)), len(values),
+                         sealed, RequestState.QUEUED.value, None, action, now, None, None, key.fingerprint))
+            history.append((request_id, now, RequestState.QUEUED.value, action))
+        try:
+            with self._transaction():
+                self._db.executemany("INSERT INTO data_keys VALUES (?, ?, ?)", keys)
+                self._db.executemany(f"INSERT INTO requests ({_COLUMNS}) VALUES ({', '.join('?' * 13)})", rows)
+                self._db.executemany("INSERT INTO history VALUES (?, ?, NULL, ?, ?, NULL, NULL)", history)
+        except sqlite3.IntegrityError:
+            taken = [r[0] for r in rows if self.has(r[0])]
+            raise RequestError(f"request {taken[0] if taken else '?'} is already in the request store") from None
+        return len(rows)
+
+    @contextmanager
+    def _transaction(self):
+        """One transaction (the connection is in autocommit mode, where ``with connection:`` alone
+        begins none: each statement would be its own transaction, and its own fsync)."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def _utc_deadlines(self) -> None:
+        """Rows written before times were kept in UTC (an offset other than +00:00) are rewritten
+        in UTC once, so the board's text comparisons hold."""
+        rows = self._db.execute("SELECT request_id, received_at, deadline_at FROM requests WHERE "
+                                "deadline_at NOT LIKE '%+00:00' OR received_at NOT LIKE '%+00:00'").fetchall()
+        with self._transaction():
+            for request_id, received, deadline in rows:
+                self._db.execute("UPDATE requests SET received_at = ?, deadline_at = ? WHERE request_id = ?",
+                                 (utc_text(datetime.fromisoformat(received)), utc_text(datetime.fromisoformat(deadline)),
+                                  request_id))
 
     def move(self, request_id: str, to: RequestState, action: str, *, plan_id: str | None = None,
              reason: str | None = None, watch_until: datetime | None = None) -> tuple[RequestState, ErasureRequest]:
@@ -159,7 +218,7 @@ class RequestStore:
         if to not in TRANSITIONS[current.state]:
             raise RequestError(f"request {request_id} is {current.state.value}: it cannot become {to.value} ({action})")
         now = utc_now().isoformat()
-        with self._db:
+        with self._transaction():
             self._db.execute("UPDATE requests SET state = ?, last_action = ?, last_action_at = ?, plan_id = COALESCE(?, plan_id), "
                              "watch_until = COALESCE(?, watch_until) WHERE request_id = ?",
                              (to.value, action, now, plan_id, watch_until.isoformat() if watch_until else None, request_id))
@@ -182,7 +241,7 @@ class RequestStore:
         if RequestState.CLOSED not in TRANSITIONS[current.state]:
             raise RequestError(f"request {request_id} is {current.state.value}: only a watching request can be closed")
         now = utc_now().isoformat()
-        with self._db:
+        with self._transaction():
             self._db.execute("DELETE FROM data_keys WHERE request_id = ?", (request_id,))
             self._db.execute("UPDATE requests SET sealed_values = '[]', state = ?, last_action = ?, last_action_at = ?, "
                              "closed_at = ? WHERE request_id = ?", (RequestState.CLOSED.value, action, now, now, request_id))
