@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 import threading
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping
 
 from piitracer.formats import FormatError
@@ -101,6 +102,7 @@ class IcebergCatalogs:
         self._loaded: dict[str, Catalog] = {}
         self._definitions: dict[str, dict[str, str]] | None = None
         self._places: _Places | None = None
+        self._resolved: dict[str, Mapping[str, str]] = {}  # a place (or "<folder>/*") -> its storage properties
         self._lock = threading.Lock()
 
     @classmethod
@@ -120,7 +122,7 @@ class IcebergCatalogs:
         # Sent to a Spark task inside a Store: loaded catalogs (connections, credentials) stay here.
         # pyiceberg's own configuration (credentials among it) is read again where the task runs.
         return {"settings": self.settings, "_bindings": self._bindings, "_loaded": {}, "_definitions": None,
-                "_places": None, "_lock": None}
+                "_places": None, "_resolved": {}, "_lock": None}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -249,10 +251,9 @@ class IcebergCatalogs:
                                f"{location}: refusing to read or change either (make the dataset's location the catalog's)")
         return table.metadata_location
 
-
     # ---- how a place's files are reached ----------------------------------------------------------
 
-    def storage_properties(self, location: Location) -> dict[str, str]:
+    def storage_properties(self, location: Location) -> Mapping[str, str]:
         """The FileIO properties (``s3.*``, ``client.*``; credentials included: never show them) of
         the catalog that keeps ``location``: the catalog of the bound table whose location holds it
         (the deepest), else the catalog whose ``warehouse`` holds it (the deepest), else the catalog
@@ -260,12 +261,24 @@ class IcebergCatalogs:
         Empty when no catalog keeps it, or when several do and their properties differ (the
         workspace's ``storage:`` block and ``AWS_*`` then say). Read from the configuration only:
         no catalog is loaded or asked."""
+        if location.is_local:
+            return MappingProxyType({})
         definitions = self.definitions()
         if self._places is None:
-            self._places = _Places.of(self._bindings, definitions)
-        names = self._places.keepers(canonical(location))
-        found = {tuple(sorted(fileio_properties(definitions[name]).items())) for name in names if name in definitions}
-        return dict(found.pop()) if len(found) == 1 else {}
+            self._places, self._resolved = _Places.of(self._bindings, definitions), {}
+        place = canonical(location).uri
+        # Asked once per file (the byte scan of 100k files): a file that is no table or warehouse
+        # itself is kept by whoever keeps its folder's other such files, so that answer is kept.
+        key = place if place in self._places.above else place.rsplit("/", 1)[0] + "/*"
+        found = self._resolved.get(key)
+        if found is None:
+            names = self._places.keepers(place)
+            kinds = {tuple(sorted(fileio_properties(definitions[name]).items())) for name in names if name in definitions}
+            found = MappingProxyType(dict(kinds.pop()) if len(kinds) == 1 else {})  # shared: read-only
+            if len(self._resolved) > 100_000:
+                self._resolved.clear()
+            self._resolved[key] = found
+        return found
 
 
 class _Places:
@@ -294,26 +307,27 @@ class _Places:
                 above.setdefault(ancestor, set()).update(names)
         return cls(tables, warehouses, above)
 
-    def keepers(self, location: Location) -> set[str]:
-        """The names of the catalogs that keep ``location`` (canonical)."""
-        if location.is_local:
-            return set()
-        ancestors = _ancestors(location.uri)
-        for uri in ancestors:
-            if uri in self.tables:
-                return {self.tables[uri]}
-        for uri in ancestors:
-            if uri in self.warehouses:
-                return set(self.warehouses[uri])
-        return set(self.above.get(location.uri, ()))
+    def keepers(self, uri: str) -> set[str]:
+        """The names of the catalogs that keep the place ``uri`` (canonical, not local)."""
+        ancestors = _ancestors(uri)
+        for ancestor in ancestors:
+            if ancestor in self.tables:
+                return {self.tables[ancestor]}
+        for ancestor in ancestors:
+            if ancestor in self.warehouses:
+                return set(self.warehouses[ancestor])
+        return set(self.above.get(uri, ()))
 
 
 def _ancestors(uri: str) -> list[str]:
     """``s3://b/a/t`` -> [``s3://b/a/t``, ``s3://b/a``, ``s3://b``] (the place itself first)."""
-    head, _, key = uri.partition("://")
-    authority, _, path = key.partition("/")
-    parts = [part for part in path.split("/") if part]
-    return [f"{head}://{authority}" + "".join("/" + part for part in parts[:depth]) for depth in range(len(parts), -1, -1)]
+    found = [uri]
+    top = uri.find("://") + 3
+    cut = uri.rfind("/")
+    while cut > top:
+        found.append(uri[:cut])
+        cut = uri.rfind("/", 0, cut)
+    return found
 
 
 def catalog_table(entry: CatalogDataset, hadoop_catalog: str) -> str | None:

@@ -74,6 +74,7 @@ class Store:
         self.settings = settings or StorageSettings()
         self.pointers = pointers
         self._filesystems: dict[tuple, object] = {}
+        self._access_cache: dict[tuple, tuple[StorageOptions, S3Credentials | None]] = {}
 
     def __getstate__(self) -> dict:
         # Sent to a Spark task: the settings and the workspace's catalog definitions travel; the
@@ -81,7 +82,7 @@ class Store:
         # executor opens its own filesystems from its own environment (AWS_*, PYICEBERG_CATALOG__*,
         # .pyiceberg.yaml), as pyiceberg on that executor would: a serialized task is no place for
         # a key (it crosses the network unencrypted unless Spark's RPC is, and may be kept).
-        return {"settings": self.settings, "pointers": self.pointers, "_filesystems": {}}
+        return {"settings": self.settings, "pointers": self.pointers, "_filesystems": {}, "_access_cache": {}}
 
     def current_metadata(self, location: Location) -> str | None:
         """The metadata file a catalog names as current for the table at ``location`` (None: no
@@ -101,19 +102,29 @@ class Store:
         """The storage options for a location: the longest matching ``prefixes`` entry over the
         ``storage:`` block's own defaults over what the catalog keeping the location says
         (endpoint, region, path style; never its key)."""
-        merged = catalog_options(self.catalog_properties(location)) if location.scheme == "s3" else {}
-        merged.update(self.settings.model_dump(exclude={"prefixes"}, exclude_none=True))
-        for prefix in sorted(self.settings.prefixes, key=len):
-            if location.contains(Location.parse(prefix)) or location.uri.startswith(prefix.rstrip("/")):
+        return self._access(location)[0]
+
+    def _access(self, location: Location) -> tuple[StorageOptions, S3Credentials | None]:
+        """The options and the catalog's key for a location, built once per distinct answer (a
+        scan asks for every file it reads)."""
+        properties = self.catalog_properties(location) if location.scheme == "s3" else {}
+        prefixes = tuple(prefix for prefix in sorted(self.settings.prefixes, key=len)
+                         if location.contains(Location.parse(prefix)) or location.uri.startswith(prefix.rstrip("/")))
+        key = (frozenset(properties.items()), prefixes)
+        if key not in self._access_cache:
+            merged = catalog_options(properties)
+            merged.update(self.settings.model_dump(exclude={"prefixes"}, exclude_none=True))
+            for prefix in prefixes:
                 merged.update(self.settings.prefixes[prefix].model_dump(exclude_none=True))
-        return StorageOptions(**merged)
+            self._access_cache[key] = (StorageOptions(**merged), catalog_credentials(properties))
+        return self._access_cache[key]
 
     def delta_options(self, location: Location) -> dict[str, str]:
         """delta-rs ``storage_options`` for a location (empty for local folders: the ecosystem's
         environment variables still apply)."""
         if location.is_local:
             return {}
-        options = self.options_for(location)
+        options, credentials = self._access(location)
         found: dict[str, str] = {}
         if location.scheme == "s3":
             if options.endpoint:
@@ -128,7 +139,6 @@ class Store:
                 found["AWS_ALLOW_HTTP"] = "true" if options.allow_http else "false"
             if options.unsafe_rename:
                 found["AWS_S3_ALLOW_UNSAFE_RENAME"] = "true"
-            credentials = self._credentials(location)
             if credentials is not None:
                 found.update(credentials.delta())
         found.update(options.extra)
@@ -136,14 +146,14 @@ class Store:
 
     def _credentials(self, location: Location) -> S3Credentials | None:
         """The key of the catalog that keeps an S3 location (None: the ecosystem's chain)."""
-        return catalog_credentials(self.catalog_properties(location)) if location.scheme == "s3" else None
+        return self._access(location)[1]
 
     def iceberg_properties(self, location: Location) -> dict[str, str]:
         """pyiceberg FileIO properties for a location: the catalog's own (when one keeps it) under
         the options and key :meth:`filesystem` uses."""
         if location.is_local:
             return {}
-        options = self.options_for(location)
+        options, credentials = self._access(location)
         found: dict[str, str] = {}
         if location.scheme == "s3":
             found.update(fileio_properties(self.catalog_properties(location)))
@@ -155,7 +165,6 @@ class Store:
                 found["s3.region"] = region
             if options.path_style is not None:
                 found["s3.force-virtual-addressing"] = "false" if options.path_style else "true"
-            credentials = self._credentials(location)
             if credentials is not None:
                 found.update(credentials.fileio())
             else:
@@ -173,8 +182,7 @@ class Store:
             return pafs.LocalFileSystem(), location.uri
         scheme, rest = location.uri.split("://", 1)
         authority, _, key = rest.partition("/")
-        options = self.options_for(location)
-        credentials = self._credentials(location)
+        options, credentials = self._access(location)
         cache_key = (scheme, authority if scheme != "s3" else "", options, credentials)
         if cache_key not in self._filesystems:
             try:

@@ -86,6 +86,8 @@ def test_which_catalog_keeps_a_place(monkeypatch: pytest.MonkeyPatch) -> None:
     assert endpoint(f"{TABLE}/data/x.parquet") == "http://127.0.0.1:9100"
     assert endpoint("s3://prod-lake/warehouse/lab.db/t/data/x.parquet") == "http://127.0.0.1:9200"  # the table's own catalog
     assert endpoint("s3://prod-lake/warehouse/lab.db/t2") == "http://127.0.0.1:9100"  # prod's warehouse
+    assert endpoint("s3://prod-lake/warehouse/lab.db/t") == "http://127.0.0.1:9200"  # its sibling t2 answered first
+    assert endpoint("s3://prod-lake/warehouse/lab.db/t3/x.parquet") == "http://127.0.0.1:9100"
     lab = store.options_for(Location.parse("s3://lab-lake/wh/db/x"))
     assert (lab.endpoint, lab.region, lab.path_style) == ("http://127.0.0.1:9200", "eu-west-1", True)
     assert store._credentials(Location.parse("s3://lab-lake/wh/db/x")) is None  # lab names no key: AWS_*'s chain
