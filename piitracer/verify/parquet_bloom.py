@@ -7,6 +7,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from piitracer.verify.parquet_pages import CountingFile
@@ -17,26 +18,32 @@ HEADER_WINDOW = 256  # bytes read for a Bloom filter header of unknown length
 
 
 SALT = (0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D, 0x705495C7, 0x2DF1424B, 0x9EFC4947, 0x5C6BFB31)
+_SALTS = np.array(SALT, dtype=np.uint64)
 
 
 def xxhash64_of(candidates: pa.Array | None, values: list[Any], physical: str, kind: pa.DataType,
-            bound_format: str | None, length: int | None) -> list[int] | None:
-    """xxHash64 of every candidate's plain encoding, or None when this column's values are not
-    hashed here (floats, decimals...: decoded instead)."""
+            bound_format: str | None, length: int | None):
+    """xxHash64 of every candidate's plain encoding (a NumPy uint64 array), or None when this
+    column's values are not hashed here (floats, decimals...: decoded instead). Integers are hashed
+    all at once (:func:`xxh64_fixed`); strings and bytes one by one (once per verification)."""
     if candidates is None:
         return None
     if bound_format is not None:
-        return [xxh64(struct.pack(bound_format, v)) for v in values]
+        lanes = np.asarray(values, dtype=np.dtype(bound_format))
+        return xxh64_fixed(lanes.view(np.uint64) if lanes.dtype.itemsize == 8 else
+                           lanes.view(np.uint32).astype(np.uint64), lanes.dtype.itemsize)
     if physical == "BYTE_ARRAY" and (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
-        return [xxh64(v.encode("utf-8")) for v in candidates.to_pylist()]
-    if physical == "BYTE_ARRAY" and (pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
-        return [xxh64(v) for v in candidates.to_pylist()]
-    if physical == "FIXED_LEN_BYTE_ARRAY" and pa.types.is_fixed_size_binary(kind):
-        return [xxh64(v) for v in candidates.to_pylist() if len(v) == length]
-    return None
+        found = [xxh64(v.encode("utf-8")) for v in candidates.to_pylist()]
+    elif physical == "BYTE_ARRAY" and (pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
+        found = [xxh64(v) for v in candidates.to_pylist()]
+    elif physical == "FIXED_LEN_BYTE_ARRAY" and pa.types.is_fixed_size_binary(kind):
+        found = [xxh64(v) for v in candidates.to_pylist() if len(v) == length]
+    else:
+        return None
+    return np.array(found, dtype=np.uint64)
 
 
-def bloom_may_hold(handle: CountingFile, chunk, hashes: list[int]) -> bool:
+def bloom_may_hold(handle: CountingFile, chunk, hashes) -> bool:
     """Whether the chunk's split-block Bloom filter may hold any of ``hashes`` (parquet-format
     BloomFilter.md); a filter of another algorithm, hash or compression raises ValueError."""
     offset, length = chunk.bloom_filter_offset, chunk.bloom_filter_length
@@ -52,14 +59,18 @@ def bloom_may_hold(handle: CountingFile, chunk, hashes: list[int]) -> bool:
         bitset = handle.read_at(count, offset + size)
     if len(bitset) != count:
         raise ValueError("truncated Bloom filter")
-    blocks = count // 32
-    for value in hashes:
-        block = ((value >> 32) * blocks) >> 32
-        key = value & 0xFFFFFFFF
-        words = struct.unpack_from("<8I", bitset, block * 32)
-        if all((word >> (((key * salt) & 0xFFFFFFFF) >> 27)) & 1 for word, salt in zip(words, SALT)):
-            return True
-    return False
+    # Every searched value at once (BloomFilter.md, split block): its block, then the eight bits
+    # its key sets in that block's eight words; a value may be there when all eight are set.
+    hashes = np.asarray(hashes, dtype=np.uint64)
+    if not len(hashes):
+        return False
+    u64 = np.uint64
+    words = np.frombuffer(bitset, dtype="<u4").reshape(count // 32, 8)
+    block = ((hashes >> u64(32)) * u64(count // 32)) >> u64(32)
+    key = hashes & u64(0xFFFFFFFF)
+    bits = ((key[:, None] * _SALTS[None, :]) & u64(0xFFFFFFFF)) >> u64(27)
+    chosen = words[block.astype(np.intp)].astype(np.uint64)
+    return bool(((chosen >> bits) & u64(1)).all(axis=1).any())
 
 
 _P1, _P2, _P3, _P4, _P5 = (11400714785074694791, 14029467366897019727, 1609587929392839161,
@@ -73,6 +84,33 @@ def _rotl(x: int, r: int) -> int:
 
 def _round(acc: int, lane: int) -> int:
     return (_rotl((acc + lane * _P2) & _M, 31) * _P1) & _M
+
+
+def xxh64_fixed(lanes, width: int):
+    """xxHash64 (seed 0) of many values' ``width``-byte little-endian encodings (4 or 8) at once:
+    ``lanes`` holds each encoding read as an unsigned integer (NumPy uint64); the arithmetic wraps
+    modulo 2**64 as the hash's does. Equal to :func:`xxh64` of each (tests/unit/verify/test_chunk_proofs.py)."""
+    p1, p2, p3, p4 = (np.uint64(p) for p in (_P1, _P2, _P3, _P4))
+    u64 = np.uint64
+
+    def rotl(x, r: int):
+        return (x << u64(r)) | (x >> u64(64 - r))
+
+    with np.errstate(over="ignore"):
+        h = np.full(len(lanes), (_P5 + width) & _M, dtype=np.uint64)
+        if width == 8:
+            h ^= rotl(lanes * p2, 31) * p1
+            h = rotl(h, 27) * p1 + p4
+        elif width == 4:
+            h ^= lanes * p1
+            h = rotl(h, 23) * p2 + p3
+        else:
+            raise ValueError(f"xxh64_fixed: {width}-byte values")
+        h ^= h >> u64(33)
+        h *= p2
+        h ^= h >> u64(29)
+        h *= p3
+        return h ^ (h >> u64(32))
 
 
 def xxh64(data: bytes, seed: int = 0) -> int:

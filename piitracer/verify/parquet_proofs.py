@@ -34,10 +34,12 @@ from __future__ import annotations
 
 import re
 import struct
+from bisect import bisect_left
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -268,7 +270,7 @@ class ParquetProver:
             # The bounds pyarrow reads admit a value: so would the flagged ones (the same bytes or a
             # legacy pair), and the footer need not be parsed (in Python: ~ms per file) to say so.
             low, high = stats.min_raw, stats.max_raw
-            if isinstance(low, bytes) and isinstance(high, bytes) and any(low <= v <= high for v in column.byte_values):
+            if isinstance(low, bytes) and isinstance(high, bytes) and _any_between(column.byte_values, low, high):
                 return False
         if self._footer is None:
             self._footer = parse_footer(self.footer_bytes)
@@ -276,7 +278,7 @@ class ParquetProver:
         if not stats or stats.get(7) is not True or stats.get(8) is not True or 5 not in stats or 6 not in stats:
             return False
         low, high = stats[6], stats[5]
-        return all(value < low or value > high for value in column.byte_values)
+        return not _any_between(column.byte_values, low, high)
 
     # ---- page index -----------------------------------------------------------------------------
 
@@ -292,15 +294,16 @@ class ParquetProver:
         fmt = column.bound_format
         if fmt is None or not (len(nulls) == len(mins) == len(maxes)):
             return False
-        for null, low, high in zip(nulls, mins, maxes):
-            if null:
-                continue
-            if len(low) != struct.calcsize(fmt) or len(high) != struct.calcsize(fmt):
-                return False
-            low_value, high_value = struct.unpack(fmt, low)[0], struct.unpack(fmt, high)[0]
-            if any(low_value <= value <= high_value for value in column.values):
-                return False
-        return True
+        width = struct.calcsize(fmt)
+        pages = [(low, high) for null, low, high in zip(nulls, mins, maxes) if not null]
+        if any(len(low) != width or len(high) != width for low, high in pages):
+            return False
+        if not pages:
+            return True
+        # Every page at once: the first searched value at or above each page's min, within its max?
+        lows = np.frombuffer(b"".join(low for low, _ in pages), dtype=np.dtype(fmt))
+        highs = np.frombuffer(b"".join(high for _, high in pages), dtype=np.dtype(fmt))
+        return not _any_in_ranges(column.value_array, lows, highs)
 
 
 @dataclass
@@ -312,18 +315,19 @@ class _Column:
     physical: str
     candidates: pa.Array | None  # the searched values of the column's type (None: none)
     inside_text: bool  # a string column: a value may sit inside its text
-    values: list[Any]  # candidates as the integers its Parquet bounds compare with (ordered types)
+    values: list[Any]  # candidates as the integers its Parquet bounds compare with (ordered types), sorted
     ordered: bool  # integer or date: exact bounds (statistics, page index)
     bound_format: str | None  # struct format of one plain-encoded bound
     hashes: list[int] | None  # xxHash64 of each candidate's plain encoding (None: no Bloom check)
     dictionary_type: pa.DataType | None  # the Arrow type its dictionary decodes to (None: not handled)
     prefilter: str | None  # a string column: RE2 literals found in any text holding a searched value
-    byte_values: list[bytes] | None  # a string or binary column: the candidates' bytes (exact bounds)
+    byte_values: list[bytes] | None  # a string or binary column: the candidates' bytes (exact bounds), sorted
+    value_array: Any = None  # ``values`` as a NumPy array of the bounds' type (the page index's, at once)
 
     def shared(self) -> tuple:
         """Every field but the column's name and leaf (the same for every column of its type)."""
         return (self.physical, self.candidates, self.inside_text, self.values, self.ordered, self.bound_format,
-                self.hashes, self.dictionary_type, self.prefilter, self.byte_values)
+                self.hashes, self.dictionary_type, self.prefilter, self.byte_values, self.value_array)
 
     @classmethod
     def of(cls, index: ValueIndex, name: str, leaf: int, kind: pa.DataType, descr) -> "_Column":
@@ -337,7 +341,7 @@ class _Column:
         ordered = (pa.types.is_integer(kind) or pa.types.is_date32(kind)) and physical in ("INT32", "INT64")
         values: list[Any] = []
         if candidates is not None and ordered:
-            values = [(v - date(1970, 1, 1)).days if isinstance(v, date) else v for v in candidates.to_pylist()]
+            values = sorted((v - date(1970, 1, 1)).days if isinstance(v, date) else v for v in candidates.to_pylist())
         bound_format = None
         if ordered:
             bound_format = {("INT32", False): "<i", ("INT32", True): "<I", ("INT64", False): "<q",
@@ -349,12 +353,13 @@ class _Column:
         byte_values = None
         if physical == "BYTE_ARRAY" and candidates is not None:
             if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-                byte_values = [v.encode("utf-8") for v in candidates.to_pylist()]
+                byte_values = sorted(v.encode("utf-8") for v in candidates.to_pylist())
             elif pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
-                byte_values = list(candidates.to_pylist())
+                byte_values = sorted(candidates.to_pylist())
         return cls(name, leaf, physical, candidates, inside, values, ordered, bound_format,
                    xxhash64_of(candidates, values, physical, kind, bound_format, descr.length),
-                   _dictionary_type(kind, physical), prefilter, byte_values)
+                   _dictionary_type(kind, physical), prefilter, byte_values,
+                   np.asarray(values, dtype=np.dtype(bound_format)) if bound_format else None)
 
 
 def _excluded_by_statistics(chunk, values: list[Any]) -> bool:
@@ -365,9 +370,26 @@ def _excluded_by_statistics(chunk, values: list[Any]) -> bool:
     if isinstance(low, date):
         low, high = (low - date(1970, 1, 1)).days, (high - date(1970, 1, 1)).days
     try:
-        return all(value < low or value > high for value in values)
+        return not _any_between(values, low, high)
     except TypeError:  # bounds of another type than the candidates: decode
         return False
+
+
+def _any_between(ordered: list[Any], low: Any, high: Any) -> bool:
+    """Whether a value of ``ordered`` (ascending) lies in [low, high]: one binary search, however
+    many values are searched (a batch of thousands of subjects)."""
+    at = bisect_left(ordered, low)
+    return at < len(ordered) and ordered[at] <= high
+
+
+def _any_in_ranges(ordered, lows, highs) -> bool:
+    """Whether a value of ``ordered`` (an ascending NumPy array) lies in any [lows[i], highs[i]]:
+    one vectorised binary search for all ranges."""
+    if not len(ordered):
+        return False
+    at = np.searchsorted(ordered, lows, side="left")
+    inside = at < len(ordered)
+    return bool(np.any(ordered[np.minimum(at, len(ordered) - 1)][inside] <= highs[inside]))
 
 
 # ---- dictionary pages -----------------------------------------------------------------------------

@@ -21,97 +21,102 @@ class ThriftError(ValueError):
     """Bytes that are not a well-formed compact-protocol struct (or run past the buffer)."""
 
 
-class Reader:
-    """Reads compact-protocol values from ``data`` starting at ``pos``."""
-
-    def __init__(self, data: bytes | memoryview, pos: int = 0) -> None:
-        self.data = data
-        self.pos = pos
-
-    def byte(self) -> int:
-        if self.pos >= len(self.data):
-            raise ThriftError("truncated")
-        value = self.data[self.pos]
-        self.pos += 1
-        return value
-
-    def varint(self) -> int:
-        shift = result = 0
-        while True:
-            byte = self.byte()
-            result |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return result
-            shift += 7
-            if shift > 70:
-                raise ThriftError("varint too long")
-
-    def zigzag(self) -> int:
-        value = self.varint()
-        return (value >> 1) ^ -(value & 1)
-
-    def binary(self) -> bytes:
-        size = self.varint()
-        end = self.pos + size
-        if end > len(self.data):
-            raise ThriftError("truncated binary")
-        value = bytes(self.data[self.pos:end])
-        self.pos = end
-        return value
-
-    def value(self, kind: int) -> Any:
-        if kind == TRUE:
-            return True
-        if kind == FALSE:
-            return False
-        if kind == BYTE:
-            return struct.unpack("b", bytes([self.byte()]))[0]
-        if kind in (I16, I32, I64):
-            return self.zigzag()
-        if kind == DOUBLE:
-            if self.pos + 8 > len(self.data):
-                raise ThriftError("truncated double")
-            value = struct.unpack_from("<d", self.data, self.pos)[0]
-            self.pos += 8
-            return value
-        if kind == BINARY:
-            return self.binary()
-        if kind in (LIST, SET):
-            header = self.byte()
-            size = header >> 4
-            if size == 15:
-                size = self.varint()
-            element = header & 0x0F
-            if element in (TRUE, FALSE):  # booleans in a container: one byte each, 1 is true
-                return [self.byte() == TRUE for _ in range(size)]
-            return [self.value(element) for _ in range(size)]
-        if kind == MAP:
-            size = self.varint()
-            if not size:
-                return {}
-            types = self.byte()
-            return {self.value(types >> 4): self.value(types & 0x0F) for _ in range(size)}
-        if kind == STRUCT:
-            return self.struct()
-        raise ThriftError(f"unknown compact type {kind}")
-
-    def struct(self) -> dict[int, Any]:
-        fields: dict[int, Any] = {}
-        last = 0
-        while True:
-            header = self.byte()
-            kind = header & 0x0F
-            if kind == STOP:
-                return fields
-            delta = header >> 4
-            last = last + delta if delta else self.zigzag()
-            fields[last] = self.value(kind)
-
-
 def read_struct(data: bytes | memoryview, pos: int = 0) -> tuple[dict[int, Any], int]:
-    """The struct at ``pos`` and the position just after it."""
-    reader = Reader(data, pos)
-    return reader.struct(), reader.pos
+    """The struct at ``pos`` and the position just after it, read by plain functions over the bytes
+    (a footer is tens of thousands of fields: a method call per byte was most of a small file's
+    proof)."""
+    data = bytes(data) if isinstance(data, memoryview) else data
+    try:
+        return _struct(data, pos)
+    except IndexError:
+        raise ThriftError("truncated") from None
+    except RecursionError:
+        raise ThriftError("nested too deep") from None
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    byte = data[pos]
+    if byte < 0x80:
+        return byte, pos + 1
+    result, shift = byte & 0x7F, 7
+    while True:
+        pos += 1
+        byte = data[pos]
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, pos + 1
+        shift += 7
+        if shift > 70:
+            raise ThriftError("varint too long")
+
+
+def _struct(data: bytes, pos: int) -> tuple[dict[int, Any], int]:
+    fields: dict[int, Any] = {}
+    last = 0
+    while True:
+        header = data[pos]
+        pos += 1
+        kind = header & 0x0F
+        if kind == STOP:
+            return fields, pos
+        if header >> 4:
+            last += header >> 4
+        else:
+            last, pos = _read_varint(data, pos)
+            last = (last >> 1) ^ -(last & 1)
+        fields[last], pos = _value(data, pos, kind)
+
+
+def _value(data: bytes, pos: int, kind: int) -> tuple[Any, int]:
+    if kind in (I16, I32, I64):
+        value, pos = _read_varint(data, pos)
+        return (value >> 1) ^ -(value & 1), pos
+    if kind == BINARY:
+        size, pos = _read_varint(data, pos)
+        end = pos + size
+        if end > len(data):
+            raise ThriftError("truncated binary")
+        return data[pos:end], end
+    if kind == STRUCT:
+        return _struct(data, pos)
+    if kind == TRUE:
+        return True, pos
+    if kind == FALSE:
+        return False, pos
+    if kind in (LIST, SET):
+        header = data[pos]
+        pos += 1
+        size = header >> 4
+        if size == 15:
+            size, pos = _read_varint(data, pos)
+        element = header & 0x0F
+        items = []
+        if element in (TRUE, FALSE):  # booleans in a container: one byte each, 1 is true
+            if pos + size > len(data):
+                raise ThriftError("truncated list")
+            return [b == TRUE for b in data[pos:pos + size]], pos + size
+        for _ in range(size):
+            item, pos = _value(data, pos, element)
+            items.append(item)
+        return items, pos
+    if kind == BYTE:
+        return struct.unpack("b", bytes([data[pos]]))[0], pos + 1
+    if kind == DOUBLE:
+        if pos + 8 > len(data):
+            raise ThriftError("truncated double")
+        return struct.unpack_from("<d", data, pos)[0], pos + 8
+    if kind == MAP:
+        size, pos = _read_varint(data, pos)
+        if not size:
+            return {}, pos
+        types = data[pos]
+        pos += 1
+        found = {}
+        for _ in range(size):
+            key, pos = _value(data, pos, types >> 4)
+            found[key], pos = _value(data, pos, types & 0x0F)
+        return found, pos
+    raise ThriftError(f"unknown compact type {kind}")
 
 
 # ---- writing ------------------------------------------------------------------------------------

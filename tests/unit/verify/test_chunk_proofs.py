@@ -126,6 +126,30 @@ def test_pruned_scan_finds_exactly_what_a_full_decode_finds(tmp_path: Path) -> N
     assert scan.chunks.bytes_read > 0  # tiny files: footer and header reads overlap, so no ratio here
 
 
+def test_a_batch_of_many_searched_values_finds_exactly_what_a_full_decode_finds(tmp_path: Path) -> None:
+    """A batch of subjects (issue 43.3): ~400 values per kind, many inside the chunks' min/max and
+    some in the files, checked all at once by every rule (one binary search over the sorted values,
+    the Bloom filter probed with every hash in one NumPy pass, the page index's pages at once)."""
+    batch = {"s.user_id": [SUBJECT_ID + d for d in range(-1200, 1200, 6)] + [SUBJECT_SMALL + d for d in range(-600, 600, 7)],
+             "s.email": [SUBJECT_EMAIL] + [f"user{n}@example.org" for n in range(3, 4000, 37)],
+             "s.birthday": [SUBJECT_DAY + timedelta(days=d) for d in range(-300, 300, 4)]}
+    index = ValueIndex.build(batch)
+    rng = random.Random(43)
+    files = []
+    for number in range(150):
+        name = f"b{number:03d}.parquet"
+        random_file(rng, tmp_path / name)
+        files.append(name)
+    expected = brute_force(tmp_path, files, index)
+    found, scan = pruned(tmp_path, files, index)
+
+    def places(hits):  # a set found whole in one row group and inside text in another: labelled per group
+        return {(name, where.removesuffix(" (inside text)"), value_set) for name, where, value_set in hits}
+
+    assert places(found) == places(expected) and len(expected) > 50
+    assert {"statistics", "page_index", "bloom", "dictionary"} <= set(scan.chunks.by_method)
+
+
 def test_whole_values_only_index_lets_bloom_and_statistics_prove_short_strings(tmp_path: Path) -> None:
     """Short values (under the inside-text length) are searched whole only: string chunks can then
     be proven by their exact min/max or their Bloom filter; checked against the full decode over
@@ -236,6 +260,17 @@ def test_bloom_filter_of_every_written_value_admits_it(tmp_path: Path) -> None:
     absent = sum(bloom_may_hold(handle, chunks.column(0), [xxh64(f"absent{n}".encode())]) for n in range(200))
     assert absent < 20  # and it does say "absent" (fpp 0.001)
     assert xxh64(b"") == 0xEF46DB3751D8E999 and xxh64(b"a") == 0xD24EC4F1A98C6E5B
+    # Integers are hashed all at once (issue 43.3): the same hashes, and one probe with every one of them.
+    import numpy as np
+
+    from piitracer.verify.parquet_bloom import xxh64_fixed
+
+    ints, longs = table.column("i").to_pylist(), table.column("l").to_pylist()
+    assert list(xxh64_fixed(np.array(ints, np.int32).view(np.uint32).astype(np.uint64), 4)) == \
+        [xxh64(struct.pack("<i", v)) for v in ints]
+    assert list(xxh64_fixed(np.array(longs, np.int64).view(np.uint64), 8)) == [xxh64(struct.pack("<q", v)) for v in longs]
+    assert bloom_may_hold(handle, chunks.column(2), xxh64_fixed(np.array(longs[:1] + [12345], np.int64).view(np.uint64), 8))
+    assert not bloom_may_hold(handle, chunks.column(1), np.array([], np.uint64))
 
 
 # ---- verify --explain, JSON and the report ---------------------------------------------------------
