@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from piitracer.workspace.catalog_layers import DISCOVERED_FILE, CatalogLayers, merge_discovered, validate_discovered
+from piitracer.ingest.pydantic_problems import as_written, in_words, unknown_key
+from piitracer.workspace.catalog_layers import DISCOVERED_FILE, CatalogLayers, DiscoveredCatalogFile, merge_discovered, \
+    validate_discovered
 from piitracer.workspace.model import WORKSPACE_FILE, Workspace, WorkspaceError, absolute_location
 from piitracer.ingest.workspace.cache import WorkspaceCache
 from piitracer.model.gc_pause import cyclic_gc_paused
@@ -135,12 +137,14 @@ def _load_and_validate(root: Path, cache: WorkspaceCache | None) -> Workspace:
     layers = CatalogLayers()
     if (root / DISCOVERED_FILE).is_file():
         data, layers = _with_discovered(data, root)
-    data, set_aside, undescribed = _set_aside_undescribed(data, path, document)
+    data, set_aside, undescribed, problems = _set_aside_undescribed(data, path, document)
     try:
         with cyclic_gc_paused():  # 100k catalog entries: the collector would walk them again and again
             config = WorkspaceConfig.model_validate(data)
     except ValidationError as error:
-        raise WorkspaceError(_describe(error, path, document)) from None
+        raise WorkspaceError(_describe(error, path, document, before=problems)) from None
+    if problems:  # every problem at once: those of the entries set aside, here the only ones
+        raise WorkspaceError(_listed(problems))
     workspace = Workspace(root=root, config=config, namer=build_namer(config, root), layers=layers, set_aside=set_aside)
     places = _PlacesSaid(workspace, path, document)
     _check_one_place_each(workspace, places)
@@ -150,8 +154,8 @@ def _load_and_validate(root: Path, cache: WorkspaceCache | None) -> Workspace:
     return replace(workspace, warnings=workspace.warnings + workspace_warnings(workspace, path, document, places))
 
 
-def _set_aside_undescribed(data: dict[str, Any], path: Path,
-                           document: "_Lines") -> tuple[dict[str, Any], dict[str, dict[str, Any]], tuple[str, ...]]:
+def _set_aside_undescribed(data: dict[str, Any], path: Path, document: "_Lines") -> tuple[
+        dict[str, Any], dict[str, dict[str, Any]], tuple[str, ...], list[tuple[int, str]]]:
     """``data`` without the catalog entries that have no format yet (a person said only what
     they know — an owner, a maintenance cadence — and the lakehouse has not been discovered), with
     a warning for each: they join the catalog once ``catalog discover --write`` describes them.
@@ -160,11 +164,11 @@ def _set_aside_undescribed(data: dict[str, Any], path: Path,
     does not have at all is an error, as always."""
     catalog = data.get("catalog")
     if not isinstance(catalog, dict):
-        return data, {}, ()
+        return data, {}, (), []
     undescribed = [k for k, v in catalog.items() if isinstance(v, dict) and "format" not in v]
     aside = {str(k).lower() for k in undescribed}
     if not aside:
-        return data, {}, ()
+        return data, {}, (), []
     waiting: dict[str, str] = {}  # entries that refer to a dataset set aside wait with it
     while True:
         more = {k: ref for k, v in catalog.items() if k not in undescribed and k not in waiting
@@ -172,14 +176,12 @@ def _set_aside_undescribed(data: dict[str, Any], path: Path,
         if not more:
             break
         waiting.update(more)
-    known = set(CatalogDataset.model_fields)
-    warnings = []
+    known = sorted(CatalogDataset.model_fields)
+    warnings, problems = [], []
     for dataset in undescribed:
-        unknown = sorted(str(key) for key in catalog[dataset] if str(key) not in known)
-        if unknown:
-            where = f"{path}:{document.line_of(['catalog', dataset, unknown[0]]) or 1}"
-            raise WorkspaceError(f"invalid workspace:\n  {where}: catalog.{dataset}.{unknown[0]}: not a catalog field "
-                                 f"(expected one of {', '.join(sorted(known))})")
+        for key in sorted(str(key) for key in catalog[dataset] if str(key) not in known):
+            line = document.line_of(['catalog', dataset, key]) or 1
+            problems.append((line, f"{path}:{line}: catalog.{dataset}.{key}: {unknown_key(key, known, 'catalog')}"))
         warnings.append(f"{path}:{document.line_of(['catalog', dataset]) or 1}: catalog.{dataset}: no format yet "
                         "(say it, or run `piitracer catalog discover --write`): left out of the catalog until then")
     for dataset, ref in waiting.items():
@@ -188,7 +190,7 @@ def _set_aside_undescribed(data: dict[str, Any], path: Path,
     left_out = set(undescribed) | set(waiting)
     kept = {k: v for k, v in catalog.items() if k not in left_out}
     set_aside = {str(k).lower(): v for k, v in catalog.items() if k not in kept}
-    return {**data, "catalog": kept}, set_aside, tuple(warnings)
+    return {**data, "catalog": kept}, set_aside, tuple(warnings), problems
 
 
 def _refers_to(entry: Any, names: set[str]) -> str | None:
@@ -215,8 +217,8 @@ def _with_discovered(data: dict[str, Any], root: Path) -> tuple[dict[str, Any], 
     try:
         validate_discovered(discovered)
     except ValidationError as error:
-        raise WorkspaceError(_describe(error, path, _Lines(text)).replace("invalid workspace:", "invalid discovered catalog:",
-                                                                          1)) from None
+        raise WorkspaceError(_describe(error, path, _Lines(text), DiscoveredCatalogFile).replace(
+            "invalid workspace:", "invalid discovered catalog:", 1)) from None
     except ValueError as error:
         raise WorkspaceError(f"{path}:1: {error}") from None
     return merge_discovered(data, discovered or {}, root, path)
@@ -489,19 +491,27 @@ def build_namer(config: WorkspaceConfig, root: Path) -> DatasetNamer:
     )
 
 
-def _describe(error: ValidationError, path: Path, document: "_Lines") -> str:
-    """One line per problem: ``file:line: field.path: message (got value)``."""
-    lines = []
+def _describe(error: ValidationError, path: Path, document: "_Lines", model: type[BaseModel] = WorkspaceConfig,
+              before: list[tuple[int, str]] = ()) -> str:
+    """Every problem at once, one line each in the file's order: ``file:line: field.path: what was
+    expected (got value)``, in the workspace's words (ingest.pydantic_problems.in_words: 'expected a
+    list', an unknown key with the nearest key the place takes), with the problems found ``before``."""
+    problems = list(before)
     for problem in error.errors():
-        loc = [part for part in problem["loc"] if not _is_pydantic_tag(part)]
+        loc = tuple(part for part in problem["loc"] if not _is_pydantic_tag(part))
         field_path = ".".join(str(part) for part in loc) or "(top level)"
-        line = document.line_of(loc)
+        line = document.line_of(list(loc))
         where = f"{path}:{line}" if line else str(path)
-        message = problem["msg"].removeprefix("Value error, ")
         got = problem.get("input")
-        shown = "" if isinstance(got, (dict, list)) or problem["type"] == "missing" else f" (got {got!r})"
-        lines.append(f"{where}: {field_path}: {message}{shown}")
-    return "invalid workspace:\n  " + "\n  ".join(lines)
+        shown = ("" if isinstance(got, (dict, list)) or problem["type"] in ("missing", "extra_forbidden")
+                 else f" (got {as_written(got)})")
+        problems.append((line or 0, f"{where}: {field_path}: {in_words(problem, model, loc)}{shown}"))
+    return _listed(problems)
+
+
+def _listed(problems: list[tuple[int, str]]) -> str:
+    """``invalid workspace:`` and each (line, problem), in the file's order."""
+    return "invalid workspace:\n  " + "\n  ".join(text for _, text in sorted(problems, key=lambda p: p[0]))
 
 
 def _is_pydantic_tag(part: Any) -> bool:

@@ -60,7 +60,7 @@ def test_bad_duration_is_explained(tmp_path: Path) -> None:
 
 def test_wrong_type_and_unknown_key(tmp_path: Path) -> None:
     message = error_of(write(tmp_path, "catalog:\n  a.b:\n    format: delta\n    location: x\n    colums: [a]\n"))
-    assert ":5: catalog.a.b.colums: Extra inputs are not permitted" in message
+    assert ":5: catalog.a.b.colums: not a catalog field: did you mean 'columns'?" in message
     message = error_of(write(tmp_path, "lineage:\n  sql: 7\n"))
     assert "lineage.sql:" in message
 
