@@ -136,7 +136,7 @@ def history(root: Location, store: Store, key_column: str | None) -> "IcebergHis
             if name is not None:
                 value = dict(entry.partition).get(name)
                 constant = NO_CONSTANT if value is None else value
-            result.data_files[uri] = DataFile(uri, relative_to(root, uri), entry.rows, constant)
+            result.data_files[uri] = DataFile(uri, reader.relative(uri), entry.rows, constant)
     return result
 
 
@@ -146,6 +146,7 @@ class _Reader:
     def __init__(self, root: Location, store: Store, metadata: dict) -> None:
         self.root, self.store = root, store
         self.manifests: dict[str, _Manifest] = {}
+        self.relative = _Relative(root)
 
     def records(self, path: str) -> Iterator[dict]:
         import fastavro
@@ -203,12 +204,7 @@ def _table_files(root: Location, snapshots: list[dict], lists: list[list[tuple[s
     retained snapshots use (tombstones included), and the tag or branch of the first snapshot (in
     metadata order) holding a ref that uses each path. Each distinct manifest is walked once."""
     found = TableFiles()
-    relative: dict[str, str | None] = {}
-
-    def rel(uri: str) -> str | None:
-        if uri not in relative:
-            relative[uri] = relative_to(root, uri)
-        return relative[uri]
+    rel = reader.relative
 
     def used(manifests: list[tuple[str, int]], is_current: bool) -> tuple[set[str], set[str]]:
         paths, meta = set(), set()
@@ -240,6 +236,41 @@ def _table_files(root: Location, snapshots: list[dict], lists: list[list[tuple[s
         found.retained.update(p for p in map(rel, reader.manifests[path].paths) if p)
     found.retained -= found.live | found.current_meta
     return found
+
+
+class _Relative:
+    """:func:`~piitracer.formats.relative_to` of the many paths a table's metadata names, each
+    folder's symlinks resolved once (a file is its folder's real path and its name, unless the file
+    itself is a symlink): a realpath per file was most of reading a long history's metadata."""
+
+    def __init__(self, root: Location) -> None:
+        from piitracer.storage.guard import canonical
+
+        self.root = root
+        self.real_root = canonical(root)
+        self.folders: dict[str, str] = {}
+        self.found: dict[str, str | None] = {}
+
+    def __call__(self, uri: str) -> str | None:
+        if uri not in self.found:
+            self.found[uri] = self._relative(uri)
+        return self.found[uri]
+
+    def _relative(self, uri: str) -> str | None:
+        import os
+
+        from piitracer.storage.locations import LocationError
+
+        try:
+            place = self.root.resolve_reference(uri)
+        except LocationError:
+            return None
+        if not place.is_local or os.path.islink(place.uri):
+            return relative_to(self.root, uri)
+        folder, name = os.path.split(place.uri)
+        if folder not in self.folders:
+            self.folders[folder] = os.path.realpath(folder)
+        return self.real_root.relative(Location(os.path.join(self.folders[folder], name)))
 
 
 class IcebergHistory(TableHistory):

@@ -354,11 +354,19 @@ def _offset_columns(schema) -> set[str]:
 # ---- Avro (Iceberg manifests, manifest lists) ------------------------------------------------
 
 def _avro(source: FileSource, index: ValueIndex) -> Iterator[tuple[str, set[str], str]]:
+    import io
+
     import fastavro
 
-    with source.open() as handle:
-        reader = fastavro.reader(handle)
+    with io.BytesIO(source.data) as handle:
+        blocks = fastavro.block_reader(handle)
         # An Iceberg manifest or manifest list says its format version; any other Avro is data.
+        # Its blocks, decompressed, are searched for every form a value takes there first: most
+        # hold none, and decoding every record of every list of a long history is not needed.
+        if "format-version" in blocks.metadata and not any(index.may_be_in_avro(block.bytes_.getvalue()) for block in blocks):
+            return
+        handle.seek(0)
+        reader = fastavro.reader(handle)
         iceberg = "format-version" in reader.metadata
         field_types = _iceberg_field_types(reader.metadata.get("schema"))
         # A manifest list repeats the entry of every manifest its snapshot still reads, so a table's

@@ -308,7 +308,7 @@ class ValueIndex:
             finder = self.__dict__["_json_literals"] = self._json_literals()
         if finder is True or "%" in text:
             return True
-        return finder is not None and finder.search(text) is not None
+        return finder is not None and finder(text)
 
     def _json_literals(self):
         """The compiled prefilter of :meth:`may_be_in_json`; True: no prefilter; None: nothing a
@@ -318,7 +318,41 @@ class ValueIndex:
         literals = self.strs | set(self.int_texts)
         if any(not text or any(c in '"\\/%' or not " " <= c <= "~" for c in text) for text in literals):
             return True
-        return re.compile(_trie_pattern(literals)) if literals else None
+        return _finder(literals, _trie_pattern) if literals else None
+
+    def may_be_in_avro(self, data: bytes) -> bool:
+        """False only when no searched value can be read from an Iceberg manifest or manifest
+        list whose decompressed Avro blocks are ``data`` (:func:`~piitracer.verify.decoders._avro`):
+        every place there is a string (raw UTF-8), a partition value (an Avro zigzag varint, or the
+        value's own bytes), or a bound in Iceberg's single-value form (little-endian integers and
+        floats, UTF-8 text whose first 16 characters a truncated bound keeps, raw bytes); none of
+        those forms of a searched value occurs in ``data``. Not used (True) when a decimal or a
+        timestamp is searched (their encodings vary), or ``data`` holds a ``%`` (a path is URL-decoded)."""
+        finder = self.__dict__.get("_avro_literals", False)
+        if finder is False:
+            finder = self.__dict__["_avro_literals"] = self._avro_literals()
+        if finder is True or b"%" in data:
+            return True
+        return finder is not None and finder(data)
+
+    def _avro_literals(self):
+        """The compiled prefilter of :meth:`may_be_in_avro` (True: none; None: nothing can match)."""
+        if self.decimals or self.datetimes or "" in self.strs:
+            return True
+        forms: set[bytes] = set(self.bytes_values)
+        for text in self.strs | set(self.int_texts):
+            forms.add(text[:MIN_TRUNCATED_PREFIX].encode("utf-8"))  # a truncated bound keeps a prefix
+        for number in self.ints | {(d - date(1970, 1, 1)).days for d in self.dates}:
+            if -2**63 <= number < 2**63:  # no Avro long or 8-byte bound holds a larger one
+                forms |= {_zigzag_varint(number), number.to_bytes(8, "little", signed=True)}
+            if -2**31 <= number < 2**31:
+                forms.add(number.to_bytes(4, "little", signed=True))
+        for number in self.floats:
+            forms |= {struct.pack("<d", number), struct.pack("<f", number)} if abs(number) < 3.4e38 else {struct.pack("<d", number)}
+        forms.discard(b"")
+        if not forms:
+            return None
+        return _finder(forms, lambda found: b"|".join(re.escape(form) for form in sorted(found, key=len, reverse=True)))
 
     def whole_values(self) -> "ValueIndex":
         """This index's values, whole values only (``inside_text=False``): what a key column is
@@ -451,6 +485,30 @@ def _date(days: int) -> date | None:
         return date.fromordinal(date(1970, 1, 1).toordinal() + days)
     except ValueError:
         return None
+
+
+FEW_LITERALS = 24  # up to this many, one substring search each (memchr speed) beats one regex pass
+
+
+def _finder(literals, pattern):
+    """Whether a text holds any of ``literals``: a substring search per literal when they are few,
+    else one pass of the regular expression ``pattern(literals)`` builds."""
+    found = sorted(literals)
+    if len(found) <= FEW_LITERALS:
+        return lambda text: any(literal in text for literal in found)
+    compiled = re.compile(pattern(found))
+    return lambda text: compiled.search(text) is not None
+
+
+def _zigzag_varint(number: int) -> bytes:
+    """An integer as Avro writes an int or long: zigzag, then a little-endian base-128 varint."""
+    value = ((number << 1) ^ (number >> 63)) & (2**64 - 1)
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
 def _plain_decodings(raw: bytes) -> list[Any]:

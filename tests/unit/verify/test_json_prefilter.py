@@ -19,6 +19,7 @@ VALUE_SETS = [
     {"u": [7000000001], "mail": ["ann@x.com"], "phone": ["+15550100"]},
     {"u": [7000000001], "odd": ["a/b", 'q"t', "é-1"]},  # values JSON may escape: never prefiltered
     {"f": [7.5], "u": [12345]},  # a float: never prefiltered
+    {"u": [7000000001] + list(range(90001, 90041)), "pan": ["ABCDE1234F"]},  # many values: one regular expression
 ]
 NEAR = ["7000000002", "700000000", "17000000001", "ABCDE1234", "xABCDE1234F", "ann@x.co", "1555010", "a-b", "4"]
 
