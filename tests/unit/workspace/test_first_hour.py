@@ -8,6 +8,7 @@ silently missed what it says); an empty piitracer.yaml (accepted); a plan on an 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -20,10 +21,16 @@ NO_KEYS = {"PIITRACER_AUDIT_KEY": None, "PIITRACER_AUDIT_KEY_FILE": None, "PIITR
            "PIITRACER_MASTER_KEY_FILE": None, "PIITRACER_SIGNING_KEY_FILE": None}
 
 
+def fresh_environment() -> dict:
+    """A person's first hour: no key, and no Iceberg catalog configured in the environment (one
+    another test left behind would be listed by discovery)."""
+    return {**NO_KEYS, **{key: None for key in os.environ if key.upper().startswith("PYICEBERG_")}}
+
+
 def run(*args: str) -> tuple[int, list[str]]:
     """The CLI in-process: exit code and every line it wrote (stdout and stderr); an exception
     escaping it (a traceback for a person) fails the test."""
-    result = CliRunner(env=NO_KEYS).invoke(cli, list(args))
+    result = CliRunner(env=fresh_environment()).invoke(cli, list(args))
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     return result.exit_code, result.output.splitlines()
 
@@ -44,7 +51,7 @@ def edit(workspace: Path, **fields) -> None:
 # ---- a warehouse root that does not exist -----------------------------------------------------
 
 def test_init_with_a_root_that_does_not_exist_yet_says_so_once(tmp_path: Path) -> None:
-    result = CliRunner(env=NO_KEYS).invoke(cli, ["init", str(tmp_path / "ws"), "--warehouse-root", str(tmp_path / "lake"),
+    result = CliRunner(env=fresh_environment()).invoke(cli, ["init", str(tmp_path / "ws"), "--warehouse-root", str(tmp_path / "lake"),
                                                  "--keys-dir", str(tmp_path / "keys")])
     assert result.exit_code == 0  # the tables may come later
     said = [line for line in result.stderr.splitlines() if "does not exist" in line]
