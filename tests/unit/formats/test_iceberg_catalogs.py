@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from typing import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,7 @@ from piitracer.storage.store import Store
 
 
 @pytest.fixture(autouse=True)
-def own_pyiceberg_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def own_pyiceberg_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Only what a test sets: no PYICEBERG_* of the machine, no .pyiceberg.yaml of the home folder."""
     for key in list(os.environ):
         if key.upper().startswith("PYICEBERG_"):
@@ -42,6 +43,12 @@ def own_pyiceberg_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("PYICEBERG_HOME", str(home))
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.chdir(home)
+    yield
+    # lakehouse() sets its catalog's variables on os.environ itself, which monkeypatch does not undo:
+    # left behind, they configure a catalog for every later test of the process (its discovery lists
+    # this test's tables, its namer drops the catalog's name). The machine's own are restored after.
+    for key in [key for key in os.environ if key.upper().startswith("PYICEBERG_")]:
+        del os.environ[key]
 
 
 def lakehouse(root: Path):
