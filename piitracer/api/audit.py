@@ -137,18 +137,19 @@ def audit_anchor(workspace: Workspace) -> AnchorFile | None:
     return anchor
 
 
-def record_plan(log: AuditLog, plan: DeletionPlan) -> AuditEntry:
+def record_plan(log: AuditLog, plan: DeletionPlan, planned_by: str | None = None) -> AuditEntry:
     """Append the plan entry (id, requests, deadline, per-dataset decisions; no subject values;
     keyed digests of the subjects).
 
     Args:
         log: the workspace's audit log.
         plan: the plan.
+        planned_by: who made the plan (an approver must be someone else).
 
     Returns:
         The plan's entry (the one already there when it was recorded before).
     """
-    return record_plan_entry(log, plan)
+    return record_plan_entry(log, plan, planned_by)
 
 
 def record_run(log: AuditLog, plan: DeletionPlan, run: RunSummary | Sequence[StepRecord],

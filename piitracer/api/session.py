@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from piitracer.model.requests import ErasureRequest, RequestState
     from piitracer.model.settings import TaskEngine
     from piitracer.model.verification import VerificationReport
+    from piitracer.requests.board import BoardPage, BoardQuery
     from piitracer.requests.store import RequestStore
 
 PlanOrFile = "DeletionPlan | str | os.PathLike[str]"
@@ -195,7 +196,7 @@ class Session:
         return load_plan(plan, lambda request_ids: self.requests().cipher(request_ids))
 
     def plan(self, sources: Sequence[str], subjects: Sequence["Subject"], labels: Sequence[str] = (), *,
-             keep: bool = False, action: str = "planned") -> Planned:
+             keep: bool = False, action: str = "planned", by: str | None = None) -> Planned:
         """Plan the erasure of ``subjects`` from the ``sources`` columns (``piitracer plan``).
 
         Args:
@@ -205,6 +206,8 @@ class Session:
             keep: queue the plan's requests in the request store (planned), record the plan in the
                 audit log and return the plan file's text (values sealed): ``plan -o``.
             action: what the request history says of the planning.
+            by: who plans (recorded with a kept plan: under ``policy.approval: required`` another
+                person approves it); default: the operating system's user.
 
         Returns:
             The plan (sealed when the session has an audit key) and, when kept, its file's text.
@@ -219,15 +222,16 @@ class Session:
         if keep:  # keys first: a plan that would be kept but cannot be recorded or encrypted is refused before work
             self.keys.need_audit(), self.keys.need_master()
         plan = plan_erasure(self.workspace, sources, subjects, labels, audit_key=self.keys.audit)
-        return Planned(plan, self._keep(plan, action) if keep else None)
+        return Planned(plan, self._keep(plan, action, by) if keep else None)
 
-    def _keep(self, plan: "DeletionPlan", action: str) -> str:
+    def _keep(self, plan: "DeletionPlan", action: str, by: str | None = None) -> str:
         from piitracer.api.audit import record_plan
         from piitracer.api.plan import plan_file_text
+        from piitracer.requests.approval import this_user
         from piitracer.requests.lifecycle import plan_request_ids
 
         self._register(plan, action)
-        record_plan(self.audit(), plan)
+        record_plan(self.audit(), plan, by or this_user())
         return plan_file_text(plan, self.requests().cipher(plan_request_ids(plan)))
 
     def _register(self, plan: "DeletionPlan", action: str) -> None:
@@ -243,6 +247,7 @@ class Session:
             add_requests(self.workspace, store, log, [str(ref) for ref in plan.sources], missing,
                          action=f"{action} (from the plan)")
         mark_planned(store, log, plan, lambda: plan_file_text(plan, store.cipher(plan_request_ids(plan))), action)
+        store.set_plan_owners(plan.plan_id, _plan_owners(self.workspace, plan))
 
     # ---- requests -----------------------------------------------------------------------------
 
@@ -287,6 +292,54 @@ class Session:
         found = self.requests().all() if self.has_requests() else []
         return filter_board(found, state, overdue, now)
 
+    def board_page(self, query: "BoardQuery") -> "BoardPage":
+        """One page of the board, asked of the request store in SQL (the console's board).
+
+        Args:
+            query: filters, sort and page (a ``piitracer.requests.board.BoardQuery``).
+
+        Returns:
+            The page's requests, how many match, and the counts per state.
+
+        Raises:
+            BoardQueryError: an unknown sort column or state, a page below 1.
+        """
+        from piitracer.requests.board import BoardPage
+
+        if not self.has_requests():
+            return BoardPage(query.checked(), [], 0, {})
+        return self.requests().board_page(query)
+
+    def approve(self, plan: PlanOrFile, by: str) -> "AuditEntry":
+        """Approve a plan as a second person (``piitracer approve``, an approver in the console):
+        recorded in the audit log, bound to the plan's id and the approver's name.
+
+        Args:
+            plan: the plan, or its file.
+            by: the approver, listed under ``approvers:`` and not the plan's planner (the front
+                door authenticates them: a console sign-in, a token).
+
+        Returns:
+            The approval's audit entry (the existing one when ``by`` approved the plan already).
+
+        Raises:
+            ApprovalRefused: ``by`` is not an approver, planned the plan, or the plan is not
+                recorded here with its planner.
+            PlanSealError: the plan was altered after it was sealed.
+            BadKeyError: no audit key.
+        """
+        from piitracer.api.plan import check_plan_seal
+        from piitracer.requests.approval import approve
+
+        audit_key = self.keys.need_audit()
+        loaded = self.load_plan(plan)
+        check_plan_seal(loaded, audit_key, unsealed_ok=True)
+        if not self.has_audit_log():
+            from piitracer.requests.approval import ApprovalRefused
+
+            raise ApprovalRefused(f"plan {loaded.plan_id[:16]} is not recorded here: this workspace has no audit log yet")
+        return approve(self.audit(create=False), loaded, by, self.workspace.config.approvers)
+
     def request(self, request_id: str) -> "ErasureRequest | None":
         """One request as the store holds it.
 
@@ -324,7 +377,7 @@ class Session:
         return parse_plan(store.plan_json(request.plan_id), f"the request store's plan {request.plan_id[:16]}", store.cipher)
 
     def batch_window(self, due_within: timedelta | None, sources: Sequence[str] = (), *, budget: float | None = None,
-                     over_budget_ok: bool = False) -> BatchWindow:
+                     over_budget_ok: bool = False, by: str | None = None) -> BatchWindow:
         """``batch plan``: plan every queued request due within ``due_within`` as one batch,
         estimated from table metadata.
 
@@ -338,6 +391,7 @@ class Session:
                 columns are not mixed).
             budget: the most the estimated cost may be.
             over_budget_ok: plan and record it even when the estimate is over ``budget``.
+            by: who plans (recorded with the plan); default: the operating system's user.
 
         Returns:
             The requests chosen (and those that cannot wait for the next window), whether the
@@ -359,7 +413,7 @@ class Session:
         if chosen.plan is None or (over and not over_budget_ok):
             return BatchWindow(chosen, over)
         plan = seal_plan(chosen.plan, audit_key)
-        text = self._keep(plan, "planned (batch)")
+        text = self._keep(plan, "planned (batch)", by)
         record_estimate_entry(self.audit(), plan, estimate.as_dict())
         return BatchWindow(chosen, over, text)
 
@@ -415,6 +469,8 @@ class Session:
                 not one piitracer made here.
             PlanSealError: an altered plan, or an unsealed one without ``options.unsealed``.
             BadKeyError: no audit key or no master key.
+            NeedsApprovalError: ``policy.approval: required`` and no approver other than the planner
+                approved the plan (a dry run needs no approval).
             ExecutionError: a step failed (the run is recorded first).
         """
         from piitracer.api.audit import record_plan, record_run
@@ -443,6 +499,10 @@ class Session:
         check_plan_origin(self.workspace, log, plan, replan=not (options.resume or options.rerun))
         if options.dry_run:
             return executor.run()
+        if self.workspace.config.policy.approval == "required":
+            from piitracer.requests.approval import require_approval
+
+            require_approval(log, plan.plan_id, self.workspace.config.approvers)
         self._register(plan, "planned (execute)")
         record_plan(log, plan)
         store = self.requests()
@@ -523,6 +583,7 @@ class Session:
             record_verification(log, loaded, report)
             if all(store.has(r) for r in requests):
                 settle_after_verify(store, log, loaded, report, self.workspace.config.policy.watch)
+                self._tell_owners()
         return Verified(loaded, report, closed)
 
     def reverify(self, sweep: str | None = "catalog") -> list[tuple[str, bool]]:
@@ -675,10 +736,34 @@ class Session:
 
     # ---- helpers ------------------------------------------------------------------------------------
 
+    def _tell_owners(self) -> None:
+        """After a verification: e-mail owners the steps now waiting for them (``notify:``); a mail
+        server that fails is a warning, never a failed verification."""
+        if self.workspace.config.notify is None:
+            return
+        import logging
+
+        from piitracer.api.notify import notify_waiting_owners
+        from piitracer.model.errors import UnavailableError
+
+        try:
+            notify_waiting_owners(self)
+        except UnavailableError as error:
+            logging.getLogger(__name__).warning("owners not notified: %s (piitracer notify owners sends it later)", error)
+
+
     def _sealed_store(self) -> "RequestStore":
         """The request store, with the master key required (its values are sealed under it)."""
         self.keys.need_master()
         return self.requests()
+
+
+def _plan_owners(workspace: Workspace, plan: "DeletionPlan") -> list[str]:
+    """The console users who own a dataset the plan reaches (the catalog ``owner:``'s first word)."""
+    from piitracer.requests.board import owner_name
+
+    entries = (workspace.config.catalog.get(step.dataset) for step in plan.steps)
+    return sorted({name for entry in entries if entry is not None and (name := owner_name(entry.owner))})
 
 
 __all__ = ["BatchWindow", "Keys", "Planned", "Session", "Verified", "open"]

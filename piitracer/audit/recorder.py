@@ -17,12 +17,24 @@ def _subjects(plan: DeletionPlan) -> list[tuple[str, str]]:
     return [(subject.request_id, subject.value) for subject in plan.subjects]
 
 
-def record_plan_entry(log: AuditLog, plan: DeletionPlan) -> AuditEntry:
-    """Append the ``plan`` entry (once per plan id: recording it again returns the existing entry)."""
+def record_plan_entry(log: AuditLog, plan: DeletionPlan, planned_by: str | None = None) -> AuditEntry:
+    """Append the ``plan`` entry (once per plan id: recording it again returns the existing entry);
+    ``planned_by``: who made it (a plan under ``policy.approval: required`` is approved by another)."""
     for entry in log.entries(plan_id=plan.plan_id):
         if entry.kind is EntryKind.PLAN:
             return entry
-    return log.append(EntryKind.PLAN, plan.plan_id, _subjects(plan), plan_body(plan))
+    body = plan_body(plan) | ({"planned_by": planned_by} if planned_by else {})
+    return log.append(EntryKind.PLAN, plan.plan_id, _subjects(plan), body)
+
+
+def record_approval_entry(log: AuditLog, plan: DeletionPlan, *, approved_by: str, planned_by: str) -> AuditEntry:
+    """Append an ``approval`` entry: a second person (``approved_by``, not ``planned_by``) approved
+    the plan, bound to its id and its requests' subjects (HMACs)."""
+    from piitracer.audit.store import utc_now
+
+    body = {"plan_id": plan.plan_id, "approved_by": approved_by, "planned_by": planned_by, "approved_at": utc_now(),
+            "datasets": sorted({step.dataset for step in plan.steps}), "steps": len(plan.steps)}
+    return log.append(EntryKind.APPROVAL, plan.plan_id, _subjects(plan), body)
 
 
 def record_step_entries(log: AuditLog, plan: DeletionPlan, steps: Iterable[StepRecord]) -> list[AuditEntry]:
@@ -80,3 +92,14 @@ def record_verification_entry(log: AuditLog, plan: DeletionPlan, report: Verific
     if report.plan_id != plan.plan_id:
         raise ValueError(f"the verification report is for plan {report.plan_id[:16]}, not {plan.plan_id[:16]}")
     return log.append(EntryKind.VERIFICATION, plan.plan_id, _subjects(plan), verification_body(report))
+
+
+def record_download_entry(log: AuditLog, *, what: str, by: str, sha256: str, request_id: str | None = None,
+                          detail: dict | None = None) -> AuditEntry:
+    """Append a ``download`` entry: who took which export from the console, when, and the SHA-256
+    of what they received (a board export is bound to no request; no subject value is in any)."""
+    from piitracer.audit.store import utc_now
+
+    body = {"what": what, "downloaded_by": by, "downloaded_at": utc_now(), "request_id": request_id, "sha256": sha256,
+            **({"detail": detail} if detail else {})}
+    return log.append(EntryKind.DOWNLOAD, "", (), body)

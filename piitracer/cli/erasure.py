@@ -43,13 +43,15 @@ ENGINES = ("auto", "driver", "spark")
 @click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the plan JSON here (mode 0600).")
 @click.option("--explain", "explain_dataset", metavar="DATASET", help="Print the lineage path and rule that decided DATASET.")
 @click.option("--schema", is_flag=True, help="Print the plan's JSON Schema and exit.")
+@click.option("--by", "planned_by", metavar="NAME", help="Who plans (recorded with -o; under policy.approval: required "
+              "another person approves); default: the operating system's user.")
 @params.wide
 @params.output
 @params.workspace
 @params.keys
 @click.pass_context
 def plan_command(ctx, sources, subject_values, requests_file, request_id, received_at, out, explain_dataset, schema,
-                 wide, output) -> None:
+                 planned_by, wide, output) -> None:
     """Plan the erasure of one subject or a batch: ordered, per-format steps and deadlines. Every
     subject value is parsed strictly as its source key column's type (a value that is not exactly
     one is refused, exit 2, naming its position, never the value). With -o the plan's requests are
@@ -72,7 +74,7 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
     labels, subjects = labelled_subjects(subject_values, requests_file, request_id, aware(received_at), "cli")
     with open_session(ctx) as session:
         # With -o, keys first: a plan that would be kept but cannot be recorded or encrypted is refused before work.
-        planned = session.plan(sources, subjects, labels, keep=out is not None)
+        planned = session.plan(sources, subjects, labels, keep=out is not None, by=planned_by)
         explained = api.named_dataset(session.workspace, explain_dataset) if explain_dataset else None
     plan, text = planned.plan, planned.text
     if plan.deadline_at < datetime.now(timezone.utc):

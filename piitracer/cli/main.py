@@ -34,11 +34,13 @@ COMMANDS = {
     "execute": ("piitracer.cli.erasure:execute_command", "Run a plan on the lakehouse, journaled and audited."),
     "verify": ("piitracer.cli.erasure:verify_command", "Prove the erasure: decode every file, record the result."),
     "attest": ("piitracer.cli.erasure:attest_command", "Record that a person did a step piitracer cannot."),
+    "approve": ("piitracer.cli.approve:approve_command", "Approve a plan as a second person before it runs."),
     "requests": ("piitracer.cli.requests:requests_group", "The request queue: deadlines, states, close, reverify."),
     "batch": ("piitracer.cli.requests:batch_group", "Plan the queued requests that are due, within a budget."),
     "audit": ("piitracer.cli.audit:audit", "The audit trail: verify it, report, sign and check certificates."),
     "serve": ("piitracer.cli.serve:serve", "Receive OpenLineage events over HTTP; serve the console."),
-    "owners": ("piitracer.cli.owners:owners_group", "Console sign-in tokens for dataset owners and viewers."),
+    "owners": ("piitracer.cli.owners:owners_group", "Console sign-in tokens: add, revoke (owners, viewers, approvers)."),
+    "notify": ("piitracer.cli.notify:notify_group", "E-mail owners their waiting steps and the office its digest."),
     "demo": ("piitracer.cli.demo:demo_command", "The whole erasure on a demo lakehouse, end to end."),
 }
 

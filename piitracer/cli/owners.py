@@ -35,3 +35,28 @@ def owners_add(ctx: click.Context, name: str, output: str) -> None:
     click.echo(f"console token for {name} ({role}), shown once: only its hash is kept in "
                f"{tokens_path(workspace.root)}", err=True)
     click.echo(token)
+
+
+@owners_group.command("revoke")
+@click.argument("name")
+@params.output
+@params.workspace
+@click.pass_context
+def owners_revoke(ctx: click.Context, name: str, output: str) -> None:
+    """End NAME's console access now: its token stops signing in and every session it has is ended
+    (a running console refuses its next page). Removing NAME from piitracer.yaml as well keeps a new
+    token from being made for it."""
+    from piitracer.console.sessions import Sessions, sessions_path
+    from piitracer.console.tokens import revoke_token
+
+    workspace = open_workspace(ctx)
+    had_token = revoke_token(workspace, name)
+    sessions = Sessions(sessions_path(workspace.root))
+    try:
+        ended = sessions.end_user(name)
+    finally:
+        sessions.close()
+    if output == "json":
+        echo_json({"name": name, "token_revoked": had_token, "sessions_ended": ended})
+        return
+    click.echo(f"{name}: " + ("token revoked" if had_token else "no token") + f", {ended} session(s) ended")

@@ -59,8 +59,11 @@ err_console = make_console(stderr=True)
 
 def in_words(state: str) -> str:
     """A state as a table shows it: ``awaiting_attestation`` -> ``awaiting attestation`` (the JSON
-    output and the audit log keep the identifier)."""
-    return state.replace("_", " ")
+    output and the audit log keep the identifier). Request states come from the one table the
+    console shows too (``render.report_facts.REQUEST_STATE_LABELS``)."""
+    from piitracer.render.report_facts import request_state_label
+
+    return request_state_label(state)
 
 
 def lineage_stats_table(stats: dict) -> Table:

@@ -25,12 +25,11 @@ from starlette.concurrency import run_in_threadpool
 from piitracer.audit.keys import AuditKey
 from piitracer.console import templates
 from piitracer.console.sessions import (PRE_SESSION_COOKIE, SESSION_COOKIE, Session, Sessions, SignInLimiter,
-                                        same_token)
-from piitracer.console.tokens import OWNER, check_token
-from piitracer.console.views import ConsoleRefused, attest, board, request_view, waiting_for
+                                        csrf_of, same_token, sessions_path)
+from piitracer.console.tokens import APPROVER, OWNER, ConsoleUser, check_token, role_of
+from piitracer.console.views import ConsoleRefused, attest, request_view, waiting_for
 from piitracer.workspace.model import Workspace
 from piitracer.model.errors import NotFoundError, PiitracerError
-from piitracer.model.requests import RequestState
 
 log = logging.getLogger(__name__)
 CONSOLE = "/console"
@@ -131,8 +130,38 @@ def create_server(config: ConsoleConfig, lineage_app: FastAPI) -> FastAPI:
         return response
 
     @app.get(f"{CONSOLE}/board")
-    async def board_page(request: Request, state: str | None = None, overdue: str | None = None) -> Response:
-        return await console.page(request, console.board_page, state, bool(overdue))
+    async def board_page(request: Request) -> Response:
+        return await console.page(request, console.board_page)
+
+    @app.get(f"{CONSOLE}/board.csv")
+    async def board_csv(request: Request) -> Response:
+        return await console.page(request, console.board_csv)
+
+    @app.get(f"{CONSOLE}/approvals")
+    async def approvals_page(request: Request) -> Response:
+        return await console.page(request, console.approvals_page)
+
+    @app.get(CONSOLE + "/plans/{plan_id}")
+    async def plan_page(request: Request, plan_id: str) -> Response:
+        return await console.page(request, console.plan_page, plan_id)
+
+    @app.post(CONSOLE + "/plans/{plan_id}/approve")
+    async def approve_plan(request: Request, plan_id: str) -> Response:
+        session = console.session(request)
+        if session is None:
+            return RedirectResponse(f"{CONSOLE}/sign-in", status_code=303)
+        form = await request.form(max_fields=4)
+        if not same_token(form.get("csrf"), session.csrf):
+            return console.refused(request, 403, "the form's CSRF token is missing or wrong", session)
+        return await console.page(request, console.approve, plan_id)
+
+    @app.get(CONSOLE + "/requests/{request_id}/report.html")
+    async def report_download(request: Request, request_id: str) -> Response:
+        return await console.page(request, console.report_download, request_id)
+
+    @app.get(CONSOLE + "/requests/{request_id}/evidence.json")
+    async def evidence_download(request: Request, request_id: str) -> Response:
+        return await console.page(request, console.evidence_download, request_id)
 
     @app.get(CONSOLE + "/requests/{request_id}")
     async def request_page(request: Request, request_id: str) -> Response:
@@ -179,16 +208,39 @@ class _Console:
         self.config = config
         self.workspace = config.workspace
         self.commands = CommandLines(config.commands)
-        self.sessions = Sessions()
+        self.sessions = Sessions(sessions_path(self.workspace.root), config.workspace.config.console.session_hours * 3600)
         self.limiter = SignInLimiter()
         self._graph = None
+        self._proxy_key = __import__("secrets").token_urlsafe(32)
         # The diagram's fills as classes: the legend matches it without an inline style (CSP).
-        self.css = templates.CSS + "".join(f".fill-{state}{{background:{fill}}}\n" for state, fill in STATE_FILLS.items())
+        self.css = templates.CSS + "".join(f".fill-{state}{{background:{fill}}}\n" for state, fill in STATE_FILLS.items()) \
+            + "".join(f".state-{state}{{background:{fill}}}\n" for state, fill in BADGE_FILLS.items())
 
     # ---- sessions -----------------------------------------------------------------------------
 
     def session(self, request: Request) -> Session | None:
-        return self.sessions.get(request.cookies.get(SESSION_COOKIE))
+        """The signed-in session of a request: a trusted proxy's header (when configured), else the
+        session cookie; None when the user is not (or no longer) listed in the workspace with the
+        role they signed in with."""
+        proxy = self.workspace.config.console.proxy_sign_in
+        if proxy is not None and request.headers.get(proxy.header):
+            client = request.client.host if request.client else None
+            if proxy.trusts(client):
+                return self._proxy_session(request.headers[proxy.header].strip())
+            log.warning("console: ignored %s from %s (not a trusted proxy address)", proxy.header, client)
+        session = self.sessions.get(request.cookies.get(SESSION_COOKIE))
+        if session is not None and role_of(self.workspace, session.user.name) != session.user.role:
+            return None  # the name left the workspace (or changed role): its sessions end with it
+        return session
+
+    def _proxy_session(self, name: str) -> Session | None:
+        """A person the proxy authenticated: no cookie; the CSRF token is bound to the name by a
+        key this process keeps (forms opened before a restart are refused once, never wrongly taken)."""
+        role = role_of(self.workspace, name)
+        if role is None:
+            log.warning("console: the proxy signed in %r, who is not listed under owners, viewers or approvers", name[:64])
+            return None
+        return Session(ConsoleUser(name, role), csrf_of(f"{self._proxy_key}|{name}"), 0.0)
 
     def sign_in_page(self, request: Request, error: str | None = None, status: int = 200) -> Response:
         import secrets
@@ -216,8 +268,8 @@ class _Console:
             log.warning("console: a sign-in with an unknown or wrong token from %s", client)
             return self.sign_in_page(request, "unknown or wrong token", 401)
         session_id, _ = self.sessions.start(user)
-        response = RedirectResponse(f"{CONSOLE}/owners/{quote(user.name)}" if user.role == OWNER else f"{CONSOLE}/board",
-                                    status_code=303)
+        landing = {OWNER: f"{CONSOLE}/owners/{quote(user.name)}", APPROVER: f"{CONSOLE}/approvals"}
+        response = RedirectResponse(landing.get(user.role, f"{CONSOLE}/board"), status_code=303)
         _cookie(response, request, SESSION_COOKIE, session_id, CONSOLE)
         response.delete_cookie(PRE_SESSION_COOKIE, path=f"{CONSOLE}/sign-in")
         return response
@@ -230,6 +282,8 @@ class _Console:
             return await run_in_threadpool(handler, request, session, *args)
         except NotFoundError as error:
             return self.refused(request, 404, str(error), session)
+        except ConsoleRefused as error:
+            return self.refused(request, error.status, str(error), session)
         except PiitracerError as error:
             return self.refused(request, 409, str(error), session)
 
@@ -241,11 +295,99 @@ class _Console:
 
     # ---- pages --------------------------------------------------------------------------------
 
-    def board_page(self, request: Request, session: Session, state: str | None, overdue: bool) -> Response:
-        states = [s.value for s in RequestState]
+    def board_page(self, request: Request, session: Session) -> Response:
+        from piitracer.console.board_view import board_context, board_query
+
+        query, problem = board_query(request.query_params, self.config.now())
         with self._open() as lifecycle:
-            rows = board(lifecycle.board(), self.config.now(), state if state in states else None, overdue)
-        return self._html("board.html", session, rows=rows, states=states, state=state, overdue=overdue)
+            page = lifecycle.board_page(query)
+        return self._html("board.html", session, error=problem, **board_context(page, self.workspace, request.query_params))
+
+    def board_csv(self, request: Request, session: Session) -> Response:
+        from piitracer.console.board_view import board_query
+        from piitracer.console.exports import board_csv, recorded
+
+        self._need_audit_key("the board's export")
+        query, problem = board_query(request.query_params, self.config.now())
+        if problem:
+            return self.refused(request, 400, problem, session)
+        with self._open() as lifecycle:
+            text = board_csv(lifecycle, query, self.config.now())
+            filters = {k: v for k, v in request.query_params.items() if k in ("q", "state", "owner", "due", "overdue", "sort", "desc")}
+            recorded(lifecycle, "board.csv", session.user.name, text.encode(), detail={"filters": filters})
+        return Response(text, media_type="text/csv; charset=utf-8",
+                        headers={"Content-Disposition": 'attachment; filename="requests.csv"'})
+
+    def approvals_page(self, request: Request, session: Session) -> Response:
+        from piitracer.console.approvals import waiting_plans
+
+        config = self.workspace.config
+        with self._open() as lifecycle:
+            plans = waiting_plans(lifecycle, config.approvers)
+        return self._html("approvals.html", session, plans=plans, approvers=config.approvers,
+                          required=config.policy.approval == "required")
+
+    def plan_page(self, request: Request, session: Session, plan_id: str, error: str | None = None,
+                  status: int = 200) -> Response:
+        from piitracer.console.approvals import plan_summary, with_estimate
+
+        self._need_audit_key("a plan")
+        with self._open() as lifecycle:
+            if not lifecycle.has_audit_log():
+                raise NotFoundError(f"no plan {plan_id[:16]}: this workspace has no audit log yet")
+            store_ids = lifecycle.requests().request_ids_of_plan(plan_id) if lifecycle.has_requests() else []
+            summary = plan_summary(lifecycle.audit(create=False), plan_id, self.workspace.config.approvers,
+                                   store_ids or None)
+            if store_ids and self.config.master is not None:
+                summary = with_estimate(lifecycle, summary)
+        notice = f"approved as {session.user.name}" if request.query_params.get("approved") else None
+        return self._html("plan.html", session, status=status, plan=summary, error=error, notice=notice)
+
+    def approve(self, request: Request, session: Session, plan_id: str) -> Response:
+        from piitracer.requests.approval import ApprovalRefused
+
+        if not session.user.can_approve:
+            return self.plan_page(request, session, plan_id, error=f"{session.user.name} is a{'n' if session.user.role == OWNER else ''} "
+                                  f"{session.user.role}: only an approver approves a plan", status=403)
+        self._need_audit_key("an approval")
+        try:
+            with self._open() as lifecycle:
+                ids = lifecycle.requests().request_ids_of_plan(plan_id) if lifecycle.has_requests() else []
+                if not ids:
+                    raise NotFoundError(f"no plan {plan_id[:16]} in the request store")
+                entry = lifecycle.approve(lifecycle.plan_of_request(ids[0]), session.user.name)
+        except ApprovalRefused as error:
+            return self.plan_page(request, session, plan_id, error=str(error), status=403)
+        log.info("console: %s approved plan %s (audit entry %d)", session.user.name, plan_id[:16], entry.seq)
+        return RedirectResponse(f"{CONSOLE}/plans/{plan_id}?approved=1", status_code=303)
+
+    def report_download(self, request: Request, session: Session, request_id: str) -> Response:
+        from piitracer.console.exports import recorded
+
+        self._need_audit_key("the audit report")
+        with self._open() as lifecycle:
+            if not lifecycle.has_audit_log():
+                raise NotFoundError(f"no request {request_id!r} in the audit log")
+            text = lifecycle.report(request_id, "html", graph=self._lineage_graph())
+            recorded(lifecycle, "report.html", session.user.name, text.encode(), request_id)
+        return Response(text, media_type="text/html; charset=utf-8", headers={
+            "Content-Disposition": f'attachment; filename="report-{_safe_name(request_id)}.html"',
+            "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:"})
+
+    def evidence_download(self, request: Request, session: Session, request_id: str) -> Response:
+        from piitracer.api import request_trail
+        from piitracer.console.exports import as_json, evidence_manifest, recorded
+        from piitracer.render.report_facts import report_facts
+
+        self._need_audit_key("the evidence")
+        with self._open() as lifecycle:
+            if not lifecycle.has_audit_log():
+                raise NotFoundError(f"no request {request_id!r} in the audit log")
+            facts = report_facts(request_trail(lifecycle.audit(create=False), request_id), self.config.now())
+            text = as_json(evidence_manifest(facts, request_id))
+            recorded(lifecycle, "evidence.json", session.user.name, text.encode(), request_id)
+        return Response(text, media_type="application/json", headers={
+            "Content-Disposition": f'attachment; filename="evidence-{_safe_name(request_id)}.json"'})
 
     def request_page(self, request: Request, session: Session, request_id: str, error: str | None = None,
                      notice: str | None = None, status: int = 200) -> Response:
@@ -266,7 +408,9 @@ class _Console:
             except Exception as error:  # a diagram that cannot be drawn must not hide the evidence
                 problem = f"the lineage diagram could not be drawn ({type(error).__name__})"
         public_key = self.config.signing_key_path
-        return self._html("request.html", session, status=status, request_id=request_id, view=view, now=now,
+        paging = _paging(request, request_id, "steps", view.steps, STEPS_PER_PAGE) \
+            | _paging(request, request_id, "audit", view.entries, AUDIT_PER_PAGE)
+        return self._html("request.html", session, status=status, request_id=request_id, view=view, now=now, **paging,
                           diagram=diagram, diagram_problem=problem, error=error, notice=notice,
                           legend=[(s, STATE_LABELS[s]) for s in STATES],
                           certificate_available=public_key is not None and self.config.audit_key is not None,
@@ -289,7 +433,10 @@ class _Console:
             if not lifecycle.has_audit_log():
                 raise NotFoundError(f"no request {request_id!r} in the audit log")
             document = lifecycle.certificate(request_id)
-        text = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+            text = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+            from piitracer.console.exports import recorded
+
+            recorded(lifecycle, "certificate.json", session.user.name, text.encode(), request_id)
         return Response(text, media_type="application/json", headers={
             "Content-Disposition": f'attachment; filename="certificate-{_safe_name(request_id)}.json"'})
 
@@ -323,6 +470,18 @@ class _Console:
         return HTMLResponse(templates.render(name, user=session.user, csrf=session.csrf, commands=self.commands,
                                              **context), status_code=status)
 
+    def _need_audit_key(self, what: str) -> None:
+        if self.config.audit_key is None:
+            raise ConsoleRefused(f"this server has no audit key: {what} cannot be read here, nor its download recorded "
+                                 "(start piitracer serve with PIITRACER_AUDIT_KEY_FILE or --audit-key-file)", 503)
+
+    def _lineage_graph(self):
+        if self._graph is None:
+            from piitracer.api import build_lineage_graph
+
+            self._graph = build_lineage_graph(self.workspace)
+        return self._graph
+
     def _open(self):
         """A session (:func:`piitracer.api.session.open`) with the server's keys, for one page: the
         console reads and records through the same use cases as the CLI."""
@@ -339,11 +498,36 @@ class _Console:
     def _diagram(self, facts) -> str:
         from piitracer.render.report import lineage_svg
 
-        if self._graph is None:
-            from piitracer.api import build_lineage_graph
+        return lineage_svg(self._lineage_graph(), facts)
 
-            self._graph = build_lineage_graph(self.workspace)
-        return lineage_svg(self._graph, facts)
+
+# Badge colours of request and step states (dataset states use the diagram's fills): each light,
+# with dark text far above WCAG AA; the badge always says the state in words.
+BADGE_FILLS = {"queued": "#e4e4e4", "planned": "#ffe08a", "executing": "#ffc38a", "executed": "#ffc38a",
+               "awaiting_attestation": "#ffc38a", "verified": "#b9e4b0", "watching": "#9cd0f5", "closed": "#b9e4b0",
+               "committed": "#b9e4b0", "attested": "#9cd0f5", "pending": "#ffe08a", "failed": "#f4a3a3",
+               "refused": "#f4a3a3", "not_run": "#e4e4e4"}
+
+
+STEPS_PER_PAGE, AUDIT_PER_PAGE = 20, 25
+
+
+def _paging(request: Request, request_id: str, name: str, items: list, per_page: int) -> dict[str, Any]:
+    """One page of a request page's list (``?steps=N``, ``?audit=N``), and links to the others
+    that keep the other list's page."""
+    text = request.query_params.get(name, "1")
+    pages = max(1, -(-len(items) // per_page))
+    at = min(max(int(text), 1), pages) if text.isdigit() else 1
+    others = {k: v for k, v in request.query_params.items() if k in ("steps", "audit") and k != name}
+
+    def link(number: int) -> str:
+        query = "&".join(f"{k}={v}" for k, v in sorted({**others, name: str(number)}.items()) if v != "1")
+        return f"{CONSOLE}/requests/{quote(request_id)}" + (f"?{query}" if query else "") + f"#{name}-heading"
+
+    chunk = items[(at - 1) * per_page: at * per_page]
+    first = (at - 1) * per_page + 1 if chunk else 0
+    return {f"{name}_page": chunk, f"{name}_at": at, f"{name}_pages": pages, f"{name}_link": link,
+            f"{name}_first": first, f"{name}_last": first + len(chunk) - 1 if chunk else 0}
 
 
 def _cookie(response: Response, request: Request, name: str, value: str, path: str) -> None:

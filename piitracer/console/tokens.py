@@ -27,7 +27,7 @@ PREFIX = "ptc"
 # scrypt at 2^14 x 8: ~16 MiB and tens of milliseconds per check, so a stolen file is slow to
 # guess from while a sign-in stays quick (the secret is 256 random bits anyway).
 SCRYPT = {"n": 2**14, "r": 8, "p": 1}
-OWNER, VIEWER = "owner", "viewer"
+OWNER, VIEWER, APPROVER = "owner", "viewer", "approver"
 
 
 class ConsoleUserError(InputError):
@@ -36,7 +36,7 @@ class ConsoleUserError(InputError):
 
 @dataclass(frozen=True)
 class ConsoleUser:
-    """Someone signed in: the name the audit log records, and the role (owner or viewer)."""
+    """Someone signed in: the name the audit log records, and the role (owner, viewer or approver)."""
 
     name: str
     role: str
@@ -45,28 +45,34 @@ class ConsoleUser:
     def can_attest(self) -> bool:
         return self.role == OWNER
 
+    @property
+    def can_approve(self) -> bool:
+        return self.role == APPROVER
+
 
 def tokens_path(workspace_root: Path) -> Path:
     return Path(workspace_root) / TOKENS_FILE
 
 
 def role_of(workspace: Workspace, name: str) -> str | None:
-    """``owner``/``viewer`` as the workspace lists ``name`` now (None: not listed)."""
+    """``owner``/``viewer``/``approver`` as the workspace lists ``name`` now (None: not listed)."""
     if name in workspace.config.owners:
         return OWNER
     if name in workspace.config.viewers:
         return VIEWER
+    if name in workspace.config.approvers:
+        return APPROVER
     return None
 
 
 def add_token(workspace: Workspace, name: str) -> str:
-    """A new token for ``name`` (listed under ``owners:`` or ``viewers:``), replacing its old one;
+    """A new token for ``name`` (listed under ``owners:``, ``viewers:`` or ``approvers:``), replacing its old one;
     returns the token — the only time it exists outside the holder's hands."""
     from piitracer.api import write_private
 
     role = role_of(workspace, name)
     if role is None:
-        raise ConsoleUserError(f"{workspace.root / 'piitracer.yaml'}: {name!r} is not listed under owners: or viewers: "
+        raise ConsoleUserError(f"{workspace.root / 'piitracer.yaml'}: {name!r} is not listed under owners:, viewers: or approvers: "
                                "(add it there first: the workspace says who may sign in to the console)")
     path = tokens_path(workspace.root)
     entries = [e for e in _read(path) if e.get("name") != name]
@@ -76,6 +82,18 @@ def add_token(workspace: Workspace, name: str) -> str:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     write_private(path, json.dumps(sorted(entries, key=lambda e: e["name"]), indent=2) + "\n")
     return f"{PREFIX}.{token_id}.{secret}"
+
+
+def revoke_token(workspace: Workspace, name: str) -> bool:
+    """Remove ``name``'s token (True when there was one): it no longer signs in."""
+    from piitracer.api import write_private
+
+    path = tokens_path(workspace.root)
+    entries = _read(path)
+    kept = [e for e in entries if e.get("name") != name]
+    if len(kept) != len(entries):
+        write_private(path, json.dumps(kept, indent=2) + "\n")
+    return len(kept) != len(entries)
 
 
 def check_token(workspace: Workspace, token: str) -> ConsoleUser | None:

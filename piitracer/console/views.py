@@ -21,6 +21,7 @@ from piitracer.model.errors import NotFoundError, RefusedError
 from piitracer.model.plan import PERSON_ACTIONS
 from piitracer.model.requests import ErasureRequest, RequestState
 from piitracer.render.report_facts import PROOF_METHODS, ReportFacts, report_facts
+from piitracer.requests.board import owner_name
 
 PERSON_ACTION_NAMES = frozenset(action.value for action in PERSON_ACTIONS)
 
@@ -33,15 +34,6 @@ class ConsoleRefused(RefusedError):
     def __init__(self, message: str, status: int = 409) -> None:
         super().__init__(message)
         self.status = status
-
-
-def owner_name(catalog_owner: str | None) -> str | None:
-    """The console user a catalog ``owner:`` names: its first word (``streaming-team (kafka topic
-    payments-cdc)`` -> ``streaming-team``); None when the dataset has no owner."""
-    if not catalog_owner:
-        return None
-    words = catalog_owner.split("(", 1)[0].split()
-    return words[0] if words else None
 
 
 def dataset_owner(workspace: Workspace, dataset: str) -> str | None:

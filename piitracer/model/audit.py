@@ -27,6 +27,8 @@ class EntryKind(str, Enum):
     REQUEST = "request"  # a request changed state (queued, planned ... closed: the data key's fingerprint, never the key)
     ESTIMATE = "estimate"  # what a batch plan was estimated to rewrite and cost, from table metadata
     WORKSPACE = "workspace"  # the log's first entry: the id of the one workspace whose history it is
+    APPROVAL = "approval"  # a second person approved a plan before it ran (who, when; bound to the plan id)
+    DOWNLOAD = "download"  # someone downloaded an export from the console (what, who, when, its SHA-256)
 
 
 class SubjectDigest(Frozen):

@@ -86,6 +86,15 @@ class RefusedError(PiitracerError):
     what_to_do = "read the reason: plan again, fix the catalog or the roots; nothing was changed"
 
 
+class NeedsApprovalError(RefusedError):
+    """A plan that may not run yet: the workspace requires a second person's approval
+    (``policy.approval: required``) and no approver other than its planner has given it; the
+    message names who may approve."""
+
+    kind = "needs-approval"
+    what_to_do = "one of the approvers named approves the plan (the console, or `piitracer approve`); then execute"
+
+
 class NotNowError(PiitracerError):
     """A request or plan that is not in a state for what was asked (close before it is watched,
     a closed request planned again)."""
@@ -135,7 +144,7 @@ class NotCertifiableError(PiitracerError):
 def error_kinds() -> list[type[PiitracerError]]:
     """The named kinds, in the order of the documentation's table."""
     return [InputError, BadWorkspaceError, BadPlanFileError, BadKeyError, NotFoundError, CannotPlanError,
-            RefusedError, NotNowError, UnavailableError, StepFailedError, CannotVerifyError, AuditLogError,
+            RefusedError, NeedsApprovalError, NotNowError, UnavailableError, StepFailedError, CannotVerifyError, AuditLogError,
             NotCertifiableError]
 
 

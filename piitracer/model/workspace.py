@@ -9,10 +9,11 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 from enum import Enum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
+from piitracer.model.console_settings import ConsoleSettings, NotifySettings
 from piitracer.model.key_values import NORMALISATIONS, KeyValueError, parse_key_type
 from piitracer.model.lineage import Frozen
 from piitracer.model.settings import (ClassifySettings, FileWorkSettings, IcebergSettings, LineageEmitSettings, SparkSettings, StorageSettings, VerifySettings)
@@ -366,6 +367,9 @@ class Policy(Frozen):
                                   "queued request due before the next window is flagged 'cannot wait'.")
     watch: Duration = Field(timedelta(days=30), description="How long a verified request is watched (re-verified "
                             "against rows resurrected by late pipeline runs) before it may be closed.")
+    approval: Literal["none", "required"] = Field(
+        "none", description="'required': execute refuses a plan until a person listed under approvers: (not the one "
+        "who planned it) approves it, in the console or with `piitracer approve`.")
 
 
 class Pricing(Frozen):
@@ -414,6 +418,11 @@ class WorkspaceConfig(Frozen):
         "only a hash, in .piitracer/console-tokens.json (0600).")
     viewers: tuple[ConsoleName, ...] = Field(
         (), description="Console users who only read (the privacy office); tokens as for owners.")
+    approvers: tuple[ConsoleName, ...] = Field(
+        (), description="Console users who approve plans before they run (policy.approval: required): never their own "
+        "plan; tokens as for owners.")
+    console: ConsoleSettings = ConsoleSettings()
+    notify: NotifySettings | None = None
     warehouse_roots: tuple[str, ...] = Field(
         (),
         description="Folders (relative to the workspace unless absolute) every catalog location must be "
@@ -423,9 +432,10 @@ class WorkspaceConfig(Frozen):
 
     @model_validator(mode="after")
     def _one_role_each(self) -> "WorkspaceConfig":
-        both = sorted(set(self.owners) & set(self.viewers))
-        if both:
-            raise ValueError(f"{', '.join(both)}: listed under both owners and viewers (one role per console user)")
+        for first, second in (("owners", "viewers"), ("owners", "approvers"), ("viewers", "approvers")):
+            both = sorted(set(getattr(self, first)) & set(getattr(self, second)))
+            if both:
+                raise ValueError(f"{', '.join(both)}: listed under both {first} and {second} (one role per console user)")
         return self
 
     @field_validator("version")

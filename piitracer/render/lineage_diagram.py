@@ -22,15 +22,17 @@ from piitracer.model.errors import UnavailableError
 START_FILL = "#fff3a0"
 HEADER_FILL = "#e8eef7"
 # Fill colours by dataset state, used by reports (erased, pending, manual_review, ...).
+# Each pair at least 18 apart in CIELAB (distinct at a glance), each light enough that black text on
+# it passes WCAG AA by far (>= 8.8:1); every legend names the state in words beside its colour.
 STATE_FILLS = {
-    "erased": "#c8f0c8",
-    "attested": "#b7e4d8",  # a person confirmed it: green-blue, not the verifier's green
-    "pending": "#ffe2a8",
-    "awaiting_attestation": "#f3c4ec",
-    "found": "#f6b3b3",
-    "manual_review": "#f3c4ec",  # not found's red: a person must act, nothing is known to be left
-    "recompute": "#d9d2f3",
-    "no_action": "#eeeeee",
+    "erased": "#b9e4b0",  # green
+    "attested": "#9cd0f5",  # blue: a person confirmed it, not the verifier's green
+    "pending": "#ffe08a",  # yellow
+    "awaiting_attestation": "#ffc38a",  # orange: waiting for a person
+    "found": "#f4a3a3",  # red: still there
+    "manual_review": "#e2b3f2",  # purple: a person must act, nothing is known to be left
+    "recompute": "#d6cca0",  # khaki
+    "no_action": "#e4e4e4",  # grey
 }
 _DIRECT_COLOURS = {
     EdgeSubtype.IDENTITY: "black",

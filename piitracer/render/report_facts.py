@@ -17,6 +17,25 @@ STATE_LABELS = {
     "awaiting_attestation": "awaiting attestation", "found": "found (still there)", "manual_review": "manual review",
     "recompute": "recompute", "no_action": "no action",
 }
+# A request's states in words: the one table the console and the CLI show (the JSON output and the
+# audit log keep the identifiers).
+REQUEST_STATE_LABELS = {
+    "queued": "queued", "planned": "planned", "executing": "executing", "executed": "executed",
+    "awaiting_attestation": "awaiting attestation", "verified": "verified", "watching": "watching", "closed": "closed",
+}
+
+
+def request_state_label(state: str) -> str:
+    """A request's state in words (:data:`REQUEST_STATE_LABELS`); another state's identifier with
+    spaces for underscores."""
+    return REQUEST_STATE_LABELS.get(state) or state.replace("_", " ")
+
+
+def state_label(state: str) -> str:
+    """Any state a page shows in words: a request's, a dataset's erasure state, a step's."""
+    return REQUEST_STATE_LABELS.get(state) or STATE_LABELS.get(state) or state.replace("_", " ")
+
+
 # A person's step is done once its owner attested it (an attestation entry in the log).
 DONE_STEP_STATES = {"committed", "attested"}
 

@@ -140,3 +140,12 @@ def set_plan_owners(db, plan_id: str, owners: Sequence[str]) -> None:
     caller holds the transaction."""
     db.execute("DELETE FROM plan_owners WHERE plan_id = ?", (plan_id,))
     db.executemany("INSERT OR IGNORE INTO plan_owners VALUES (?, ?)", [(plan_id, o) for o in sorted(set(owners))])
+
+
+def owner_name(catalog_owner: str | None) -> str | None:
+    """The console user a catalog ``owner:`` names: its first word (``streaming-team (kafka topic
+    payments-cdc)`` -> ``streaming-team``); None when the dataset has no owner."""
+    if not catalog_owner:
+        return None
+    words = catalog_owner.split("(", 1)[0].split()
+    return words[0] if words else None

@@ -38,6 +38,9 @@ CREATE TABLE IF NOT EXISTS plans (
 CREATE TABLE IF NOT EXISTS meta (
     name TEXT PRIMARY KEY, value TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS notified (
+    what TEXT PRIMARY KEY, at TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS history (
     request_id TEXT NOT NULL, at TEXT NOT NULL, from_state TEXT, to_state TEXT NOT NULL, action TEXT NOT NULL,
     reason TEXT, plan_id TEXT
@@ -117,6 +120,14 @@ class RequestStore:
         """The requests last planned in ``plan_id``, sorted."""
         return [row[0] for row in self._db.execute("SELECT request_id FROM requests WHERE plan_id = ? ORDER BY request_id",
                                                    (plan_id,))]
+
+    def was_notified(self, what: str) -> bool:
+        """Whether a notification (``plan|step|owner``) was sent already."""
+        return self._db.execute("SELECT 1 FROM notified WHERE what = ?", (what,)).fetchone() is not None
+
+    def mark_notified(self, what: str) -> None:
+        """Remember that a notification was sent (so it is sent once)."""
+        self._db.execute("INSERT OR IGNORE INTO notified VALUES (?, ?)", (what, utc_now().isoformat()))
 
     def set_plan_owners(self, plan_id: str, owners: Sequence[str]) -> None:
         """Say which console users own a dataset the plan reaches (the board's owner filter)."""

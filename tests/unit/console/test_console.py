@@ -59,7 +59,7 @@ def test_wrong_replaced_and_revoked_tokens_are_refused(tmp_path: Path) -> None:
 
 def test_only_names_the_workspace_lists_get_a_token(tmp_path: Path) -> None:
     ws = workspace(tmp_path / "ws")
-    with pytest.raises(ConsoleUserError, match=r"piitracer.yaml: 'mallory' is not listed under owners: or viewers:"):
+    with pytest.raises(ConsoleUserError, match=r"piitracer.yaml: 'mallory' is not listed under owners:, viewers: or approvers:"):
         add_token(ws, "mallory")
     assert not tokens_path(ws.root).exists()
 
@@ -159,7 +159,7 @@ def test_owners_add_prints_the_token_once_and_refuses_an_unlisted_name(tmp_path:
     refused = CliRunner().invoke(cli, ["--workspace", str(ws.root), "owners", "add", "mallory"])
     assert refused.exit_code == 2 and "Traceback" not in refused.output
     assert refused.output.strip().splitlines() == [
-        f"error: {ws.root / 'piitracer.yaml'}: 'mallory' is not listed under owners: or viewers: (add it there first: "
+        f"error: {ws.root / 'piitracer.yaml'}: 'mallory' is not listed under owners:, viewers: or approvers: (add it there first: "
         "the workspace says who may sign in to the console)"]
 
 
