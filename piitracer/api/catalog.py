@@ -24,6 +24,7 @@ from piitracer.executor.spark_catalog import list_catalogs
 from piitracer.executor.spark_session import spark_session
 from piitracer.formats import FormatError
 from piitracer.formats.iceberg_catalogs import catalog_table
+from piitracer.model.progress import Progress, report
 from piitracer.workspace.catalog_layers import DISCOVERED_FILE, DISCOVERED_HEADER
 from piitracer.workspace.model import Workspace, WorkspaceError
 from piitracer.model.lineage import ColumnRef
@@ -255,7 +256,7 @@ class Classification:
         return [v for v in self.verdicts if v.pii_without_lineage]
 
 
-def classify_catalog(workspace: Workspace, sample: int = 50) -> Classification:
+def classify_catalog(workspace: Workspace, sample: int = 50, progress: Progress | None = None) -> Classification:
     """Classify every column of every discovered table (``catalog classify``;
     :mod:`piitracer.discover.classify`): by name, by sampled values validated with python-stdnum,
     phonenumbers and email-validator, and by lineage from the catalog's identifiers.
@@ -263,6 +264,8 @@ def classify_catalog(workspace: Workspace, sample: int = 50) -> Classification:
     Args:
         workspace: the loaded workspace.
         sample: rows sampled per table (0: names and lineage only).
+        progress: told of each table sampled, then classified
+            ([`Progress`][piitracer.model.progress.Progress]).
 
     Returns:
         A verdict per column, what could not be read per table (named, never a value), and the
@@ -289,7 +292,8 @@ def classify_catalog(workspace: Workspace, sample: int = 50) -> Classification:
     problems.update({f"Iceberg catalog {name}": f"cannot list it: {why}"
                      for name, why in discovery.unreadable_iceberg_catalogs.items()})
     problems.update(discovery.unreadable_iceberg_tables)  # identifier -> why its catalog cannot load it
-    for table in discovery.tables:
+    for number, table in enumerate(discovery.tables):
+        report(progress, "sampling tables", number, len(discovery.tables))
         dataset = name_of(table)
         if table.problems:
             problems[dataset] = "; ".join(table.problems)
@@ -308,11 +312,14 @@ def classify_catalog(workspace: Workspace, sample: int = 50) -> Classification:
                 key_values[f"{ref.dataset}.{ref.column}"] = read_key_values(samples[ref.dataset][0], store, ref.column)
             except (FormatError, OSError, ValueError) as error:
                 problems[ref.dataset] = f"cannot read its subject key's values: {type(error).__name__}"
-    for dataset, (table, taken) in samples.items():
+    report(progress, "sampling tables", len(discovery.tables), len(discovery.tables))
+    for number, (dataset, (table, taken)) in enumerate(samples.items()):
+        report(progress, "classifying columns", number, len(samples))
         entry = catalog.get(dataset)
         own = {k: v for k, v in key_values.items() if not k.startswith(f"{dataset}.")}
         verdicts += classify_columns(dataset, table.columns, taken.values if taken else None,
                                      entry.identifiers if entry else (), lineage, options,
                                      rows_sampled=taken.rows if taken else None, key_values=own,
                                      lineage_checked=reviewed, names_in_table=taken.names if taken else None)
+    report(progress, "classifying columns", len(samples), len(samples))
     return Classification(verdicts, problems, discovery, lineage_checked=reviewed)

@@ -21,6 +21,7 @@ from piitracer.executor.journal import Journal
 from piitracer.ingest.openlineage.received import forget_values, has_rejected
 from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import DeletionPlan, Subject
+from piitracer.model.progress import Progress, report
 from piitracer.model.requests import ErasureRequest, RequestState
 from piitracer.planner.build import PlanningError
 from piitracer.planner.subjects import SubjectValueError, check_subjects, key_type_of
@@ -41,7 +42,7 @@ class BatchPlan:
 
 
 def batch_plan(workspace: Workspace, store, due_within: timedelta | None, sources: Sequence[str] = (),
-               now: datetime | None = None) -> BatchPlan:
+               now: datetime | None = None, progress: Progress | None = None) -> BatchPlan:
     """Plan the queued requests due in a window as one batch, estimated from table metadata.
 
     Requests left out but due before the next window (``policy.batch_every``) are returned as
@@ -56,6 +57,7 @@ def batch_plan(workspace: Workspace, store, due_within: timedelta | None, source
             queued request.
         sources: only the requests of these source columns (a table named with its catalog too).
         now: the time the window starts; default: now.
+        progress: told of the planning, then of each step estimated.
 
     Returns:
         The plan (None when no request is due), the requests in it, those that cannot wait, and
@@ -79,8 +81,10 @@ def batch_plan(workspace: Workspace, store, due_within: timedelta | None, source
                             + "): plan one batch per source with --source DATASET.COLUMN")
     subjects = [Subject(value=value, request_id=r.request_id, received_at=r.received_at)
                 for r in chosen for value in store.values(r.request_id)]
+    report(progress, f"planning {len(chosen)} request(s)", 0, 1)
     plan = plan_deletion(workspace, lineage_graph_for(workspace, list(kinds[0])), list(kinds[0]), subjects)
-    return BatchPlan(plan, chosen, cannot_wait, estimate_plan_cost(workspace, plan))
+    report(progress, f"planning {len(chosen)} request(s)", 1, 1)
+    return BatchPlan(plan, chosen, cannot_wait, estimate_plan_cost(workspace, plan, progress))
 
 
 def add_requests(workspace: Workspace, store, log: AuditLog, sources: Sequence[str], subjects: Sequence[Subject],
@@ -154,13 +158,14 @@ def forget_copies(workspace: Workspace, store, request, pairs: list[tuple[str, s
     return {"journal_value_sets_deleted": forgotten, **found}
 
 
-def estimate_plan_cost(workspace: Workspace, plan: DeletionPlan):
+def estimate_plan_cost(workspace: Workspace, plan: DeletionPlan, progress: Progress | None = None):
     """What a plan will rewrite and cost (``executor.estimate``), with the throughput measured on
     this workspace's journal.
 
     Args:
         workspace: the loaded workspace (its catalog, locations and ``pricing``).
         plan: the plan.
+        progress: told of each step estimated.
 
     Returns:
         estimate (PlanEstimate): files and bytes to rewrite per step, archive objects, the cost,
@@ -171,7 +176,7 @@ def estimate_plan_cost(workspace: Workspace, plan: DeletionPlan):
     context = execution_context(workspace)
     with Journal(context.journal_path) if context.journal_path.exists() else nullcontext() as journal:
         return estimate_plan(plan, workspace.config.catalog, context.locations, context.store,
-                             workspace.config.pricing, journal)
+                             workspace.config.pricing, journal, progress)
 
 
 def filter_board(requests: Sequence[ErasureRequest], state: RequestState | str | None = None, overdue: bool = False,

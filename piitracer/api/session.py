@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from piitracer.executor.runner import ExecuteOptions, RunSummary, StepResult
     from piitracer.model.audit import AuditEntry
     from piitracer.model.plan import DeletionPlan, Subject
+    from piitracer.model.progress import Progress
     from piitracer.model.requests import ErasureRequest, RequestState
     from piitracer.model.settings import TaskEngine
     from piitracer.model.verification import VerificationReport
@@ -377,6 +378,7 @@ class Session:
         return parse_plan(store.plan_json(request.plan_id), f"the request store's plan {request.plan_id[:16]}", store.cipher)
 
     def batch_window(self, due_within: timedelta | None, sources: Sequence[str] = (), *, budget: float | None = None,
+                     progress: "Progress | None" = None,
                      over_budget_ok: bool = False, by: str | None = None) -> BatchWindow:
         """``batch plan``: plan every queued request due within ``due_within`` as one batch,
         estimated from table metadata.
@@ -391,6 +393,8 @@ class Session:
                 columns are not mixed).
             budget: the most the estimated cost may be.
             over_budget_ok: plan and record it even when the estimate is over ``budget``.
+            progress: told of the planning and of each step estimated
+                ([`Progress`][piitracer.model.progress.Progress]).
             by: who plans (recorded with the plan); default: the operating system's user.
 
         Returns:
@@ -407,7 +411,7 @@ class Session:
 
         audit_key = self.keys.need_audit()
         store = self._sealed_store()
-        chosen = batch_plan(self.workspace, store, due_within, sources)
+        chosen = batch_plan(self.workspace, store, due_within, sources, progress=progress)
         estimate = chosen.estimate
         over = budget is not None and estimate is not None and estimate.cost > budget
         if chosen.plan is None or (over and not over_budget_ok):
@@ -538,7 +542,8 @@ class Session:
         return attested_steps(self.audit(create=False), plan)
 
     def verify(self, plan: PlanOrFile, *, record: bool = True, sweep: str | None = None,
-               engine: "TaskEngine | None" = None, explain: str | None = None) -> Verified:
+               engine: "TaskEngine | None" = None, explain: str | None = None,
+               progress: "Progress | None" = None) -> Verified:
         """Prove the erasure of a plan (``piitracer verify``): decode every file of its datasets and
         read back their retained versions, leaving out its closed requests (their values are
         shredded).
@@ -550,6 +555,8 @@ class Session:
             sweep: also decode what the plan does not reach: ``catalog`` or ``roots``.
             engine: where files are decoded (driver, spark, auto); default: ``verify.engine``.
             explain: a dataset of the plan whose decoded Parquet column chunks are listed.
+            progress: told of each file decoded and each dataset checked
+                ([`Progress`][piitracer.model.progress.Progress]).
 
         Returns:
             The plan, its verification report and its closed requests.
@@ -575,7 +582,7 @@ class Session:
                                 + ", ".join(d.dataset for d in loaded.datasets) + ")")
         requests = plan_request_ids(loaded)
         closed = [r for r in requests if store.has(r) and store.get(r).state is RequestState.CLOSED]
-        report = verify_plan(self.workspace, loaded, attested=self.attested(loaded), sweep=sweep,
+        report = verify_plan(self.workspace, loaded, attested=self.attested(loaded), sweep=sweep, progress=progress,
                              cipher=store.cipher(requests), skip_requests=closed, engine=engine,
                              explain=(explain,) if explain else ())
         if record:
@@ -586,12 +593,13 @@ class Session:
                 self._tell_owners()
         return Verified(loaded, report, closed)
 
-    def reverify(self, sweep: str | None = "catalog") -> list[tuple[str, bool]]:
+    def reverify(self, sweep: str | None = "catalog", progress: "Progress | None" = None) -> list[tuple[str, bool]]:
         """Verify again every watching request's plan (``requests reverify``), sweeping beyond it: a
         finding moves the request back to executed, while its values still exist.
 
         Args:
             sweep: ``catalog`` or ``roots`` (also decode what the plan does not reach), or None.
+            progress: told of each plan's files and datasets ([`Progress`][piitracer.model.progress.Progress]).
 
         Returns:
             (request id, still erased) for every watching request.
@@ -602,7 +610,7 @@ class Session:
         from piitracer.api.verify import reverify_requests
 
         self.keys.need_audit()
-        return reverify_requests(self.workspace, self._sealed_store(), self.audit(), sweep)
+        return reverify_requests(self.workspace, self._sealed_store(), self.audit(), sweep, progress)
 
     def attest(self, plan: PlanOrFile, step_id: str, attested_by: str, evidence: "Evidence | str | None" = None,
                statement: str | None = None) -> "AuditEntry":

@@ -14,6 +14,7 @@ from typing import Callable, Mapping, Sequence
 from piitracer.api.wiring import execution_context, request_store, request_store_path
 from piitracer.api.audit import record_verification
 from piitracer.api.plan import parse_plan, plan_requests
+from piitracer.model.progress import Progress, phase
 from piitracer.requests.lifecycle import move_request
 from piitracer.audit import AuditLog, record_attestation_entry, record_plan_entry
 from piitracer.crypto.envelope import ShreddedError, ValueCipher, has_master_key, load_master_key
@@ -59,6 +60,7 @@ def verify_plan(
     skip_requests: Sequence[str] = (),
     engine: TaskEngine | None = None,
     explain: Sequence[str] = (),
+    progress: Progress | None = None,
 ) -> VerificationReport:
     """Check that no file and no retained snapshot or version of the plan's datasets still holds
     a subject value.
@@ -82,6 +84,8 @@ def verify_plan(
             (``piitracer.verify.engines``).
         explain: datasets whose decoded Parquet column chunks are listed with why
             (``verify --explain``).
+        progress: told of each file decoded and each dataset checked (and swept)
+            ([`Progress`][piitracer.model.progress.Progress]).
 
     Returns:
         The report: per dataset erased, not yet (with the step that will erase it) or found (with
@@ -113,13 +117,14 @@ def verify_plan(
                                 "run `piitracer execute` first (its resolve step captures them)")
     choose = scanner_choice(workspace, engine)
     report = verify_datasets(plan, workspace.config.catalog, context.locations, value_sets, step_states,
-                             attested=attested, store=context.store, choose_scanner=choose, explain=explain)
+                             attested=attested, store=context.store, choose_scanner=choose, explain=explain,
+                             progress=progress)
     if sweep is not None:
         # The sweep of roots walks only roots a person named: the default roots are the workspace
         # folder, which also holds piitracer's own state, lineage files and notes.
         swept_roots = context.warehouse_roots if context.roots_configured else ()
         found, swept, files = sweep_beyond(plan, workspace.config.catalog, context.locations, value_sets, sweep,
-                                           swept_roots, context.store, choose)
+                                           swept_roots, context.store, choose, progress=progress)
         report = report.model_copy(update={"datasets": report.datasets + tuple(found), "sweep": sweep,
                                            "swept": tuple(swept), "swept_files": files})
     return report
@@ -214,7 +219,8 @@ def attested_steps(log: AuditLog, plan: DeletionPlan) -> dict[str, str]:
     return found
 
 
-def reverify_requests(workspace: Workspace, store, log: AuditLog, sweep: str | None = "catalog") -> list[tuple[str, bool]]:
+def reverify_requests(workspace: Workspace, store, log: AuditLog, sweep: str | None = "catalog",
+                      progress: Progress | None = None) -> list[tuple[str, bool]]:
     """Verify again every watching request's plan (``requests reverify``), sweeping beyond it.
 
     Each verification is recorded; a finding moves the request back to ``executed`` with the
@@ -225,6 +231,7 @@ def reverify_requests(workspace: Workspace, store, log: AuditLog, sweep: str | N
         store (RequestStore): the request store, with the master key (it opens the plans' values).
         log: the workspace's audit log.
         sweep: ``catalog`` or ``roots`` (also decode what the plan does not reach), or None.
+        progress: told of each plan's files and datasets (``plan 1 of 2: decoding files``).
 
     Returns:
         (request id, still erased) for every watching request.
@@ -237,12 +244,13 @@ def reverify_requests(workspace: Workspace, store, log: AuditLog, sweep: str | N
     for request in store.all():
         if request.state is RequestState.WATCHING and request.plan_id:
             plans.setdefault(request.plan_id, []).append(request.request_id)
-    for plan_id, request_ids in sorted(plans.items()):
+    for number, (plan_id, request_ids) in enumerate(sorted(plans.items()), start=1):
         text = store.plan_json(plan_id)
         plan = _plan_from_text(text, store)
         closed = {r.request_id for r in store.all() if r.plan_id == plan_id and r.state is RequestState.CLOSED}
         report = verify_plan(workspace, plan, attested=attested_steps(log, plan), sweep=sweep,
-                             cipher=store.cipher(plan_requests(plan)), skip_requests=closed)
+                             cipher=store.cipher(plan_requests(plan)), skip_requests=closed,
+                             progress=phase(progress, f"plan {number} of {len(plans)}: "))
         record_verification(log, plan, report)
         if not report.complete:
             found = sorted({d.state.value for d in report.open_items()})

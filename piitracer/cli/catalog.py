@@ -15,7 +15,7 @@ from piitracer.cli import params
 from piitracer.cli.common import EXIT_FOUND, EXIT_OK, echo_json, open_workspace
 from piitracer.storage.locations import Location
 from piitracer.cli.terminal import classification_table, console, discovered_json, discovery_table, drift_table, \
-    err_console
+    err_console, progress_bars
 
 
 @click.group("catalog")
@@ -108,7 +108,8 @@ def catalog_classify(ctx: click.Context, sample: int, output: str, write: bool) 
     with personal data that no catalogued identifier reaches ("PII without lineage"). A proposal
     for a person to confirm."""
     workspace = open_workspace(ctx)
-    result = classify_catalog(workspace, sample)
+    with progress_bars() as progress:
+        result = classify_catalog(workspace, sample, progress)
     if write:
         _write_discovered(workspace, classification=result)
     if output == "json":

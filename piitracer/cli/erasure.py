@@ -220,14 +220,14 @@ def verify_command(ctx, plan_file: Path, sweep: str | None, no_record: bool, eng
     snapshot/version, and record the result in the audit trail. Exit 0 only when every dataset is
     erased, attested or needs no action; 1 when any is found, pending, unplanned or awaiting
     attestation; 2 on error. Never prints a subject value."""
-    from piitracer.cli.terminal import chunk_summary, console, err_console, print_verification
+    from piitracer.cli.terminal import chunk_summary, console, err_console, print_verification, progress_bars
     from piitracer.model.settings import TaskEngine
 
     # No key, no record: the session refuses before the scan. A read-only check may go without one.
-    with open_session(ctx) as session:
+    with open_session(ctx) as session, progress_bars() as progress:
         explain = api.named_dataset(session.workspace, explain) if explain else None  # prod.fintech.payments too
         verified = session.verify(plan_file, record=not no_record, sweep=sweep,
-                                  engine=TaskEngine(engine) if engine else None, explain=explain)
+                                  engine=TaskEngine(engine) if engine else None, explain=explain, progress=progress)
     report = verified.report
     for request_id in verified.closed:
         err_console.print(f"request {request_id} is closed: its values were shredded at close; the certificate is its "

@@ -14,7 +14,7 @@ import click
 from piitracer.api import write_private
 from piitracer.cli import params
 from piitracer.cli.common import EXIT_FOUND, EXIT_OK, aware, echo_json, labelled_subjects, open_session
-from piitracer.cli.terminal import print_batch, print_board
+from piitracer.cli.terminal import print_batch, print_board, progress_bars
 from piitracer.crypto.envelope import write_master_key
 from piitracer.model.requests import RequestState
 
@@ -98,8 +98,8 @@ def requests_reverify(ctx, sweep: str, output: str) -> None:
     """Verify again every watching request (and sweep beyond its plan): rows resurrected by a late
     pipeline run, a compaction that dropped delete files or a restore move it back to executed.
     Exit 1 when any request had subject data again."""
-    with open_session(ctx) as session:
-        results = session.reverify(None if sweep == "none" else sweep)
+    with open_session(ctx) as session, progress_bars() as progress:
+        results = session.reverify(None if sweep == "none" else sweep, progress=progress)
     if output == "json":
         echo_json([{"request_id": request_id, "still_erased": complete,
                     "state": "watching" if complete else "executed"} for request_id, complete in results])
@@ -156,9 +156,9 @@ def batch_plan_command(ctx, due_within: int | None, all_open: bool, sources, bud
     --budget (nothing written) unless --over-budget OK; 2 error."""
     if (due_within is None) == (not all_open):
         raise click.UsageError("give either --due-within DAYS or --all-open")
-    with open_session(ctx) as session:
+    with open_session(ctx) as session, progress_bars() as progress:
         window = session.batch_window(timedelta(days=due_within) if due_within is not None else None, sources,
-                                      budget=budget, over_budget_ok=over_budget == "OK", by=planned_by)
+                                      progress=progress, budget=budget, over_budget_ok=over_budget == "OK", by=planned_by)
     chosen, over, written = window.chosen, window.over_budget, window.text is not None
     estimate = chosen.estimate
     if written:

@@ -21,6 +21,8 @@ import json
 import os
 import sys
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -415,3 +417,27 @@ def demo_json(result: DemoResult) -> dict:
             "audit_report": str(result.report_path) if result.report_path else None,
             "certificate": str(result.certificate_path) if result.certificate_path else None,
             "public_key": str(result.public_key_path) if result.public_key_path else None}
+
+
+@contextmanager
+def progress_bars(on: Console | None = None) -> Iterator[Callable[[str, int, int], None] | None]:
+    """Progress bars on stderr for a use case's reports (:mod:`piitracer.model.progress`): one bar
+    per phase ("decoding files", "checking datasets"), gone when the work is done. Off — ``None``,
+    nothing drawn, nothing reported — when stderr is not a terminal (a CI log, a pipe)."""
+    on = on or err_console
+    if not on.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bars = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=on, transient=True)
+    phases: dict[str, object] = {}
+
+    def report(what: str, done: int, total: int) -> None:
+        if what not in phases:
+            phases[what] = bars.add_task(what, total=total)
+        bars.update(phases[what], completed=done, total=total)
+
+    with bars:
+        yield report

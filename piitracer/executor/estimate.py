@@ -26,6 +26,7 @@ from piitracer.executor.journal import COMMITTED, Journal
 from piitracer.executor.resolve import subject_key_values
 from piitracer.formats import support_for
 from piitracer.model.plan import Action, DeletionPlan, Step, ValueKind
+from piitracer.model.progress import Progress, report
 from piitracer.model.workspace import CatalogDataset, Pricing
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
@@ -84,12 +85,14 @@ class PlanEstimate:
 
 
 def estimate_plan(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locations: Mapping[str, Location],
-                  store: Store, pricing: Pricing, journal: Journal | None = None) -> PlanEstimate:
-    """The estimate of every rewriting step of ``plan`` (reads metadata and footers, never rows)."""
+                  store: Store, pricing: Pricing, journal: Journal | None = None,
+                  progress: Progress | None = None) -> PlanEstimate:
+    """The estimate of every rewriting step of ``plan`` (reads metadata and footers, never rows);
+    ``progress`` hears of each step estimated."""
     estimate = PlanEstimate(currency=pricing.currency, throughput=measured_throughput(journal) if journal else None)
-    for step in plan.steps:
-        if step.action not in REWRITING or step.dataset not in locations:
-            continue
+    rewriting = [s for s in plan.steps if s.action in REWRITING and s.dataset in locations]
+    for number, step in enumerate(rewriting):
+        report(progress, "estimating steps", number, len(rewriting))
         entry, location = catalog[step.dataset], locations[step.dataset]
         values = known_values(plan, step)
         files = candidate_files(entry, location, store, step.key_column, values)
@@ -103,6 +106,7 @@ def estimate_plan(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], loc
             step_id=step.id, dataset=step.dataset, action=step.action.value, files=len(files), bytes=sum(sizes),
             cost=round(cost, 2), upper_bound=values is None, delay=delay,
             basis=support_for(entry.format).estimate_basis + ("; values known only at run time: every file" if values is None else "")))
+    report(progress, "estimating steps", len(rewriting), len(rewriting))
     return estimate
 
 

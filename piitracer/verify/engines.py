@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
+from piitracer.model.progress import Progress, report
 from piitracer.model.settings import TaskEngine, FileWorkSettings
 from piitracer.storage.failpoints import failpoint
 from piitracer.storage.file_tasks import SparkFileTasks
@@ -83,14 +84,20 @@ class FileScanner:
 
     name = "driver"
 
-    def scan(self, plan: ScanPlan, value_sets: Mapping[str, Sequence[Any]], store: Store) -> list[ScanResult]:
+    def scan(self, plan: ScanPlan, value_sets: Mapping[str, Sequence[Any]], store: Store,
+             progress: Progress | None = None) -> list[ScanResult]:
+        """Decode every file of ``plan``, telling ``progress`` after each ("decoding files")."""
         results = []
+        done, total = 0, plan.file_count
+        report(progress, "decoding files", done, total)
         for request, listing in zip(plan.requests, plan.listings):
             scoped = ScopedIndex.build(value_sets, request.value_sets, request.scope)
             result = ScanResult()
             keys = request.keys or {}
             for entry in listing:
                 result.add(scan_one_file(request.root, entry.relative, scoped.index, store, scoped, keys.get(entry.relative)))
+                done += 1
+                report(progress, "decoding files", done, total)
             results.append(result)
         return results
 
@@ -105,7 +112,16 @@ class SparkFileScanner(FileScanner):
         self._context = context
         self.tasks_per_core = tasks_per_core
 
-    def scan(self, plan: ScanPlan, value_sets: Mapping[str, Sequence[Any]], store: Store) -> list[ScanResult]:
+    def scan(self, plan: ScanPlan, value_sets: Mapping[str, Sequence[Any]], store: Store,
+             progress: Progress | None = None) -> list[ScanResult]:
+        """Decode every file of ``plan`` as Spark tasks; ``progress`` hears of the start and the end
+        (the tasks run on the executors)."""
+        report(progress, "decoding files (Spark tasks)", 0, plan.file_count)
+        results = self._scan(plan, value_sets, store)
+        report(progress, "decoding files (Spark tasks)", plan.file_count, plan.file_count)
+        return results
+
+    def _scan(self, plan: ScanPlan, value_sets: Mapping[str, Sequence[Any]], store: Store) -> list[ScanResult]:
         owners = [number for number, listing in enumerate(plan.listings) for _ in listing]
         work = [(plan.requests[number].root, entry.relative, plan.requests[number].value_sets,
                  plan.requests[number].scope, (plan.requests[number].keys or {}).get(entry.relative))

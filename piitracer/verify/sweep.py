@@ -27,6 +27,7 @@ import logging
 from typing import Any, Callable, Mapping
 
 from piitracer.model.plan import DeletionPlan
+from piitracer.model.progress import Progress, phase
 from piitracer.model.verification import ColumnSearch, DatasetVerification, ErasureState, Finding
 from piitracer.model.workspace import CatalogDataset
 from piitracer.storage.guard import canonical
@@ -45,10 +46,11 @@ HINT = ("the lineage does not show this flow: find the job that writes it, add i
 
 def sweep(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locations: Mapping[str, Location],
           value_sets: Mapping[str, list[Any]], mode: str, roots: tuple[Location, ...] = (), store: Store | None = None,
-          choose_scanner: Callable[[ScanPlan], FileScanner] | None = None,
+          choose_scanner: Callable[[ScanPlan], FileScanner] | None = None, progress: Progress | None = None,
           ) -> tuple[list[DatasetVerification], list[str], int]:
     """(unplanned findings per dataset or folder, everything swept, files decoded). ``choose_scanner``
-    picks where the files are decoded once listed (default: in this process)."""
+    picks where the files are decoded once listed (default: in this process); ``progress`` hears of
+    each file decoded ("sweep: decoding files")."""
     store = store or Store()
     if mode not in MODES:
         raise ValueError(f"unknown sweep {mode!r} (expected one of {', '.join(MODES)})")
@@ -84,7 +86,7 @@ def sweep(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locations: 
                 requests.append(ScanRequest(root.child(folder), names, tuple(files)))
     listing = list_requests(requests, store)
     scanner = choose_scanner(listing) if choose_scanner else FileScanner()
-    scans = scanner.scan(listing, value_sets, store)
+    scans = scanner.scan(listing, value_sets, store, progress=phase(progress, "sweep: "))
     results: list[DatasetVerification] = []
     for (label, what), scan in zip(swept, scans):
         log.info("swept %s: %d files, %d hits", label, len(scan.files), len(scan.hits))

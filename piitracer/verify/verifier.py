@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Collection, Mapping
 
 from piitracer.model.plan import PERSON_ACTIONS, Action, DatasetDecision, DatasetStatus, DeletionPlan, ValueKind
+from piitracer.model.progress import Progress, report
 from piitracer.model.verification import ColumnSearch, DatasetVerification, ErasureState, Finding, VerificationReport
 from piitracer.model.workspace import CatalogDataset, DatasetFormat, ReplicaManagement, duration_text
 from piitracer.storage.locations import Location
@@ -92,12 +93,14 @@ def verify_datasets(
     store: Store | None = None,
     choose_scanner: Callable[[ScanPlan], FileScanner] | None = None,
     explain: Collection[str] = (),
+    progress: Progress | None = None,
 ) -> VerificationReport:
     """Check every dataset of ``plan``: decode every file under its location and read back every
     retained snapshot/version. ``step_states`` maps step id -> journal state (missing: not run);
     ``attested`` maps the id of a person's step to who attested it and when. ``choose_scanner``
     picks where the files are decoded once they are listed (default: in this process); for the
-    datasets named in ``explain`` the result lists every Parquet chunk decoded and why."""
+    datasets named in ``explain`` the result lists every Parquet chunk decoded and why.
+    ``progress`` hears of each file decoded, then of each dataset checked."""
     if not value_sets:
         raise VerificationError("no resolved values for this plan: run `piitracer execute` first")
     states = dict(step_states or {})
@@ -114,15 +117,17 @@ def verify_datasets(
     scanner = choose_scanner(listing) if choose_scanner else FileScanner()
     log.info("decoding %d files (%d bytes) of %d datasets with the %s engine", listing.file_count,
              listing.byte_count, len(scanned), scanner.name)
-    scans = dict(zip((d.dataset for d in scanned), scanner.scan(listing, value_sets, store)))
+    scans = dict(zip((d.dataset for d in scanned), scanner.scan(listing, value_sets, store, progress=progress)))
     rows = {d.dataset: _rows_by_path(entries, scans[d.dataset]) for d, entries in zip(scanned, listing.listings)}
     results = []
-    for decision in plan.datasets:
+    for number, decision in enumerate(plan.datasets):
+        report(progress, "checking datasets", number, len(plan.datasets))
         found = decision.dataset
         result = verify_dataset(plan, decision, catalog.get(found), locations.get(found), value_sets, states, attested or {},
                                 store, scans.get(found), found in explain, histories.get(found), rows.get(found))
         log.info("verified %s: %s", decision.dataset, result.state.value)
         results.append(result)
+    report(progress, "checking datasets", len(plan.datasets), len(plan.datasets))
     return VerificationReport(plan_id=plan.plan_id, checked_at=checked_at or datetime.now(timezone.utc),
                               datasets=tuple(results))
 
