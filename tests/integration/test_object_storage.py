@@ -234,16 +234,21 @@ def test_the_verifier_reads_an_iceberg_table_on_s3(s3, tmp_path: Path) -> None:
     assert all(not location.is_local for location in locations.values())
 
     uris = {name: s3.uri(name.replace(".", "/")) for name in ("crm.people", "crm.people_copy", "crm.cards", "archive.people_weekly")}
-    extra = {"crm.people_ice": {"format": "iceberg", "table": "lake.crm.people_ice", "location": table.location(),
+    # The tables are in the sql catalog 't' (the workspace says so, as a user of such a catalog would;
+    # its keys stay in the environment): planning reads their state through it and picks pyiceberg.
+    extra = {"crm.people_ice": {"format": "iceberg", "table": "t.crm.people_ice", "location": table.location(),
                                 "columns": ["user_id", "pan"]},
-             "crm.clean_ice": {"format": "iceberg", "table": "lake.crm.clean_ice", "location": clean.location(),
+             "crm.clean_ice": {"format": "iceberg", "table": "t.crm.clean_ice", "location": clean.location(),
                                "columns": ["user_id", "pan"]}}
     ws = workspace(tmp_path / "ws", uris)
     config = yaml.safe_load((ws / "piitracer.yaml").read_text())
     config["catalog"].update(extra)
+    config["iceberg"] = {"catalogs": {"t": {"type": "sql", "uri": f"sqlite:///{tmp_path}/catalog.db",
+                                            "warehouse": s3.uri("iceberg"), "s3.endpoint": s3.endpoint,
+                                            "s3.region": "us-east-1"}}}
     (ws / "sql" / "p.sql").write_text((ws / "sql" / "p.sql").read_text()
-                                      + "INSERT INTO lake.crm.people_ice SELECT user_id, pan FROM crm.people;\n"
-                                      + "INSERT INTO lake.crm.clean_ice SELECT user_id, pan FROM crm.people;\n")
+                                      + "INSERT INTO t.crm.people_ice SELECT user_id, pan FROM crm.people;\n"
+                                      + "INSERT INTO t.crm.clean_ice SELECT user_id, pan FROM crm.people;\n")
     (ws / "piitracer.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     workspace_ = piitracer.load_workspace(ws)
     plan = plan_deletion(workspace_, piitracer.build_lineage_graph(workspace_), ["crm.people.user_id"],
