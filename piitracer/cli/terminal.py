@@ -385,13 +385,14 @@ def print_verification(report: VerificationReport, wide: bool = False) -> None:
 
 def verification_compact(report: VerificationReport) -> Group:
     """The verification, one line per dataset, fitted to the width it is printed at."""
+    # The columns in --wide's order (a script reading the text finds them where they were).
     columns = [tables.Fit("dataset", minimum=16), tables.Fit("state", minimum=8),
-               tables.Fit("findings", justify="right", minimum=4, drop=3),
                tables.Fit("files", justify="right", minimum=5, drop=1),
                tables.Fit("snapshots", justify="right", minimum=5, drop=2),
+               tables.Fit("findings", justify="right", minimum=4, drop=3),
                tables.Fit("pending until / reason", minimum=12, drop=4, flexible=True)]
-    rows = [[item.dataset, Text(in_words(item.state.value), style=STATE_STYLE[item.state]), str(len(item.findings)),
-             str(item.files_scanned), str(item.snapshots_checked), _detail(item)] for item in report.datasets]
+    rows = [[item.dataset, Text(in_words(item.state.value), style=STATE_STYLE[item.state]), str(item.files_scanned),
+             str(item.snapshots_checked), str(len(item.findings)), _detail(item)] for item in report.datasets]
     return Group(
         tables.line(f"verification of plan {report.plan_id[:12]} at {report.checked_at:%Y-%m-%d %H:%M:%S} UTC"),
         tables.FittedTable(columns, rows, note_dropped=DROPPED))
