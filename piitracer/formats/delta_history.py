@@ -97,7 +97,10 @@ def history(root: Location, store: Store, key_column: str | None) -> "DeltaHisto
 
     try:
         candidates = sorted(v for v in set(commits) | checkpoints if v <= latest)
-        version = next((v for v in candidates if seed(v)), None)
+        # The first loadable version, as the log's listing says it: 0 when its commit is there, else
+        # the first checkpoint (each failed open of a cleaned-up version costs delta-rs a log read).
+        likely = [v for v in candidates if v == 0 or v in checkpoints][:1]
+        version = next((v for v in likely + candidates if seed(v)), None)
         while version is not None:
             loaded.append(version)
             following = version + 1

@@ -224,7 +224,11 @@ class ParquetProver:
         if isinstance(found, str):
             return found
         body, page, values = found
-        if column.prefilter is not None and not _may_hold(body, chunk.compression, page, column.prefilter):
+        # Values inside text: one pass of the literals over the page's bytes settles most free
+        # text. Whole values only (an identifier column, a key): decoding the dictionary and one
+        # hash lookup costs no more, and compiles no pattern of every searched value per chunk.
+        if column.inside_text and column.prefilter is not None and \
+                not _may_hold(body, chunk.compression, page, column.prefilter):
             return None
         if values is None:  # decoded on first need only (the prefilter above often settles it)
             values = decode_dictionary(body, chunk, page, self.metadata.schema.column(column.leaf), column.dictionary_type)

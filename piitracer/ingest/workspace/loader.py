@@ -108,6 +108,8 @@ def pyiceberg_catalog_names() -> tuple[str, ...]:
 def _with_dbt_types(workspace: Workspace) -> Workspace:
     """The key types dbt states laid under the catalog's ``column_types`` (``dbt_types``): read on
     every load, outside the kept workspace, since the dbt artifacts are not among its files."""
+    if not workspace.config.lineage.dbt:  # no dbt project: not even its ingest (and SQL parser) imported
+        return workspace
     from piitracer.ingest.dbt.types import with_dbt_types  # dbt's lineage ingest is loaded only when used
 
     config, warnings = with_dbt_types(workspace.config, workspace.root, workspace.namer)
