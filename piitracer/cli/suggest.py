@@ -75,4 +75,5 @@ def console_commands() -> dict[str, str]:
         "check_downloaded": command_line("audit check-certificate", "{certificate}", public_key="{public_key}"),
         "attest": command_line("attest", "PLAN", step_id="{step_id}", attested_by="NAME"),
         "owners_add": command_line("owners add", "NAME"),
+        "approve": command_line("approve", "PLAN", approver="NAME"),
     }

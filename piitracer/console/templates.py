@@ -212,7 +212,7 @@ OWNER = """{% extends "base.html" %}{% block title %}{{ owner }}: piitracer cons
 APPROVALS = """{% extends "base.html" %}{% block title %}Approvals: piitracer console{% endblock %}{% block main %}
 <h1>Plans waiting for approval</h1>
 {% if required %}<p>This workspace requires a second person's approval before a plan runs (<code>policy.approval: required</code>):
-an approver who did not plan it approves it here or with <code>piitracer approve</code>. Approvers: {{ approvers|join(', ') or 'none listed' }}.</p>
+an approver who did not plan it approves it here or with <code>{{ commands.line('approve') or 'piitracer approve' }}</code>. Approvers: {{ approvers|join(', ') or 'none listed' }}.</p>
 {% else %}<p>This workspace does not require approval (<code>policy.approval: none</code>): plans run without one; an approval given is still recorded.</p>{% endif %}
 <table id="waiting-plans"><caption>Plans planned and not run, without an approval</caption><thead><tr><th scope="col">plan</th><th scope="col">planned by</th><th scope="col">planned at</th>
 <th scope="col">requests</th><th scope="col">datasets erased from</th><th scope="col">steps</th><th scope="col">deadline</th></tr></thead><tbody>

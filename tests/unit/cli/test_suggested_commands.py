@@ -74,6 +74,16 @@ def test_every_command_line_the_console_shows_parses(tmp_path: Path) -> None:
         parse(line, tmp_path)
 
 
+def test_every_command_line_in_a_console_page_comes_from_the_cli() -> None:
+    """No page spells a command line itself: each <code> that starts a piitracer command is one the
+    CLI built (commands.line), so the pages cannot suggest what the CLI refuses."""
+    source = Path(templates.__file__).read_text()
+    spelled = re.findall(r"<code[^>]*>\s*piitracer [^<]*</code>", source)
+    assert spelled == []
+    built = re.findall(r"commands\.line\('([a-z_]+)'", source)
+    assert set(built) <= set(console_commands()) and {"certificate", "attest", "approve"} <= set(built)
+
+
 def test_every_template_the_cli_gives_the_console_parses_with_any_request_id(tmp_path: Path) -> None:
     commands = CommandLines(console_commands())
     for name in console_commands():
