@@ -759,7 +759,6 @@ class Session:
         except UnavailableError as error:
             logging.getLogger(__name__).warning("owners not notified: %s (piitracer notify owners sends it later)", error)
 
-
     def _sealed_store(self) -> "RequestStore":
         """The request store, with the master key required (its values are sealed under it)."""
         self.keys.need_master()

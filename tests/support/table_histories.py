@@ -1,5 +1,5 @@
 """Tables with a history, for the tests of the verifier's derived logical check (issue 43.1:
-tests/integration/test_history_derivation.py, tests/unit/verify/test_history_derivation.py). Iceberg
+tests/integration/test_history_derivation_on_spark.py, tests/unit/verify/test_history_derivation.py). Iceberg
 tables written by Spark and the Iceberg Java API (the real writers):
 appends, merge-on-read deletes (position delete files; deletion vectors in format v3), copy-on-write
 deletes, overwrites of partitions, updates, equality-delete files (the table API: Spark SQL cannot

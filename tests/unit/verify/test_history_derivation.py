@@ -4,7 +4,7 @@ delta-rs (appends, overwrites, deletes, compaction, VACUUM, checkpoints and log 
 table with a deletion vector (its log written here, read by delta-rs's own reader), Iceberg tables
 by pyiceberg (appends, overwrites, copy-on-write deletes, tags, branches and commits on them), and
 plain Parquet folders. The Spark-written Iceberg histories (position and equality deletes,
-deletion vectors) are tests/integration/test_history_derivation.py."""
+deletion vectors) are tests/integration/test_history_derivation_on_spark.py."""
 
 from __future__ import annotations
 
