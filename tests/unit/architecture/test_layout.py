@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from paths import TESTS
 from test_layers import PACKAGE, all_violations, imported_modules, package_modules, package_of
 
 MAX_LINES = 600
@@ -291,3 +292,13 @@ def test_the_attribute_contract_check_catches_a_mixin(tmp_path: Path) -> None:
                      "    rows = 0\n")
     assert [line.split(": ", 1)[1] for line in implicit_attribute_contracts(root)] == [
         "Describes reads column_names, label, rows"]
+
+
+def test_no_two_test_modules_share_a_basename() -> None:
+    """pytest's default import mode imports a test module by its basename: a second module of
+    the same name anywhere under tests/ stops collection of the whole suite ('import file
+    mismatch', CI exit 2)."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted(TESTS.rglob("test_*.py")):
+        seen.setdefault(path.name, []).append(str(path.relative_to(TESTS)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
