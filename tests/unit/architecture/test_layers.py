@@ -25,8 +25,12 @@ LOWER["planner"] = {"model", "graph"}
 for _layer in ("audit", "render"):
     LOWER[_layer] = {"model", "graph", "planner"}
 LOWER["audit"] = LOWER["audit"] | {"storage"}  # the anchor is written through the store (a locked bucket)
+# Crypto-shredding (issue 42): the key vault and the pipeline's encrypt/decrypt library, beside the
+# formats (the Delta vault is erased through formats.delta) and below the executor and the verifier
+# that erase and prove with it; a Spark job imports it, so it never reaches up to the API or a front door.
+LOWER["shred"] = {"model", "storage", "crypto", "formats"}
 for _layer in ("executor", "verify"):
-    LOWER[_layer] = {"model", "graph", "planner", "storage", "formats", "crypto"}
+    LOWER[_layer] = {"model", "graph", "planner", "storage", "formats", "crypto", "shred"}
 # Catalog discovery reads tables through the storage layer and the formats' metadata readers.
 LOWER["discover"] = {"model", "storage", "formats"}
 # The request store: values under per-request keys, lifecycle, close; it records in the audit log.
@@ -171,6 +175,12 @@ def test_only_the_cli_imports_the_console() -> None:
         ("audit", "from piitracer.api.audit import audit_log"),
         ("requests", "import piitracer.cli.terminal"),
         ("executor", "from piitracer.api.wiring import execution_context"),
+        ("shred", "from piitracer.api import session"),
+        ("shred", "from piitracer.cli.main import cli"),
+        ("shred", "from piitracer.executor.runner import PlanExecutor"),
+        ("shred", "from piitracer.verify import verifier"),
+        ("formats", "from piitracer.shred.vault import KeyVault"),
+        ("crypto", "from piitracer.shred.keys import SubjectKey"),
     ],
 )
 def test_the_check_catches_a_wrong_import(layer: str, source: str) -> None:
@@ -185,3 +195,6 @@ def test_the_check_allows_the_right_direction() -> None:
     assert violations("cli", "from piitracer.api import plan_deletion\nfrom piitracer.console import app", "x.py") == []
     assert violations("api", "from piitracer.verify import verify_datasets\nfrom piitracer.demo import x", "x.py") == []
     assert violations("api", "from .plan import seal_plan", "x.py", "piitracer.api") == []
+    assert violations("shred", "from piitracer.formats import delta\nfrom piitracer.crypto.envelope import MasterKey", "x.py") == []
+    assert violations("executor", "from piitracer.shred.vault import KeyVault", "x.py") == []
+    assert violations("verify", "from piitracer.shred.cipher import decrypt_array", "x.py") == []
