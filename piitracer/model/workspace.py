@@ -189,6 +189,34 @@ class ReplicaOf(Frozen):
     propagation_wait: Duration = timedelta(hours=1)
 
 
+class Shredded(Frozen):
+    """Columns a pipeline stores as ciphertext under each subject's own data key (crypto-shredding):
+    destroying the subject's key in the key vault makes them unreadable, so the plan erases such
+    a dataset by destroying the key instead of rewriting its files (``planner/shredding.py``)."""
+
+    key: str = Field(description="The column holding the subject id whose key encrypts the columns.")
+    columns: tuple[str, ...] = Field(description="Columns stored as ciphertext under that subject's key.")
+
+    @field_validator("key", mode="before")
+    @classmethod
+    def _lower_key(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
+
+    @field_validator("columns", mode="before")
+    @classmethod
+    def _lower_columns(cls, value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            return tuple(v.lower() if isinstance(v, str) else v for v in value)
+        return value
+
+    @field_validator("columns")
+    @classmethod
+    def _some_columns(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("expected at least one column stored as ciphertext under the key")
+        return value
+
+
 class CatalogDataset(Frozen):
     """One dataset of the lakehouse, keyed by its canonical id (``db.table``) in ``catalog:``."""
 
@@ -226,6 +254,10 @@ class CatalogDataset(Frozen):
     replicas: tuple[Replica, ...] = Field((), description="Copies of this dataset elsewhere (DR regions, "
                                           "other buckets): each becomes the dataset '<id>@<name>'.")
     replica_of: ReplicaOf | None = Field(None, description="Set by the workspace on a replica's dataset.")
+    shredded: Shredded | None = Field(
+        None, description="Columns stored as ciphertext under each subject's own key ({key: user_id, columns: "
+        "[card, email]}): the plan destroys the subject's key instead of rewriting this dataset where only "
+        "such ciphertext holds the subject's data.")
     prepare_for_proof: bool | None = Field(
         None, description="Write the files piitracer rewrites here cheaper to prove (Bloom filters on the identifier "
         "and key columns, dictionary encoding kept, page index); unset: the workspace's verify.prepare.")
@@ -281,6 +313,8 @@ class CatalogDataset(Frozen):
                 unknown = [c for c in getattr(self, key) if c not in self.columns]
                 if unknown:
                     raise ValueError(f"{key}: {unknown} are not in columns {list(self.columns)}")
+        if self.shredded:
+            self._check_shredded(self.shredded)
         for column in self.normalised:
             if self.column_types.get(column, "string") != "string":
                 raise ValueError(f"normalised.{column}: only string columns can be normalised "
@@ -307,6 +341,20 @@ class CatalogDataset(Frozen):
         if needs_place and not (self.location or self.table):
             raise ValueError(f"a {self.format.value} dataset needs a 'location' or a 'table'")
         return self
+
+
+    def _check_shredded(self, shredded: Shredded) -> None:
+        """The key column stays readable (the vault's key is found by it), and both it and the
+        ciphertext columns are columns of the dataset when its columns are declared."""
+        if shredded.key in shredded.columns:
+            raise ValueError(f"shredded.key {shredded.key!r} cannot be one of shredded.columns: the key column "
+                             "holds the subject id the key is found by, so it stays readable")
+        if self.columns:
+            if shredded.key not in self.columns:
+                raise ValueError(f"shredded.key {shredded.key!r} is not in columns {list(self.columns)}")
+            unknown = [c for c in shredded.columns if c not in self.columns]
+            if unknown:
+                raise ValueError(f"shredded.columns {unknown} are not in columns {list(self.columns)}")
 
 
 def _looks_like_uri(value: str) -> bool:
