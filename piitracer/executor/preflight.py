@@ -9,6 +9,7 @@ was expected, before anything is journaled or recorded:
 1. every dataset a step names is in this workspace's catalog with the format, table and location
    it had at planning;
 2. every action is one the dataset's format has, and deletes only target datasets the plan erases;
+   a crypto-shredding step (``destroy_subject_key``) is refused: execute cannot reach the key vault yet;
 3. key columns exist in the live table's schema (they are always quoted as identifiers), value
    sets a step reads are made by the resolve step, and computed keys are plain expressions over
    the source's own columns;
@@ -134,6 +135,13 @@ def _check_dataset(dataset: str, catalog: Mapping[str, CatalogDataset], location
 
 def _check_step(step: Step, catalog: Mapping[str, CatalogDataset], decisions: dict[str, DatasetDecision],
                 value_sets: set[str]) -> None:
+    if step.action is Action.DESTROY_SUBJECT_KEY:
+        # Planned (planner/shredding.py) before the executor can destroy a key in the vault: refused
+        # here, before anything runs, rather than failing halfway through the run.
+        raise PlanRefused(f"step {step.id}: destroy_subject_key (crypto-shredding {', '.join(step.params.datasets)}) "
+                          "cannot be executed yet: execute does not reach the key vault (issue 42 point 4); nothing "
+                          "ran. To erase these datasets physically now, remove their 'shredded:' from the catalog and "
+                          "re-plan")
     entry = catalog.get(step.dataset)
     if entry is None:
         raise PlanRefused(f"step {step.id}: dataset {step.dataset} is not in this workspace's catalog "

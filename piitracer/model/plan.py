@@ -55,6 +55,7 @@ class DatasetStatus(str, Enum):
     MANUAL_REVIEW = "manual_review"  # holds the subject's data but cannot be filtered, or by hand
     RECOMPUTE = "recompute"  # aggregates include the subject's contribution: rebuild after upstream erasure
     NO_ACTION = "no_action"  # holds no value of the subject (views, indirect-only influence)
+    SHRED = "shred"  # holds the subject's data only as ciphertext under the subject's key: destroyed with the key
 
 
 class Action(str, Enum):
@@ -78,12 +79,14 @@ class Action(str, Enum):
     MANUAL_REVIEW = "manual_review"  # a person decides how to find and erase the rows
     MANUAL = "manual"  # a system piitracer cannot touch: its owner erases it
     AWAIT_REPLICATION = "await_replication"  # a replication-managed replica: wait for the primary's erasure to propagate
+    DESTROY_SUBJECT_KEY = "destroy_subject_key"  # crypto-shredding: delete the subjects' keys from the key vault
 
 
 # Steps a person (or the dataset's own job) does and attests: piitracer records them, never runs them.
 PERSON_ACTIONS = frozenset({Action.MANUAL, Action.MANUAL_REVIEW, Action.RECOMPUTE})
-# Steps that read and write no file of their dataset: a person's, and a replica's wait.
-NO_FILE_WORK = PERSON_ACTIONS | {Action.AWAIT_REPLICATION}
+# Steps that read and write no file of their dataset: a person's, a replica's wait, and the
+# destruction of the subjects' keys (it writes the key vault, never the shredded dataset's files).
+NO_FILE_WORK = PERSON_ACTIONS | {Action.AWAIT_REPLICATION, Action.DESTROY_SUBJECT_KEY}
 
 
 class StepEngine(str, Enum):
@@ -250,8 +253,17 @@ class AwaitReplicationParams(Frozen):
     propagation_seconds: int = Field(ge=0)
 
 
+class DestroySubjectKeyParams(Frozen):
+    """Crypto-shredding: the subjects' keys (found by the step's key column values) are deleted
+    from the key vault; the ciphertext under them in ``datasets`` becomes unreadable, and nothing
+    of those datasets is rewritten."""
+
+    keys: tuple[str, ...] = Field(description="The catalog's shredded key columns ('dataset.column') the keys belong to.")
+    datasets: tuple[str, ...] = Field(description="The datasets planned 'shred' that this key destruction erases.")
+
+
 StepParams = Union[
-    AwaitReplicationParams, RewriteDataFilesParams, RewriteRefParams, ReleaseRefParams, ExpireSnapshotsParams, RemoveOrphanFilesParams,
+    DestroySubjectKeyParams, AwaitReplicationParams, RewriteDataFilesParams, RewriteRefParams, ReleaseRefParams, ExpireSnapshotsParams, RemoveOrphanFilesParams,
     PurgeDeletionVectorsParams, VacuumParams, CleanDeltaLogParams, RewriteFilesParams, RewriteArchiveParams, NoParams,
 ]
 
@@ -264,6 +276,7 @@ def _params_model(action: "Action") -> type[Frozen]:
         Action.PURGE_DELETION_VECTORS: PurgeDeletionVectorsParams, Action.VACUUM: VacuumParams,
         Action.CLEAN_DELTA_LOG: CleanDeltaLogParams, Action.REWRITE_FILES: RewriteFilesParams,
         Action.REWRITE_ARCHIVE: RewriteArchiveParams, Action.AWAIT_REPLICATION: AwaitReplicationParams,
+        Action.DESTROY_SUBJECT_KEY: DestroySubjectKeyParams,
     }.get(action, NoParams)
 
 

@@ -30,6 +30,7 @@ from piitracer.planner.ordering import dataset_order, order_steps
 from piitracer.planner.physical import StepTemplate, steps_for
 from piitracer.planner.templates import EngineRefused, template_for
 from piitracer.planner.subjects import SubjectValueError, check_subjects, key_type_of
+from piitracer.planner.shredding import plan_shredding
 from piitracer.planner.surrogates import ranking_notes, surrogate_lookups
 from piitracer.model.errors import CannotPlanError
 
@@ -120,9 +121,13 @@ def build_plan(
             notes = ranking_notes(graph, dataset, set(derivations))
             if notes:
                 decision.reason += "; " + "; ".join(notes)
+    shredding = plan_shredding(graph, catalog, decisions, reach, by_dataset, lookups)
     order = dataset_order(graph, set(decisions))
     received = min(subject.received_at for subject in request.subjects)
     templates = {d: steps_for(decisions[d].status, catalog.get(d), (table_states or {}).get(d), policy) for d in order.datasets}
+    if shredding is not None:
+        for dataset, destroy in shredding.destroy_steps(order.datasets).items():
+            templates[dataset] = [*destroy, *templates[dataset]]
     engines = _engines(request, order, decisions, templates, catalog, iceberg, spark)
     steps = _ordered_steps(request, order, decisions, templates, catalog, engines)
     summaries = tuple(_summary(decisions[d], catalog.get(d), order.group.get(d), received, policy) for d in order.datasets)
@@ -311,14 +316,15 @@ def _dataset_step(number, step_id, item: _Pending, after, decision: Decision, or
     # pyiceberg's rewrite of data files carrying delete files takes only those that may hold a subject.
     matches_rows = logical or manual or template.action is Action.REWRITE_REF or (
         template.action is Action.REWRITE_DATA_FILES and engine is StepEngine.PYICEBERG)
+    destroys_keys = template.action is Action.DESTROY_SUBJECT_KEY  # names the key column and values of the key
     return Step(
         order=number,
         id=step_id,
         dataset=item.dataset,
         action=template.action,
         group=order.group.get(item.dataset),
-        key_column=decision.key_column if matches_rows else None,
-        values_from=decision.values_from if matches_rows else (),
+        key_column=template.key_column if destroys_keys else decision.key_column if matches_rows else None,
+        values_from=template.values_from if destroys_keys else decision.values_from if matches_rows else (),
         depends_on=after,
         params=template.params,
         blocking=template.blocking,

@@ -18,8 +18,8 @@ def steps_for(status: DatasetStatus, entry: CatalogDataset | None, state: TableS
               policy: Policy | None = None) -> list[StepTemplate]:
     """Every step of one dataset, in the order they must run (``policy`` says what to do with
     Iceberg tags and branches)."""
-    if status is DatasetStatus.NO_ACTION:
-        return []
+    if status in (DatasetStatus.NO_ACTION, DatasetStatus.SHRED):
+        return []  # a shredded dataset's one step, the key's destruction, is planned per key (planner/shredding.py)
     if status is DatasetStatus.RECOMPUTE:
         return [StepTemplate(Action.RECOMPUTE, physical=False,
                              reason="re-run the job that builds it once its inputs are erased")]

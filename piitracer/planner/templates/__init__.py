@@ -14,7 +14,7 @@ from datetime import timedelta
 from functools import lru_cache
 from typing import Callable
 
-from piitracer.model.plan import Action, NoParams, StepEngine, StepParams
+from piitracer.model.plan import Action, NoParams, StepEngine, StepParams, ValueSource
 from piitracer.model.registry import discover
 from piitracer.model.settings import IcebergSettings, SparkSettings
 from piitracer.model.table_state import TableState
@@ -34,6 +34,10 @@ class StepTemplate:
     reason: str | None = None
     warning: str | None = None
     physical: bool = True  # False for the logical step (delete, rewrite, manual...)
+    # destroy_subject_key only: the key column and value sets naming the subjects' keys (other
+    # steps take their dataset decision's).
+    key_column: str | None = None
+    values_from: tuple[ValueSource, ...] = ()
 
 
 class EngineRefused(ValueError):
