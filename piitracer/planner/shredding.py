@@ -61,9 +61,13 @@ class Carry:
         """Why this value keeps its column's dataset out of the shred (plaintext)."""
         edge = self.decrypted
         assert edge is not None
-        how = edge.expression or (f"a {edge.subtype.value.lower() if edge.subtype else 'transform'} with no known "
-                                  f"expression ({edge.origin.location()})")
-        if edge.target == self.column:
+        here = edge.target == self.column
+        if edge.subtype is not EdgeSubtype.TRANSFORMATION:  # an aggregate or a surrogate key of the ciphertext
+            what = f"{(edge.subtype or EdgeSubtype.TRANSFORMATION).value.lower()} of shredded column {self.origin}"
+            return (f"column {self.column.column} holds an {what} ({edge.origin.location()})" if here else
+                    f"column {self.column.column} holds an {what} made in {edge.target} ({edge.origin.location()})")
+        how = edge.expression or f"a transform with no known expression ({edge.origin.location()})"
+        if here:
             return f"column {self.column.column} decrypts shredded column {self.origin} in {how}"
         return f"column {self.column.column} holds shredded column {self.origin} decrypted in {edge.target} by {how}"
 
