@@ -7,6 +7,7 @@ encrypted under that person's own key, and erasing the person is destroying one 
 - :mod:`piitracer.shred.vault`: the key vault (per-subject keys wrapped under the master key):
   get-or-create and fetch for a batch of subjects, destroy to the bytes; SQLite backend (the
   embedded default). :mod:`piitracer.shred.delta_vault`: the same in a Delta table (delta-rs).
+  :mod:`piitracer.shred.spec`: where a vault is, as a value a Spark task can receive.
 - :mod:`piitracer.shred.cipher`: encrypt and decrypt Arrow arrays and record batches
   (deterministic AES-SIV for join keys, randomised AES-GCM for the rest), keys fetched once per
   batch. :mod:`piitracer.shred.spark`: the same as a function for Spark's ``mapInArrow``.
