@@ -13,7 +13,7 @@ from piitracer.executor.preflight import PlanRefused, preflight
 from piitracer.graph.lineage_graph import LineageGraph
 from piitracer.ingest.sql.lineage import ingest_sql_text
 from piitracer.model.naming import DatasetNamer
-from piitracer.model.plan import Action, DatasetStatus
+from piitracer.model.plan import Action, DatasetStatus, DeletionPlan, DestroySubjectKeyParams
 from piitracer.model.settings import SparkSettings
 from piitracer.model.workspace import CatalogDataset, Policy
 from piitracer.planner.build import build_plan
@@ -98,6 +98,9 @@ def test_the_exact_plan_shreds_ciphertext_and_erases_what_decrypts_it() -> None:
 def test_plans_stay_deterministic_and_without_shredded_are_todays() -> None:
     plan, _ = plan_of()
     assert plan_of()[0].to_json() == plan.to_json()
+    read_back = DeletionPlan.model_validate_json(plan.to_json())  # a plan file: the key destruction's params typed
+    assert read_back == plan and read_back.content_hash() == plan.plan_id
+    assert isinstance(read_back.steps[1].params, DestroySubjectKeyParams)
     today, _ = plan_of(shredded=None)
     assert {d.dataset: (d.status, d.reason) for d in today.datasets} == {
         "prod.payments": (DatasetStatus.ERASE, "user_id holds prod.payments.user_id"),
