@@ -392,9 +392,9 @@ class Session:
             sources: only the requests of these source columns (requests of different source
                 columns are not mixed).
             budget: the most the estimated cost may be.
-            over_budget_ok: plan and record it even when the estimate is over ``budget``.
             progress: told of the planning and of each step estimated
                 ([`Progress`][piitracer.model.progress.Progress]).
+            over_budget_ok: plan and record it even when the estimate is over ``budget``.
             by: who plans (recorded with the plan); default: the operating system's user.
 
         Returns:

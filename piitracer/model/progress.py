@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 Progress = Callable[[str, int, int], None]
+"""A progress callback: called with what is being done, how many are done, of how many."""
 
 
 def report(progress: Optional[Progress], what: str, done: int, total: int) -> None:

@@ -190,7 +190,7 @@ def test_the_viewer_signs_in_and_the_board_lists_the_demo_request_with_its_deadl
     with request_store(piitracer.load_workspace(site.folder)) as store:
         deadline = store.get(request_id).deadline_at
     assert row.find_element(By.CSS_SELECTOR, "td.deadline").text == f"{deadline:%Y-%m-%d}"
-    assert "awaiting_attestation" in row.text and "OVERDUE" not in row.text
+    assert "awaiting attestation" in row.text and "OVERDUE" not in row.text
     cookie = browser.get_cookie("ptc_session")
     assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and not cookie["secure"]  # plain http on loopback
     ASSETS.mkdir(parents=True, exist_ok=True)
