@@ -90,6 +90,14 @@ def _encode(value: Any) -> bytes:
                           "integers, floats, decimals, dates, timestamps)")
 
 
+def _encoder(type: pa.DataType):
+    """The encoding of one value of ``type``: a direct one for strings (most personal columns),
+    the general one otherwise."""
+    if pa.types.is_string(type) or pa.types.is_large_string(type):
+        return lambda value: b"s" + value.encode("utf-8")
+    return _encode
+
+
 _DECODE = {
     ord("s"): lambda body: body.decode("utf-8"),
     ord("b"): bytes,
@@ -111,12 +119,21 @@ def _subject_indices(subjects: pa.Array | pa.ChunkedArray, what: str) -> tuple[l
     indices = encoded.indices
     if indices.null_count:
         row = pc.index(pc.is_null(indices), True).as_py()
-        raise ShredInputError(f"row {row} of the batch: the subject key column is null, so {what} has no subject key")
+        raise ShredInputError(f"row {row}: the subject key column is null; {what} needs a subject key on every row")
     return encoded.dictionary.to_pylist(), indices.to_pylist()
 
 
-def _keys(distinct: list[Any], keys: Keyring) -> list[SubjectKey | None]:
-    return [keys.get(subject) for subject in distinct]
+@dataclass(frozen=True)
+class _Rows:
+    """Each row's index into ``keys``, the key of each distinct subject (None: the vault has none)."""
+
+    rows: list[int]
+    keys: list[SubjectKey | None]
+
+
+def _resolved(subjects: pa.Array | pa.ChunkedArray, keys: Keyring, what: str) -> _Rows:
+    distinct, rows = _subject_indices(subjects, what)
+    return _Rows(rows, [keys.get(subject) for subject in distinct])
 
 
 def encrypt_array(values: pa.Array | pa.ChunkedArray, subjects: pa.Array | pa.ChunkedArray, keys: Keyring,
@@ -142,30 +159,35 @@ def encrypt_array(values: pa.Array | pa.ChunkedArray, subjects: pa.Array | pa.Ch
     """
     if len(values) != len(subjects):
         raise ShredInputError(f"column {column}: {len(values)} values but {len(subjects)} subject keys")
-    distinct, rows = _subject_indices(subjects, f"column {column}")
+    return _encrypt(values, _resolved(subjects, keys, f"column {column}"), deterministic, context, column)
+
+
+def _encrypt(values: pa.Array | pa.ChunkedArray, resolved: _Rows, deterministic: bool, context: str,
+             column: str) -> pa.Array:
+    rows = resolved.rows
     version = SIV if deterministic else GCM
     ad = bytes([version]) + context.encode("utf-8")
     ciphers = []
-    for index, key in enumerate(_keys(distinct, keys)):
+    for index, key in enumerate(resolved.keys):
         if key is None:
             raise SubjectShreddedError(f"column {column}: no key in the vault for the subject of row {rows.index(index)} "
                                        "(destroyed: crypto-shredded, or not fetched with keys_for)")
         ciphers.append(key.siv() if deterministic else key.gcm())
     plain = values.to_pylist()
-    out: list[bytes | None] = [None] * len(plain)
+    encode = _encoder(values.type)
     header = bytes([version])
+    # Comprehensions over bound methods: the per-value work is the cipher call, not the interpreter.
+    seal = [cipher.encrypt for cipher in ciphers]
     if deterministic:
         ads = [ad]
-        for row, (value, subject) in enumerate(zip(plain, rows)):
-            if value is not None:
-                out[row] = header + ciphers[subject].encrypt(_encode(value), ads)
+        out = [None if value is None else header + seal[subject](encode(value), ads)
+               for value, subject in zip(plain, rows)]
     else:
         # One call to the OS for every nonce of the array (96 random bits per value).
-        nonces = memoryview(os.urandom(NONCE * len(plain)))
-        for row, (value, subject) in enumerate(zip(plain, rows)):
-            if value is not None:
-                nonce = bytes(nonces[row * NONCE:(row + 1) * NONCE])
-                out[row] = header + nonce + ciphers[subject].encrypt(nonce, _encode(value), ad)
+        randoms = os.urandom(NONCE * len(plain))
+        nonces = [randoms[start:start + NONCE] for start in range(0, len(randoms), NONCE)]
+        out = [None if value is None else header + nonce + seal[subject](nonce, encode(value), ad)
+               for value, subject, nonce in zip(plain, rows, nonces)]
     return pa.array(out, pa.binary())
 
 
@@ -193,14 +215,18 @@ def decrypt_array(ciphertexts: pa.Array | pa.ChunkedArray, subjects: pa.Array | 
             under its row's subject key and this context.
         ShredInputError: a null subject, or lengths that differ.
     """
-    from cryptography.exceptions import InvalidTag
-
     if len(ciphertexts) != len(subjects):
         raise ShredInputError(f"column {column}: {len(ciphertexts)} values but {len(subjects)} subject keys")
     if missing not in (RAISE, NULL):
         raise ShredInputError(f"missing={missing!r}: expected 'raise' or 'null'")
-    distinct, rows = _subject_indices(subjects, f"column {column}")
-    found = _keys(distinct, keys)
+    return _decrypt(ciphertexts, _resolved(subjects, keys, f"column {column}"), type, context, column, missing)
+
+
+def _decrypt(ciphertexts: pa.Array | pa.ChunkedArray, resolved: _Rows, type: pa.DataType | None, context: str,
+             column: str, missing: str) -> pa.Array:
+    from cryptography.exceptions import InvalidTag
+
+    rows, found = resolved.rows, resolved.keys
     ciphers: dict[tuple[int, int], Any] = {}
     suffix = context.encode("utf-8")
     out: list[Any] = []
@@ -277,9 +303,13 @@ def encrypt_batch(data: pa.RecordBatch | pa.Table, vault: KeyVault, spec: ShredC
     """
     batch = _as_batch(data)
     _check_columns(batch, spec)
-    subjects = batch.column(spec.key)
-    keys = vault.keys_for(pc.unique(subjects.drop_null()).to_pylist()) if spec.columns else Keyring({})
-    encrypted = {name: encrypt_array(batch.column(name), subjects, keys, name in spec.deterministic, spec.context, name)
+    if not spec.columns:
+        return batch
+    # One dictionary encoding and one vault call for the batch; each column then indexes the keys.
+    distinct, rows = _subject_indices(batch.column(spec.key), "the batch")
+    keys = vault.keys_for(distinct)
+    resolved = _Rows(rows, [keys.get(subject) for subject in distinct])
+    encrypted = {name: _encrypt(batch.column(name), resolved, name in spec.deterministic, spec.context, name)
                  for name in spec.columns}
     return _replaced(batch, encrypted)
 
@@ -306,8 +336,13 @@ def decrypt_batch(data: pa.RecordBatch | pa.Table, vault: KeyVault, spec: ShredC
     batch = _as_batch(data)
     _check_columns(batch, spec)
     types = dict(types or {})
-    subjects = batch.column(spec.key)
-    keys = vault.fetch(pc.unique(subjects.drop_null()).to_pylist()) if spec.columns else Keyring({})
-    plain = {name: decrypt_array(batch.column(name), subjects, keys, types.get(name), spec.context, name, missing)
+    if missing not in (RAISE, NULL):
+        raise ShredInputError(f"missing={missing!r}: expected 'raise' or 'null'")
+    if not spec.columns:
+        return batch
+    distinct, rows = _subject_indices(batch.column(spec.key), "the batch")
+    keys = vault.fetch(distinct)
+    resolved = _Rows(rows, [keys.get(subject) for subject in distinct])
+    plain = {name: _decrypt(batch.column(name), resolved, types.get(name), spec.context, name, missing)
              for name in spec.columns}
     return _replaced(batch, plain)

@@ -101,6 +101,13 @@ class KeyVault:
                                 f"(fingerprint {backend.fingerprint}, given {wrapper.fingerprint}): give the master key "
                                 "the vault was created with; nothing was changed")
         self.backend, self.wrapper, self.lookup = backend, wrapper, lookup
+        # Kept between batches of one process (bounded, oldest out first): a subject's lookup, and
+        # a key opened from the exact wrapped blob the vault returned. The vault is still asked
+        # once per batch, so a key destroyed meanwhile is absent from its answer and never used
+        # again; only the work of hashing and unwrapping (HKDFs and AES per subject) is saved for
+        # the subjects that recur from batch to batch.
+        self._hashed: dict[bytes, str] = {}
+        self._opened: dict[tuple[str, str], SubjectKey] = {}
 
     @property
     def location(self) -> str:
@@ -117,10 +124,13 @@ class KeyVault:
         self.close()
 
     def _lookups(self, subjects: Iterable[Any]) -> dict[str, bytes]:
-        lookups = {}
+        lookups, hashed = {}, self._hashed
         for subject in subjects:
             encoded = subject_bytes(subject)
-            lookups.setdefault(self.lookup.of(subject), encoded)
+            lookup = hashed.get(encoded)
+            if lookup is None:
+                lookup = _remember(hashed, encoded, self.lookup.of_bytes(encoded))
+            lookups.setdefault(lookup, encoded)
         return lookups
 
     def keys_for(self, subjects: Iterable[Any]) -> Keyring:
@@ -176,18 +186,37 @@ class KeyVault:
         Raises:
             ShredInputError: a value is not a subject key value.
         """
-        return self.backend.destroy(sorted(self._lookups(subjects)))
+        lookups = self._lookups(subjects)
+        self._opened = {pair: key for pair, key in self._opened.items() if pair[0] not in lookups}
+        return self.backend.destroy(sorted(lookups))
 
     def _unwrapped(self, lookups: Mapping[str, bytes], stored: Mapping[str, str]) -> Keyring:
-        keys = {}
+        keys, opened = {}, self._opened
         for lookup, encoded in lookups.items():
-            if lookup in stored:
+            wrapped = stored.get(lookup)
+            if wrapped is None:
+                continue
+            key = opened.get((lookup, wrapped))
+            if key is None:
                 try:
-                    keys[encoded] = SubjectKey(self.wrapper.unwrap(stored[lookup], wrap_context(lookup)))
+                    key = SubjectKey(self.wrapper.unwrap(wrapped, wrap_context(lookup)))
                 except MasterKeyError:  # its message names the context: the lookup must not reach a log
                     raise VaultKeyError(f"a subject key of the vault at {self.location} does not unwrap under the "
                                         "master key given (another master key, or an altered row)") from None
+                _remember(opened, (lookup, wrapped), key)
+            keys[encoded] = key
         return Keyring(keys)
+
+
+KEPT = 1 << 18  # lookups and opened keys kept between batches (a few hundred bytes each)
+
+
+def _remember(cache: dict, key: Any, value: Any) -> Any:
+    """Put ``value`` in ``cache``, dropping the oldest entry beyond :data:`KEPT`; returns ``value``."""
+    if len(cache) >= KEPT:
+        del cache[next(iter(cache))]
+    cache[key] = value
+    return value
 
 
 # ---- SQLite ------------------------------------------------------------------------------------

@@ -184,3 +184,26 @@ def test_keyvault_checks_the_fingerprint_before_use(tmp_path) -> None:
     backend = SqliteVault(tmp_path / "vault.sqlite", key.fingerprint)
     with pytest.raises(VaultKeyError):
         KeyVault(backend, master(), SubjectLookup.from_master(key))
+
+
+def test_the_key_derivation_is_rfc_5869_hkdf() -> None:
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+    from piitracer.shred.keys import SALT, _hkdf
+
+    secret = secrets.token_bytes(64)
+    for length in (32, 64, 96):
+        expected = HKDF(algorithm=hashes.SHA256(), length=length, salt=SALT, info=b"label").derive(secret)
+        assert _hkdf(secret, b"label", length) == expected
+
+
+def test_a_key_destroyed_by_another_process_is_not_served_from_memory(tmp_path) -> None:
+    key = master()
+    reader, eraser = sqlite_vault(tmp_path / "vault.sqlite", key), sqlite_vault(tmp_path / "vault.sqlite", key)
+    ring = reader.keys_for(SUBJECTS)  # the reader has opened every key (kept between its batches)
+    assert reader.fetch([SUBJECTS[5]]).get(SUBJECTS[5]).secret == ring.get(SUBJECTS[5]).secret
+    eraser.destroy([SUBJECTS[5]])
+    assert reader.fetch([SUBJECTS[5]]).get(SUBJECTS[5]) is None
+    assert reader.keys_for([SUBJECTS[5]]).get(SUBJECTS[5]).secret != ring.get(SUBJECTS[5]).secret  # a new key
+    reader.close(), eraser.close()
