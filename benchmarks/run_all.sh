@@ -25,6 +25,7 @@ run prepare_write "$PY" benchmarks/bench_prepare_write.py
 run classify "$PY" benchmarks/bench_classify.py --seeds 4
 run rewrite_engines "$PY" benchmarks/bench_rewrite_engines.py
 run discovery "$PY" benchmarks/bench_discovery.py
+run shred_overhead "$PY" benchmarks/bench_shred_overhead.py
 demo_dir=$(mktemp -d)
 run demo /usr/bin/time -v "$(dirname "$PY")/piitracer" demo --dir "$demo_dir/demo"
 rm -rf "$demo_dir"
