@@ -62,6 +62,7 @@ class ShredColumns:
 
     @property
     def columns(self) -> tuple[str, ...]:
+        """Every encrypted column: the deterministic ones, then the randomised ones."""
         return self.deterministic + self.randomised
 
 

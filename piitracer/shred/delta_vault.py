@@ -92,6 +92,19 @@ class DeltaVault:
         return delta.open_table(self.where, self.store)
 
     def find(self, lookups: list[str]) -> dict[str, str]:
+        """The stored wrapped key of each of ``lookups``, from the newest version (read again when a
+        concurrent destroy removed a file under the read).
+
+        Args:
+            lookups: hex lookups.
+
+        Returns:
+            lookup -> wrapped key, for those present.
+
+        Raises:
+            VaultRefusedError: two different keys are stored for one lookup.
+            VaultBusyError: the vault could not be read in any attempt.
+        """
         wanted = pa.array(lookups, pa.string())
         for attempt in range(ATTEMPTS):
             try:
@@ -110,6 +123,18 @@ class DeltaVault:
         return found
 
     def insert_missing(self, rows: Mapping[str, str]) -> dict[str, str]:
+        """One MERGE inserting each (lookup, wrapped) whose lookup is absent, retried when a
+        concurrent commit changed what it read.
+
+        Args:
+            rows: lookup -> wrapped key, for subjects the caller found absent.
+
+        Returns:
+            What is stored for every lookup of ``rows`` afterwards (the first writer's key).
+
+        Raises:
+            VaultBusyError: every attempt met a concurrent commit.
+        """
         source = pa.table({"lookup": list(rows), "wrapped": list(rows.values())}, schema=SCHEMA)
         for attempt in range(ATTEMPTS):
             try:
@@ -121,6 +146,19 @@ class DeltaVault:
         return self.find(list(rows))
 
     def destroy(self, lookups: list[str]) -> Destroyed:
+        """Delete the rows of ``lookups`` and every copy the vault's files kept (the module's four
+        steps); idempotent.
+
+        Args:
+            lookups: hex lookups of the subjects whose keys go.
+
+        Returns:
+            Keys deleted, files rewritten, vacuumed, swept and removed, the version after.
+
+        Raises:
+            VaultRefusedError: a destroyed lookup is still in the current version afterwards.
+            VaultBusyError: every attempt of the delete met a concurrent commit.
+        """
         from deltalake import PostCommitHookProperties
 
         before = self.store.sizes(self.where)

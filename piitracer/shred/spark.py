@@ -34,6 +34,7 @@ def encrypt_partitions(spec: VaultSpec, columns: ShredColumns) -> Callable[[Batc
         A function from an iterator of plaintext batches to an iterator of encrypted batches.
     """
     def encrypt(batches: Batches) -> Batches:
+        """One task's batches, encrypted (the vault opened once for the task)."""
         with spec.open() as vault:
             for batch in batches:
                 yield encrypt_batch(batch, vault, columns)
@@ -56,6 +57,7 @@ def decrypt_partitions(spec: VaultSpec, columns: ShredColumns, types: Mapping[st
         A function from an iterator of stored batches to an iterator of plaintext batches.
     """
     def decrypt(batches: Batches) -> Batches:
+        """One task's batches, decrypted (the vault opened once for the task)."""
         with spec.open() as vault:
             for batch in batches:
                 yield decrypt_batch(batch, vault, columns, types, missing)

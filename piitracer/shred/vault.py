@@ -111,6 +111,7 @@ class KeyVault:
 
     @property
     def location(self) -> str:
+        """Where the vault is (a file path or a table URI), for messages and evidence."""
         return self.backend.location
 
     def close(self) -> None:
@@ -267,6 +268,14 @@ class SqliteVault:
         return _Immediate(self._db)
 
     def find(self, lookups: list[str]) -> dict[str, str]:
+        """The stored wrapped key of each of ``lookups`` the vault holds (one query per 10,000).
+
+        Args:
+            lookups: hex lookups.
+
+        Returns:
+            lookup -> wrapped key, for those present.
+        """
         found = {}
         for chunk in _chunks(lookups):
             marks = ",".join("?" * len(chunk))
@@ -274,12 +283,29 @@ class SqliteVault:
         return found
 
     def insert_missing(self, rows: Mapping[str, str]) -> dict[str, str]:
+        """Insert each (lookup, wrapped) whose lookup is absent, in one write transaction.
+
+        Args:
+            rows: lookup -> wrapped key, for subjects the caller found absent.
+
+        Returns:
+            What is stored for every lookup of ``rows`` afterwards (a concurrent writer's key
+            where it was first).
+        """
         # One write transaction: INSERT OR IGNORE keeps a concurrent writer's key, read back inside it.
         with self._transaction():
             self._db.executemany("INSERT OR IGNORE INTO subject_keys (lookup, wrapped) VALUES (?, ?)", rows.items())
             return self.find(list(rows))
 
     def destroy(self, lookups: list[str]) -> Destroyed:
+        """Delete the rows of ``lookups`` (cells zeroed by ``secure_delete``), then ``VACUUM``.
+
+        Args:
+            lookups: hex lookups of the subjects whose keys go.
+
+        Returns:
+            How many keys were deleted.
+        """
         with self._transaction():
             deleted = 0
             for chunk in _chunks(lookups):
@@ -294,6 +320,7 @@ class SqliteVault:
         return int(self._db.execute("SELECT COUNT(*) FROM subject_keys").fetchone()[0])
 
     def close(self) -> None:
+        """Close the SQLite connection."""
         self._db.close()
 
 
