@@ -107,7 +107,7 @@ def test_the_sweep_finds_a_table_the_lineage_does_not_show(lake) -> None:
     assert row_of(out, "crm.users")[:2] == ["crm.users", "erased"]
     assert row_of(out, "mk.contacts")[:2] == ["mk.contacts", "erased"]
 
-    code, out = run_verify(ws, plan_file, "--sweep")  # a bare --sweep is the catalog
+    code, out = run_verify(ws, plan_file, "--wide", "--sweep")  # a bare --sweep is the catalog; --wide: every reason whole
     assert code == 1
     cells = row_of(out, "ops.shadow")
     assert cells[:2] == ["ops.shadow", "unplanned"] and cells[4] == "2"  # the column and its footer statistics
