@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from typing import Callable, Sequence
 
 from piitracer.api.wiring import dataset_locations, execution_context, journal_steps
-from piitracer.crypto.envelope import ValueCipher
+from piitracer.crypto.envelope import KeyWrapper, ValueCipher
 from piitracer.executor.runner import ExecuteOptions, ExecutionError, PlanExecutor, RunSummary, StepResult
 from piitracer.workspace.model import Workspace
 from piitracer.model.plan import NO_FILE_WORK, Action, DeletionPlan
@@ -23,6 +23,7 @@ def execute_plan(
     on_step: Callable[[StepResult], None] | None = None,
     attested: Sequence[str] = (),
     cipher: ValueCipher | None = None,
+    master: KeyWrapper | None = None,
 ) -> RunSummary:
     """Run a plan on the workspace's lakehouse, journaled.
 
@@ -40,6 +41,8 @@ def execute_plan(
             ``awaiting_attestation``).
         cipher: seals the values the journal keeps under each request's data key (or a function
             giving it, called when the journal first needs it); None keeps them in clear.
+        master: the master key, for a crypto-shredding step (``destroy_subject_key``) in the
+            workspace's key vault (``shred.vault``).
 
     Returns:
         The run's summary (per step: state, rows, files, bytes).
@@ -48,7 +51,7 @@ def execute_plan(
         PlanRefused: the preflight refused the plan (nothing ran).
         ExecutionError: a step failed (the journal says which; ``options.resume`` continues).
     """
-    return run_execution(workspace, prepare_execution(workspace, plan, options, on_step, attested, cipher))
+    return run_execution(workspace, prepare_execution(workspace, plan, options, on_step, attested, cipher, master))
 
 
 def run_execution(workspace: Workspace, executor: PlanExecutor) -> RunSummary:
@@ -98,6 +101,7 @@ def prepare_execution(
     on_step: Callable[[StepResult], None] | None = None,
     attested: Sequence[str] = (),
     cipher: ValueCipher | None = None,
+    master: KeyWrapper | None = None,
 ) -> PlanExecutor:
     """An executor whose preflight already passed: a caller checks everything else before it
     records anything in the audit log, then runs it ([`run_execution`][piitracer.api.execute.run_execution]).
@@ -109,6 +113,7 @@ def prepare_execution(
         on_step: called with each step's result as it finishes.
         attested: ids of person steps their owners attested.
         cipher: the journal's cipher (or a function giving it), as for [`execute_plan`][piitracer.api.execute.execute_plan].
+        master: the master key, for a key destruction in the workspace's key vault.
 
     Returns:
         The executor, ready to run.
@@ -116,6 +121,6 @@ def prepare_execution(
     Raises:
         PlanRefused: the plan does not match the workspace or acts outside its locations.
     """
-    executor = PlanExecutor(plan, execution_context(workspace, attested, cipher), options, on_step)
+    executor = PlanExecutor(plan, execution_context(workspace, attested, cipher, master), options, on_step)
     executor.preflight()
     return executor

@@ -495,7 +495,8 @@ class Session:
         # A dry run reports through its summary: on_step and on_start are for a run that starts.
         executor = prepare_execution(self.workspace, plan, options, None if options.dry_run else on_step,
                                      attested=self.attested(plan),
-                                     cipher=lambda: self.requests().cipher(plan_request_ids(plan)))
+                                     cipher=lambda: self.requests().cipher(plan_request_ids(plan)),
+                                     master=self.keys.master)
         if not self.has_audit_log():  # opening would create it: a refusal leaves no trace
             raise PlanRefused(f"plan {plan.plan_id[:16]} is not recorded in this workspace's audit log (there is none "
                               "yet): plan again with `piitracer plan -o`")

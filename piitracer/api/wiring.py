@@ -16,6 +16,7 @@ from piitracer.executor.runner import ExecutionContext
 from piitracer.workspace.model import Workspace, WorkspaceError
 from piitracer.model.steps import StepRecord
 from piitracer.requests.store import RequestStore
+from piitracer.shred.place import DELTA, SQLITE, VaultPlace
 from piitracer.storage.locations import Location, LocationError
 from piitracer.storage.store import Store
 from piitracer.workspace.layout import StateLayout
@@ -108,13 +109,29 @@ def write_private(path: str | os.PathLike[str], text: str) -> None:
         handle.write(text)
 
 
-def execution_context(workspace: Workspace, attested: Sequence[str] = (), cipher: ValueCipher | None = None) -> ExecutionContext:
+def vault_place(workspace: Workspace, locations: Mapping[str, Location] | None = None) -> VaultPlace | None:
+    """The workspace's key vault (``shred.vault``): a Delta dataset of the catalog at its location,
+    or a SQLite file (relative to the workspace); None when the workspace has none."""
+    shred = workspace.config.shred
+    if shred is None:
+        return None
+    dataset = shred.dataset(workspace.config.catalog)
+    if dataset is None:
+        return VaultPlace(SQLITE, Location.parse(workspace.resolve(shred.vault)))
+    found = locations if locations is not None else dataset_locations(workspace, [dataset])
+    return VaultPlace(DELTA, found[dataset], dataset) if dataset in found else None
+
+
+def execution_context(workspace: Workspace, attested: Sequence[str] = (), cipher: ValueCipher | None = None,
+                      master: KeyWrapper | None = None) -> ExecutionContext:
     """Where the executor finds tables, Spark settings and its journal, for one workspace
     (``attested``: ids of person steps their owners attested; ``cipher``: seals the values the
-    journal keeps under each request's data key)."""
+    journal keeps under each request's data key; ``master``: the master key, for crypto-shredding's
+    key destruction in the workspace's vault)."""
+    locations = dataset_locations(workspace)
     return ExecutionContext(
         catalog=workspace.config.catalog,
-        locations=dataset_locations(workspace),
+        locations=locations,
         spark=workspace.config.spark,
         warehouse=workspace.resolve(workspace.config.spark.warehouse),
         journal_path=StateLayout(workspace.root).journal,
@@ -125,6 +142,8 @@ def execution_context(workspace: Workspace, attested: Sequence[str] = (), cipher
         store=workspace_store(workspace),
         rewrite=workspace.config.rewrite,
         cipher=cipher,
+        vault=vault_place(workspace, locations),
+        master=master,
     )
 
 

@@ -9,7 +9,8 @@ was expected, before anything is journaled or recorded:
 1. every dataset a step names is in this workspace's catalog with the format, table and location
    it had at planning;
 2. every action is one the dataset's format has, and deletes only target datasets the plan erases;
-   a crypto-shredding step (``destroy_subject_key``) is refused: execute cannot reach the key vault yet;
+   a crypto-shredding step (``destroy_subject_key``) needs the workspace's key vault there, under
+   the warehouse roots and of the master key given (``executor.shred_step``);
 3. key columns exist in the live table's schema (they are always quoted as identifiers), value
    sets a step reads are made by the resolve step, and computed keys are plain expressions over
    the source's own columns;
@@ -28,7 +29,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 from piitracer.model.outcome import SafetyError
 from piitracer.formats import FormatError, key_type_name, support_for, table_schema
@@ -37,6 +38,8 @@ from piitracer.model.key_values import KeyValueError, parse_key_type, parse_key_
 from piitracer.model.plan import NO_FILE_WORK, PERSON_ACTIONS, Action, DatasetDecision, DatasetStatus, DeletionPlan, Step, ValueKind
 from piitracer.model.workspace import CatalogDataset, CloneMode, ReplicaManagement
 from piitracer.model.settings import SparkSettings
+from piitracer.executor.shred_step import check_destroy_step
+from piitracer.shred.place import VaultPlace
 from piitracer.storage.guard import Territory, canonical, symlinks_leaving
 from piitracer.storage.locations import Location
 from piitracer.storage.store import StorageError, Store
@@ -60,11 +63,13 @@ class Preflight:
 
 def preflight(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locations: Mapping[str, Location],
               spark: SparkSettings, warehouse: Path, roots: tuple[Location, ...] = (), store: Store | None = None,
-              *, roots_configured: bool = True, protected: tuple[Location, ...] = ()) -> Preflight:
+              *, roots_configured: bool = True, protected: tuple[Location, ...] = (), vault: VaultPlace | None = None,
+              master: Any = None) -> Preflight:
     """Run every check of the module docstring; raise :class:`PlanRefused` at the first failure.
     ``roots`` may not be empty (every place a step changes lies inside one); ``roots_configured``
     False says they are the workspace's defaults, so a refusal names the setting to add;
-    ``protected`` are piitracer's own files, which no dataset's location may hold."""
+    ``protected`` are piitracer's own files, which no dataset's location may hold; ``vault`` the
+    workspace's key vault (``shred.vault``) and ``master`` the master key, for a key destruction."""
     store = store or Store()
     if not roots:
         raise PlanRefused("no warehouse roots: set warehouse_roots in piitracer.yaml (the folders or bucket prefixes "
@@ -76,6 +81,14 @@ def preflight(plan: DeletionPlan, catalog: Mapping[str, CatalogDataset], locatio
     touched = sorted({s.dataset for s in plan.steps if s.action not in NO_FILE_WORK})
     for step in plan.steps:
         _check_step(step, catalog, decisions, value_sets)
+    for step in plan.steps:
+        if step.action is Action.DESTROY_SUBJECT_KEY:
+            refusal = check_destroy_step(step, decisions, vault, locations, tuple(roots), tuple(protected), store, master)
+            if refusal is not None:
+                raise PlanRefused(refusal)
+            if vault is not None and vault.dataset in catalog:  # a catalogued vault: the guard of every dataset
+                guard_location(vault.dataset, catalog[vault.dataset], vault.location, catalog, locations, roots, store,
+                               roots_configured=roots_configured, protected=protected)
     engines = _engines(plan, catalog)
     for capture in plan.resolve:
         _check_computed(plan, capture)
@@ -135,13 +148,6 @@ def _check_dataset(dataset: str, catalog: Mapping[str, CatalogDataset], location
 
 def _check_step(step: Step, catalog: Mapping[str, CatalogDataset], decisions: dict[str, DatasetDecision],
                 value_sets: set[str]) -> None:
-    if step.action is Action.DESTROY_SUBJECT_KEY:
-        # Planned (planner/shredding.py) before the executor can destroy a key in the vault: refused
-        # here, before anything runs, rather than failing halfway through the run.
-        raise PlanRefused(f"step {step.id}: destroy_subject_key (crypto-shredding {', '.join(step.params.datasets)}) "
-                          "cannot be executed yet: execute does not reach the key vault (issue 42 point 4); nothing "
-                          "ran. To erase these datasets physically now, remove their 'shredded:' from the catalog and "
-                          "re-plan")
     entry = catalog.get(step.dataset)
     if entry is None:
         raise PlanRefused(f"step {step.id}: dataset {step.dataset} is not in this workspace's catalog "

@@ -19,6 +19,8 @@ from piitracer.executor.journal import ATTESTED, AWAITING, BLOCKED, COMMITTED, F
 from piitracer.model.outcome import Attempt, SafetyError, StepOutcome
 from piitracer.executor.preflight import Preflight, preflight
 from piitracer.executor.resolve import resolve_values, union_of, values_for
+from piitracer.executor.shred_step import destroy_subject_keys
+from piitracer.shred.place import VaultPlace
 from piitracer.executor.spark_session import spark_session
 from piitracer.formats.iceberg_catalogs import IcebergCatalogs
 from piitracer.model.plan import PERSON_ACTIONS, Action, DeletionPlan, Step
@@ -103,6 +105,14 @@ class ExecutionContext:
     # API callers without a request store; the CLI always gives one): a ValueCipher, or a function
     # that gives one when the journal first needs it (the session's requests are registered by then).
     cipher: Any = None
+    # Crypto-shredding: the workspace's key vault (``shred.vault``; None: none) and the master key
+    # (a MasterKey, or a function that gives it when a key destruction first needs it).
+    vault: VaultPlace | None = None
+    master: Any = None
+
+    def master_key(self) -> Any:
+        """The master key (called only when a key destruction runs)."""
+        return self.master() if callable(self.master) else self.master
 
     def values_cipher(self) -> Any:
         """The cipher of the journal's values (called only when values are read or written)."""
@@ -131,7 +141,8 @@ class PlanExecutor:
             context = self.context
             self._checked = preflight(self.plan, context.catalog, context.locations, context.spark, context.warehouse,
                                       context.warehouse_roots, context.store, roots_configured=context.roots_configured,
-                                      protected=context.protected)
+                                      protected=context.protected, vault=context.vault,
+                                      master=None if callable(context.master) else context.master)
         return self._checked
 
     def run(self) -> RunSummary:
@@ -262,6 +273,10 @@ class PlanExecutor:
             return self._resolve(journal)
         if step.action is Action.AWAIT_REPLICATION:  # nothing to write: the verifier looks at the replica
             return StepOutcome(details={"primary": step.params.primary, "propagation_wait": step.params.propagation_wait})
+        if step.action is Action.DESTROY_SUBJECT_KEY:  # the vault's files only: nothing of step.dataset is touched
+            values = values_for(step.values_from, self._values(journal))
+            return destroy_subject_keys(step, values, self.context.vault, self.context.master_key(), self.context.store,
+                                        self.context.warehouse_roots, attempt)
         entry = self.context.catalog.get(step.dataset)
         if entry is None:
             raise SafetyError(f"{step.dataset} is not in the catalog")
@@ -339,6 +354,9 @@ def describe(step: Step, catalog: Mapping[str, CatalogDataset]) -> str:
     if step.action is Action.AWAIT_REPLICATION:
         return (f"touch nothing in {table}: wait {step.params.propagation_wait} after {step.params.primary}'s erasure "
                 "commits, for its replication to carry it; verify then checks the replica")
+    if step.action is Action.DESTROY_SUBJECT_KEY:
+        return (f"destroy the keys of the subjects in {shown.values} in the key vault (its files rewritten, its old "
+                f"versions removed); nothing of {', '.join(step.params.datasets)} is rewritten")
     if step.action is Action.RESOLVE:
         engine = f"[{step.engine.value}] " if step.engine else ""  # which engine reads the source
         return f"{engine}capture identifiers and computed keys of the subjects' rows in {table} (values bound as a broadcast view)"

@@ -195,3 +195,28 @@ class ClassifySettings(Frozen):
             if not (len(code) == 2 and code.isalpha()):
                 raise ValueError(f"{code!r} is not a two-letter country code")
         return value
+
+
+SQLITE_VAULT_SUFFIXES = (".sqlite", ".db")
+
+
+class ShredSettings(Frozen):
+    """The ``shred:`` block: where the key vault of crypto-shredding is (issue 42). Erasing a
+    subject of a dataset planned ``shred`` destroys the subject's key there; the proof decodes its
+    files. The vault is part of the lakehouse: under the warehouse roots like every dataset."""
+
+    vault: str = Field(description="The key vault the pipelines encrypt with: the id of a catalog dataset of "
+                       "format delta (the vault as a Delta table, e.g. prod.key_vault), or the path of a SQLite vault "
+                       "file ending .sqlite or .db (relative to the workspace unless absolute).")
+
+    @field_validator("vault")
+    @classmethod
+    def _named(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("expected a catalog dataset id (a Delta vault table) or a SQLite vault file path")
+        return value.strip()
+
+    def dataset(self, catalog: Any) -> str | None:
+        """The catalog dataset the vault is (a Delta table), or None when it is a SQLite file: a
+        dataset of the catalog by that id wins over a file name."""
+        return self.vault.lower() if self.vault.lower() in catalog else None

@@ -11,12 +11,13 @@ from datetime import timedelta
 from enum import Enum
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, model_validator
 
 from piitracer.model.console_settings import ConsoleSettings, NotifySettings
 from piitracer.model.key_values import NORMALISATIONS, KeyValueError, parse_key_type
 from piitracer.model.lineage import Frozen
-from piitracer.model.settings import (ClassifySettings, FileWorkSettings, IcebergSettings, LineageEmitSettings, SparkSettings, StorageSettings, VerifySettings)
+from piitracer.model.settings import (SQLITE_VAULT_SUFFIXES, ClassifySettings, FileWorkSettings, IcebergSettings, LineageEmitSettings, ShredSettings,
+                                     SparkSettings, StorageSettings, VerifySettings)
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(d|h|m|s|w)\s*$", re.IGNORECASE)
 _UNIT_SECONDS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
@@ -471,6 +472,7 @@ class WorkspaceConfig(Frozen):
         "plan; tokens as for owners.")
     console: ConsoleSettings = ConsoleSettings()
     notify: NotifySettings | None = None
+    shred: ShredSettings | None = Field(None, description="Crypto-shredding: where the key vault is.")
     warehouse_roots: tuple[str, ...] = Field(
         (),
         description="Folders (relative to the workspace unless absolute) every catalog location must be "
@@ -533,6 +535,24 @@ class WorkspaceConfig(Frozen):
                        for dataset_id, entry in self.catalog.items()}
             self.__dict__["catalog"] = catalog  # frozen: set once, while validating
         return self
+
+    @field_validator("shred")
+    @classmethod
+    def _vault_placed(cls, shred: ShredSettings | None, info: ValidationInfo) -> ShredSettings | None:
+        """``shred.vault`` names a Delta dataset of the catalog with a location, or a SQLite file."""
+        if shred is None:
+            return shred
+        catalog = info.data.get("catalog") or {}
+        dataset = shred.dataset(catalog)
+        if dataset is None and not shred.vault.lower().endswith(SQLITE_VAULT_SUFFIXES):
+            raise ValueError(f"vault {shred.vault!r} is neither a dataset of the catalog (a Delta vault table) nor a SQLite "
+                             f"vault file (a path ending {' or '.join(SQLITE_VAULT_SUFFIXES)})")
+        entry = catalog.get(dataset) if dataset else None
+        if entry is not None and (entry.format is not DatasetFormat.DELTA or not entry.location or entry.shredded):
+            raise ValueError(f"vault {dataset}: catalog.{dataset} is a {entry.format.value} dataset"
+                             f"{'' if entry.location else ' without a location'}{' declaring shredded:' if entry.shredded else ''}"
+                             ": the key vault is a Delta table with a location, holding keys only")
+        return shred
 
     @model_validator(mode="after")
     def _references_exist(self) -> "WorkspaceConfig":

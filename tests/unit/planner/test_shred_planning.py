@@ -1,6 +1,6 @@
 """Crypto-shredding in the plan (issue 42.3): per dataset, shred (destroy the subject's key; nothing
 of the dataset rewritten) or erase (physically, as before), and why. Pure: SQL text -> lineage
-graph -> plan, no tables; the executor's preflight refuses the key destruction it cannot run yet."""
+graph -> plan, no tables; the executor's preflight refuses the key destruction without a key vault."""
 
 from __future__ import annotations
 
@@ -109,14 +109,14 @@ def test_plans_stay_deterministic_and_without_shredded_are_todays() -> None:
     assert "shred" not in today.to_json()
 
 
-def test_the_executor_refuses_the_key_destruction_before_anything_runs(tmp_path: Path) -> None:
+def test_the_executor_refuses_the_key_destruction_without_a_vault_before_anything_runs(tmp_path: Path) -> None:
     plan, full = plan_of()
     with pytest.raises(PlanRefused) as refused:
         preflight(plan, full, {}, SparkSettings(), tmp_path, (Location.parse(str(tmp_path)),))
     assert str(refused.value) == (
-        "step s002: destroy_subject_key (crypto-shredding prod.payments, analytics.cards) cannot be executed yet: "
-        "execute does not reach the key vault (issue 42 point 4); nothing ran. To erase these datasets physically now, "
-        "remove their 'shredded:' from the catalog and re-plan")
+        "step s002: destroy_subject_key (crypto-shredding prod.payments, analytics.cards) needs the key vault the "
+        "pipelines encrypt with: set shred.vault in piitracer.yaml (a Delta dataset of the catalog, or a SQLite file); "
+        "nothing ran")
 
 
 # ---- the rules on small graphs (lineage_builders: src.pay is the source, keyed by user_id) ------------------
