@@ -47,9 +47,26 @@ def column_hits(name: str, column: pa.ChunkedArray, index: ValueIndex,
             yield f"column {shown} (inside text)", inside - exact
 
 
+def plain_type(kind: pa.DataType) -> pa.DataType:
+    """``string_view`` as ``string``, ``binary_view`` as ``binary``: the same bytes in a Parquet
+    file. delta-rs writes the view types (its MERGE, a table created from a schema): a column of
+    one must be searched like any string or binary column, never "proven" by its type."""
+    if pa.types.is_string_view(kind):
+        return pa.string()
+    if pa.types.is_binary_view(kind):
+        return pa.binary()
+    return kind
+
+
+def _plain(array: pa.Array) -> pa.Array:
+    kind = plain_type(array.type)
+    return array if kind is array.type or kind == array.type else array.cast(kind)
+
+
 def candidates_for(kind: pa.DataType, index: ValueIndex) -> pa.Array | None:
     """The values of ``index`` that can be equal to a value of this Arrow type, as that type (None:
     no value can; the whole-value search of such a column finds nothing)."""
+    kind = plain_type(kind)
     try:
         if pa.types.is_integer(kind):
             info = _int_range(kind)
@@ -82,6 +99,7 @@ def _int_range(kind: pa.DataType) -> tuple[int, int]:
 def matching_target(array: pa.Array, index: ValueIndex) -> tuple[pa.Array, pa.Array] | None:
     """(``array`` as the searched values' type, the mask of its elements equal to one of them), or
     None when no element is; one ``is_in`` over the array."""
+    array = _plain(array)
     candidates = candidates_for(array.type, index)
     if candidates is None or len(array) == 0:
         return None
@@ -114,6 +132,7 @@ def exact_hits(array: pa.Array, index: ValueIndex) -> set[str]:
 
 
 def _inside_text(array: pa.Array, index: ValueIndex) -> set[str]:
+    array = _plain(array)
     if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)) or len(array) == 0:
         return set()
     pattern = index.re2_pattern()

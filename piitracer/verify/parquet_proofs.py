@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from piitracer.verify.columns import candidates_for, column_hits
+from piitracer.verify.columns import candidates_for, column_hits, plain_type
 from piitracer.verify.parquet_bloom import bloom_may_hold, xxhash64_of
 from piitracer.verify.parquet_pages import (DATA_PAGE, DATA_PAGE_V2, DECOMPRESS, DICTIONARY_PAGE, PLAIN,
                                             PLAIN_DICTIONARY, RLE_DICTIONARY, CountingFile, PageHeader,
@@ -337,6 +337,7 @@ class _Column:
     def of(cls, index: ValueIndex, name: str, leaf: int, kind: pa.DataType, descr) -> "_Column":
         if pa.types.is_dictionary(kind):
             kind = kind.value_type
+        kind = plain_type(kind)  # delta-rs's string_view: searched as a string
         physical = descr.physical_type
         candidates = candidates_for(kind, index)
         # No pattern: nothing is searched inside text (a whole-values index, or no long value).
