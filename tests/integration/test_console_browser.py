@@ -46,10 +46,10 @@ CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 pytestmark = pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="needs Debian's chromium and chromium-driver "
                                 "(scripts/setup.sh installs them)")
 from selenium import webdriver  # noqa: E402
+from selenium.common.exceptions import WebDriverException  # noqa: E402
 from selenium.webdriver.chrome.options import Options  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support import expected_conditions  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 from paths import REPO  # noqa: E402
@@ -154,8 +154,20 @@ def click(browser, site: Site, element) -> None:
     """Click and wait for the next page (a click returns before the browser navigates)."""
     page = browser.find_element(By.TAG_NAME, "html")
     element.click()
-    WebDriverWait(browser, 60).until(expected_conditions.staleness_of(page))
+    WebDriverWait(browser, 60).until(lambda _: gone(page))
+    WebDriverWait(browser, 60).until(lambda driver: driver.execute_script("return document.readyState") == "complete")
     site.keep(browser.current_url, browser.page_source)
+
+
+def gone(element) -> bool:
+    """Whether the page holding ``element`` was replaced. chromedriver answers a node of a page
+    being replaced either as stale or, at times, with "Node with given id does not belong to the
+    document" (a plain WebDriverException that ``staleness_of`` does not catch): both mean gone."""
+    try:
+        element.is_enabled()
+    except WebDriverException:  # StaleElementReferenceException included
+        return True
+    return False
 
 
 def sign_in(browser, site: Site, token: str) -> None:
