@@ -585,7 +585,7 @@ class Session:
         closed = [r for r in requests if store.has(r) and store.get(r).state is RequestState.CLOSED]
         report = verify_plan(self.workspace, loaded, attested=self.attested(loaded), sweep=sweep, progress=progress,
                              cipher=store.cipher(requests), skip_requests=closed, engine=engine,
-                             explain=(explain,) if explain else ())
+                             explain=(explain,) if explain else (), master=self.keys.master)
         if record:
             log = self.audit()
             record_verification(log, loaded, report)

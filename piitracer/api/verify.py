@@ -17,17 +17,19 @@ from piitracer.api.plan import parse_plan, plan_requests
 from piitracer.model.progress import Progress, phase
 from piitracer.requests.lifecycle import move_request
 from piitracer.audit import AuditLog, record_attestation_entry, record_plan_entry
-from piitracer.crypto.envelope import ShreddedError, ValueCipher, has_master_key, load_master_key
+from piitracer.crypto.envelope import KeyWrapper, ShreddedError, ValueCipher, has_master_key, load_master_key
 from piitracer.executor.journal import Journal
 from piitracer.executor.spark_session import spark_session
 from piitracer.workspace.model import Workspace
 from piitracer.model.audit import AuditEntry, EntryKind
-from piitracer.model.plan import PERSON_ACTIONS, DeletionPlan
+from piitracer.executor.runner import ExecutionContext
+from piitracer.model.plan import PERSON_ACTIONS, Action, DeletionPlan
 from piitracer.model.requests import RequestState
 from piitracer.model.verification import VerificationReport
 from piitracer.model.settings import TaskEngine
 from piitracer.verify import VerificationError, verify_datasets
 from piitracer.verify.engines import FileScanner, ScanPlan, SparkFileScanner, choose_scanner
+from piitracer.verify.shred_proof import ShredSetting
 from piitracer.verify.sweep import sweep as sweep_beyond
 from piitracer.model.errors import InputError
 
@@ -61,6 +63,7 @@ def verify_plan(
     engine: TaskEngine | None = None,
     explain: Sequence[str] = (),
     progress: Progress | None = None,
+    master: KeyWrapper | None = None,
 ) -> VerificationReport:
     """Check that no file and no retained snapshot or version of the plan's datasets still holds
     a subject value.
@@ -86,6 +89,8 @@ def verify_plan(
             (``verify --explain``).
         progress: told of each file decoded and each dataset checked (and swept)
             ([`Progress`][piitracer.model.progress.Progress]).
+        master: the master key, which proves a crypto-shredded dataset (the subjects' entries in
+            the key vault are found by a hash keyed from it); default: the environment's, when set.
 
     Returns:
         The report: per dataset erased, not yet (with the step that will erase it) or found (with
@@ -118,7 +123,7 @@ def verify_plan(
     choose = scanner_choice(workspace, engine)
     report = verify_datasets(plan, workspace.config.catalog, context.locations, value_sets, step_states,
                              attested=attested, store=context.store, choose_scanner=choose, explain=explain,
-                             progress=progress)
+                             progress=progress, shred=shred_setting(context, plan, master))
     if sweep is not None:
         # The sweep of roots walks only roots a person named: the default roots are the workspace
         # folder, which also holds piitracer's own state, lineage files and notes.
@@ -128,6 +133,20 @@ def verify_plan(
         report = report.model_copy(update={"datasets": report.datasets + tuple(found), "sweep": sweep,
                                            "swept": tuple(swept), "swept_files": files})
     return report
+
+
+def shred_setting(context: ExecutionContext, plan: DeletionPlan, master: KeyWrapper | None = None) -> ShredSetting:
+    """What proves the plan's crypto-shredded datasets: the workspace's key vault, the master key
+    (``master``, else the environment's when set) and what each committed key destruction journaled."""
+    destroyed: dict[str, dict] = {}
+    ids = {s.id for s in plan.steps if s.action is Action.DESTROY_SUBJECT_KEY}
+    if ids and context.journal_path.exists():
+        with Journal(context.journal_path) as journal:
+            destroyed = {r["step_id"]: (r["outcome"] or {}).get("details", {}) for r in journal.steps(plan.plan_id)
+                         if r["step_id"] in ids and r["state"] == "committed"}
+    if master is None and ids and has_master_key():
+        master = load_master_key()
+    return ShredSetting(context.vault, master, destroyed)
 
 
 class AttestationError(InputError):

@@ -83,6 +83,8 @@ def verification_body(report: VerificationReport) -> dict[str, Any]:
                 "chunk_proofs": d.chunk_proofs.model_dump(),
                 # the claim those proofs are of: which search each column got (value-set names only)
                 "column_search": [search.model_dump(mode="json") for search in d.column_search],
+                # a crypto-shredded dataset's proof: the key vault's files decoded, the decrypt attempt (counts)
+                **({"shred": d.shred.model_dump(mode="json")} if d.shred is not None else {}),
             }
             for d in report.datasets
         ],

@@ -217,7 +217,8 @@ def chunk_summary(report: VerificationReport) -> str:
             + (f" ({how})" if how else "") + f"; read {read:,} of {total:,} bytes")
 
 
-STATE_STYLE = {ErasureState.ERASED: "green", ErasureState.ATTESTED: "green", ErasureState.NO_ACTION: "dim",
+STATE_STYLE = {ErasureState.ERASED: "green", ErasureState.CRYPTO_SHREDDED: "green", ErasureState.ATTESTED: "green",
+               ErasureState.NO_ACTION: "dim",
                ErasureState.PENDING: "yellow", ErasureState.AWAITING_ATTESTATION: "yellow", ErasureState.FOUND: "red",
                ErasureState.UNPLANNED: "red", ErasureState.NOT_CHECKED: "red"}
 

@@ -21,6 +21,9 @@ class ErasureState(str, Enum):
     ERASED = "erased"  # no retained snapshot/version and no file under the location holds a subject value
     ATTESTED = "attested"  # a person's step (manual, manual_review, recompute) confirmed by its owner, nothing found
     NO_ACTION = "no_action"  # holds no value of the subjects (a view, an indirect influence) and none was found
+    # Planned shred: the subjects' keys are gone from every file of the key vault, their stored
+    # ciphertext no longer decrypts, and no plaintext of theirs is left but the key column's id.
+    CRYPTO_SHREDDED = "crypto_shredded"
     PENDING = "pending"  # bytes remain only where a planned step or a retention window will remove them
     AWAITING_ATTESTATION = "awaiting_attestation"  # a person's step is open: piitracer cannot prove it
     FOUND = "found"  # subject data is still there and nothing planned will remove it
@@ -28,7 +31,7 @@ class ErasureState(str, Enum):
     NOT_CHECKED = "not_checked"  # a dataset the plan erases could not be checked (no location, missing folder)
 
 
-DONE_STATES = frozenset({ErasureState.ERASED, ErasureState.ATTESTED, ErasureState.NO_ACTION})
+DONE_STATES = frozenset({ErasureState.ERASED, ErasureState.ATTESTED, ErasureState.NO_ACTION, ErasureState.CRYPTO_SHREDDED})
 
 
 class Finding(Frozen):
@@ -81,6 +84,26 @@ class ColumnSearch(Frozen):
     value_sets: tuple[str, ...] = Field((), description="For 'whole values': the value sets it is searched for.")
 
 
+class ShredEvidence(Frozen):
+    """The proof behind a ``crypto_shredded`` dataset (issue 42): the key vault's files decoded, the
+    keys destroyed, the decrypt attempt; counts and names only, never a value, a key or a lookup."""
+
+    vault: str = Field(description="The key vault (its catalog dataset and location, or its SQLite file).")
+    destroyed_by: tuple[str, ...] = Field((), description="The destroy_subject_key steps that destroyed the keys.")
+    keys_destroyed: int = Field(0, description="Subjects' keys the vault held and the steps destroyed.")
+    vault_files_decoded: int = Field(0, description="Files of the vault decoded: none holds a subject's lookup or "
+                                     "a destroyed wrapped key.")
+    wrapped_keys_searched: int = Field(0, description="Destroyed wrapped keys searched for (by their SHA-256).")
+    ciphertext_rows_tried: int = Field(0, description="Stored ciphertext rows of the subjects whose decryption was "
+                                       "attempted (each failed: no key).")
+    key_column: str | None = Field(None, description="The column keeping the subjects' ids in plaintext (the key the "
+                                   "vault found them by); what it holds was accepted.")
+    key_column_places: int = Field(0, description="Places of the key column holding a subject's id (accepted).")
+    other_subjects_checked: int = Field(0, description="Other subjects of the dataset whose keys were looked up.")
+    other_subjects_with_keys: int = Field(0, description="Of those, how many the vault still holds a key for (the "
+                                          "vault is the one the dataset was encrypted with).")
+
+
 class DatasetVerification(Frozen):
     """The result for one dataset of a plan."""
 
@@ -102,6 +125,8 @@ class DatasetVerification(Frozen):
                                                          "(the first 10,000; chunk_proofs.decoded counts them all).")
     column_search: tuple[ColumnSearch, ...] = Field((), description="Which search each column got: identifier and key "
                                                     "columns whole values of their own value sets, every other inside text.")
+    shred: ShredEvidence | None = Field(None, exclude_if=lambda value: value is None,
+                                        description="For a dataset planned shred: the key destruction's proof.")
 
 
 class VerificationReport(Frozen):

@@ -16,8 +16,8 @@ from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, mo
 from piitracer.model.console_settings import ConsoleSettings, NotifySettings
 from piitracer.model.key_values import NORMALISATIONS, KeyValueError, parse_key_type
 from piitracer.model.lineage import Frozen
-from piitracer.model.settings import (SQLITE_VAULT_SUFFIXES, ClassifySettings, FileWorkSettings, IcebergSettings, LineageEmitSettings, ShredSettings,
-                                     SparkSettings, StorageSettings, VerifySettings)
+from piitracer.model.settings import (SQLITE_VAULT_SUFFIXES, ClassifySettings, FileWorkSettings, IcebergSettings,
+                                     LineageEmitSettings, ShredSettings, SparkSettings, StorageSettings, VerifySettings)
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(d|h|m|s|w)\s*$", re.IGNORECASE)
 _UNIT_SECONDS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}

@@ -36,7 +36,7 @@ def certificate_body(trail: RequestTrail, issued_at: datetime, audit_key_id: str
         raise NotCertifiable(f"request {trail.request_id}: never verified; run `piitracer verify PLAN` first")
     if not verification.get("complete"):
         open_items = sorted({d["state"] for d in verification["datasets"]
-                             if d["state"] not in ("erased", "attested", "no_action")})
+                             if d["state"] not in ("erased", "crypto_shredded", "attested", "no_action")})
         raise NotCertifiable(f"request {trail.request_id}: the latest verification ({verification['checked_at']}) is not "
                              f"complete ({', '.join(open_items) or 'open'}): no certificate for an unfinished erasure")
     totals = {key: sum(int(step.get(key) or 0) for step in facts.steps)
@@ -68,9 +68,12 @@ def certificate_body(trail: RequestTrail, issued_at: datetime, audit_key_id: str
 
 def _dataset(decision: dict[str, Any]) -> dict[str, Any]:
     checked = decision.get("verification") or {}
-    return {"dataset": decision["dataset"], "decision": decision["status"], "state": decision["state"],
+    item = {"dataset": decision["dataset"], "decision": decision["status"], "state": decision["state"],
             "files_scanned": checked.get("files_scanned", 0), "snapshots_checked": checked.get("snapshots_checked", 0),
             "findings": checked.get("findings_count", 0)}
+    if checked.get("shred"):  # crypto-shredded (issue 42): said in words, with the key vault's evidence
+        item.update(erasure="crypto-shredded", vault_evidence=checked["shred"])
+    return item
 
 
 def certificate_text(document: dict[str, Any]) -> str:
@@ -81,7 +84,8 @@ def certificate_text(document: dict[str, Any]) -> str:
         states[item["state"]] = states.get(item["state"], 0) + 1
     lines = [f"erasure certificate for request {body['request_id']} (plan {body['plan_id'][:16]})",
              f"  verified complete at {body['verification']['checked_at']}; deadline {body['deadline']}",
-             "  datasets: " + ", ".join(f"{n} {state}" for state, n in sorted(states.items())),
+             "  datasets: " + ", ".join(f"{n} {state.replace('crypto_shredded', 'crypto-shredded')}"
+                                        for state, n in sorted(states.items())),
              f"  attestations: {len(body['attestations'])}",
              f"  closed: values shredded at {body['closed']['shredded_at']}" if body["closed"] else
              "  not closed yet: the request's values are still held (encrypted) for re-verification",

@@ -26,6 +26,7 @@ HEADER_FILL = "#e8eef7"
 # it passes WCAG AA by far (>= 8.8:1); every legend names the state in words beside its colour.
 STATE_FILLS = {
     "erased": "#b9e4b0",  # green
+    "crypto_shredded": "#7fdcd0",  # teal: erased by destroying the subjects' keys, the ciphertext left
     "attested": "#9cd0f5",  # blue: a person confirmed it, not the verifier's green
     "pending": "#ffe08a",  # yellow
     "awaiting_attestation": "#ffc38a",  # orange: waiting for a person

@@ -11,9 +11,9 @@ from piitracer.model.audit import AuditEntry, EntryKind, RequestTrail
 from piitracer.model.errors import NotFoundError
 
 # Report states, in legend order (the diagram colours nodes by these).
-STATES = ("erased", "attested", "pending", "awaiting_attestation", "found", "manual_review", "recompute", "no_action")
+STATES = ("erased", "crypto_shredded", "attested", "pending", "awaiting_attestation", "found", "manual_review", "recompute", "no_action")
 STATE_LABELS = {
-    "erased": "erased", "attested": "attested by its owner", "pending": "pending",
+    "erased": "erased", "crypto_shredded": "crypto-shredded", "attested": "attested by its owner", "pending": "pending",
     "awaiting_attestation": "awaiting attestation", "found": "found (still there)", "manual_review": "manual review",
     "recompute": "recompute", "no_action": "no action",
 }
@@ -145,7 +145,7 @@ def dataset_state(status: str, verified: str | None) -> str:
         return "found"
     if verified == "awaiting_attestation" and status in ("manual_review", "recompute"):
         return status  # the kind of work a person still has to do (and attest)
-    if verified in ("attested", "awaiting_attestation", "no_action", "erased"):
+    if verified in ("attested", "awaiting_attestation", "no_action", "erased", "crypto_shredded"):
         return verified
     if status in ("manual_review", "recompute", "no_action"):
         return status

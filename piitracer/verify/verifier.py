@@ -37,6 +37,7 @@ from piitracer.verify.engines import FileScanner, ScanPlan, ScanRequest, list_re
 from piitracer.formats import FormatError, FormatSupport, TableFiles, support_for
 from piitracer.verify.history_check import HistoryRead, LogicalHit, TableView, read_history, table_view
 from piitracer.verify.scope import ColumnScope, ScopedIndex, column_scope, search_notes
+from piitracer.verify.shred_proof import ShredCheck, ShredSetting
 from piitracer.verify.values import ValueIndex
 from piitracer.model.errors import CannotVerifyError
 
@@ -94,13 +95,15 @@ def verify_datasets(
     choose_scanner: Callable[[ScanPlan], FileScanner] | None = None,
     explain: Collection[str] = (),
     progress: Progress | None = None,
+    shred: ShredSetting | None = None,
 ) -> VerificationReport:
     """Check every dataset of ``plan``: decode every file under its location and read back every
     retained snapshot/version. ``step_states`` maps step id -> journal state (missing: not run);
     ``attested`` maps the id of a person's step to who attested it and when. ``choose_scanner``
     picks where the files are decoded once they are listed (default: in this process); for the
     datasets named in ``explain`` the result lists every Parquet chunk decoded and why.
-    ``progress`` hears of each file decoded, then of each dataset checked."""
+    ``progress`` hears of each file decoded, then of each dataset checked. ``shred``: the key vault
+    and master key that prove a dataset planned ``shred`` (:mod:`~piitracer.verify.shred_proof`)."""
     if not value_sets:
         raise VerificationError("no resolved values for this plan: run `piitracer execute` first")
     states = dict(step_states or {})
@@ -120,13 +123,18 @@ def verify_datasets(
     scans = dict(zip((d.dataset for d in scanned), scanner.scan(listing, value_sets, store, progress=progress)))
     rows = {d.dataset: _rows_by_path(entries, scans[d.dataset]) for d, entries in zip(scanned, listing.listings)}
     results = []
-    for number, decision in enumerate(plan.datasets):
-        report(progress, "checking datasets", number, len(plan.datasets))
-        found = decision.dataset
-        result = verify_dataset(plan, decision, catalog.get(found), locations.get(found), value_sets, states, attested or {},
-                                store, scans.get(found), found in explain, histories.get(found), rows.get(found))
-        log.info("verified %s: %s", decision.dataset, result.state.value)
-        results.append(result)
+    shredding = ShredCheck(plan, shred, value_sets, store)
+    try:
+        for number, decision in enumerate(plan.datasets):
+            report(progress, "checking datasets", number, len(plan.datasets))
+            found = decision.dataset
+            result = verify_dataset(plan, decision, catalog.get(found), locations.get(found), value_sets, states,
+                                    attested or {}, store, scans.get(found), found in explain, histories.get(found),
+                                    rows.get(found), shredding)
+            log.info("verified %s: %s", decision.dataset, result.state.value)
+            results.append(result)
+    finally:
+        shredding.close()
     report(progress, "checking datasets", len(plan.datasets), len(plan.datasets))
     return VerificationReport(plan_id=plan.plan_id, checked_at=checked_at or datetime.now(timezone.utc),
                               datasets=tuple(results))
@@ -153,10 +161,11 @@ def verify_dataset(plan: DeletionPlan, decision: DatasetDecision, entry: Catalog
                    location: Location | None, value_sets: Mapping[str, list[Any]],
                    states: Mapping[str, str], attested: Mapping[str, str] | None = None,
                    store: Store | None = None, scan: ScanResult | None = None, explain: bool = False,
-                   history: HistoryRead | None = None, key_rows: Mapping[str, Any] | None = None) -> DatasetVerification:
+                   history: HistoryRead | None = None, key_rows: Mapping[str, Any] | None = None,
+                   shredding: ShredCheck | None = None) -> DatasetVerification:
     """The verdict for one dataset; ``scan`` is its files' decoding when already done, with the
     table's ``history`` read before it and the data files' ``key_rows`` it read (else all of it is
-    done here, in this process)."""
+    done here, in this process); ``shredding`` proves a dataset planned ``shred``."""
     dataset = decision.dataset
     attested = attested or {}
     store = store or Store()
@@ -219,6 +228,9 @@ def verify_dataset(plan: DeletionPlan, decision: DatasetDecision, entry: Catalog
                   column_search=tuple(ColumnSearch(column=c, search=how, value_sets=sets)
                                       for c, how, sets in search_notes(scope, entry.columns)),
                   **chunk_facts(scan.chunks, explain))
+    if decision.status is DatasetStatus.SHRED and not person:
+        shredding = shredding or ShredCheck(plan, None, value_sets, store)
+        return shredding.verdict(decision, entry, location, findings, common, states)
     if person:
         steps_text = ", ".join(f"{s.id} {s.action.value}" for s in person)
         if findings:
