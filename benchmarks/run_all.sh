@@ -26,6 +26,7 @@ run classify "$PY" benchmarks/bench_classify.py --seeds 4
 run rewrite_engines "$PY" benchmarks/bench_rewrite_engines.py
 run discovery "$PY" benchmarks/bench_discovery.py
 run shred_overhead "$PY" benchmarks/bench_shred_overhead.py
+run shred_erase "$PY" benchmarks/bench_shred_erase.py
 demo_dir=$(mktemp -d)
 run demo /usr/bin/time -v "$(dirname "$PY")/piitracer" demo --dir "$demo_dir/demo"
 rm -rf "$demo_dir"
