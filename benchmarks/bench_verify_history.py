@@ -145,6 +145,16 @@ def whole_process(code: Path | None, argv: list[str], env_extra: dict[str, str])
     return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
+def legacy_key_file(path: str) -> str:
+    """A copy of a key file without its kind line (``piitracer-master-key v1``, issue 40.3): the
+    code before the kind markers reads the whole file as the secret. Same secret, same key."""
+    lines = Path(path).read_text().splitlines()
+    copy = Path(tempfile.gettempdir()) / f"legacy-{Path(path).parent.parent.name}-{Path(path).name}"
+    copy.write_text(lines[-1] if lines and lines[0].startswith("piitracer-") else "\n".join(lines))
+    copy.chmod(0o600)
+    return str(copy)
+
+
 def baseline_tree(revision: str | None, folder: Path, repo: Path = ROOT) -> Path | None:
     """``piitracer`` of ``revision`` in the git repository ``repo``, exported with ``git archive``."""
     if not revision:
@@ -228,7 +238,7 @@ def measure(label: str, job: dict, baseline: Path | None, repeats: int, processe
             runs["bare"].append(whole_process(None, bare_argv, {}))
             runs["new"].append(whole_process(None, verify_argv, env))
             if baseline is not None:
-                runs["old"].append(whole_process(baseline, verify_argv, env))
+                runs["old"].append(whole_process(baseline, verify_argv, {"PIITRACER_MASTER_KEY_FILE": legacy_key_file(job["master_key"])}))
         os.unlink(files.name)
         figures["process"] = {k: {"wall_s": statistics.median(w for w, _ in v), "cpu_s": statistics.median(c for _, c in v),
                                   "runs": v} for k, v in runs.items() if v}

@@ -337,11 +337,17 @@ def logical_removers(current: bool, held_by_ref: bool) -> list[Action]:
     return [Action.DELETE_ROWS, Action.PURGE_DELETION_VECTORS] if current else [Action.VACUUM, Action.CLEAN_DELTA_LOG]
 
 
+def arrow_table(stream) -> pa.Table:
+    """A pyarrow table of what delta-rs returns (an arro3 table or stream), read through the Arrow C
+    stream interface. Not ``pa.table(...)``: for an object it does not know, that asks whether it is
+    a pandas DataFrame, importing pandas (half a second of a verify process)."""
+    return pa.RecordBatchReader.from_stream(stream).read_all()
+
+
 def candidate_files(location: Location, store: Store, key_column: str | None, values: list[Any] | None):
     """(file, size) of the current version's files whose partition value or add-action min/max
     statistics admit a value."""
-    # delta-rs returns an arro3 table: read it through the Arrow C stream interface.
-    actions = pa.table(open_table(location, store).get_add_actions(flatten=True)).to_pylist()
+    actions = arrow_table(open_table(location, store).get_add_actions(flatten=True)).to_pylist()
     found = []
     for action in actions:
         partition = action.get(f"partition.{key_column}")

@@ -62,9 +62,7 @@ def _path(raw: str) -> str:
 
 def history(root: Location, store: Store, key_column: str | None) -> "DeltaHistory | None":
     """The table's current files and, with ``key_column``, its retained versions (module docstring)."""
-    from piitracer.formats.delta import open_table
-
-    import pyarrow as pa
+    from piitracer.formats.delta import arrow_table, open_table
 
     latest_table = open_table(root, store)
     latest = latest_table.version()
@@ -88,7 +86,7 @@ def history(root: Location, store: Store, key_column: str | None) -> "DeltaHisto
         for span in active.values():
             span.end = version
         active.clear()
-        for action in pa.table(table.get_add_actions(flatten=True)).select(["path"]).to_pylist():
+        for action in arrow_table(table.get_add_actions(flatten=True)).select(["path"]).to_pylist():
             span = _Span(version, None, True)
             path = _path(action["path"])
             active[path, _SEEDED] = span  # delta-rs does not say its vector's id: a remove of the path matches
@@ -222,14 +220,13 @@ class DeltaHistory(TableHistory):
         """Data file URI -> keep mask of every file with a deletion vector at ``version`` (delta-rs)."""
         if version not in self._vectors:
             import numpy as np
-            import pyarrow as pa
 
-            from piitracer.formats.delta import open_table
+            from piitracer.formats.delta import arrow_table, open_table
 
             found: dict[str, Any] = {}
             table = self._latest if version == self._latest.version() else open_table(self.root, self.store, version=version)
             if "deletionVectors" in set(table.protocol().reader_features or ()):
-                for row in pa.table(pa.RecordBatchReader.from_stream(table.deletion_vectors())).to_pylist():
+                for row in arrow_table(table.deletion_vectors()).to_pylist():
                     found[Location.parse(row["filepath"]).uri] = np.asarray(row["selection_vector"], dtype=bool)
             self._vectors[version] = found
         return self._vectors[version]

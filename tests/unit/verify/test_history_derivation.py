@@ -217,3 +217,26 @@ def test_a_parquet_folder_derived_as_read_back_and_a_hive_key_read_back(tmp_path
     assert read.history is None and read.failed is None  # the key is the partition value: read back
     view = table_view(support, root, Store(), "user_id", subject_index(), read, {})
     assert view.logical == [LogicalHit("current", True, names_of_keys([3]))]
+
+
+def test_deriving_a_delta_history_does_not_import_pandas(tmp_path: Path) -> None:
+    """delta-rs answers with arro3 tables; ``pa.table(...)`` of one asks whether it is a pandas
+    DataFrame and imports pandas: half a second of every verify process of a Delta table (issue 43.2)."""
+    import subprocess
+    import sys
+
+    table = tmp_path / "t"
+    write_deltalake(table, pa.table({"user_id": pa.array([1, 2], pa.int64())}))
+    write_deltalake(table, pa.table({"user_id": pa.array([3], pa.int64())}), mode="append")
+    DeltaTable(table).delete("user_id = 1")
+    code = f"""
+import sys
+from piitracer.formats.delta_history import history
+from piitracer.storage.locations import Location
+from piitracer.storage.store import Store
+derived = history(Location.parse({str(table)!r}), Store(), "user_id")
+print(len(derived.files.live), "pandas" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["2", "False"]
