@@ -1,14 +1,16 @@
 """Crypto-shredding end to end through the session (issue 42, point 4 and the first acceptance point).
 
 A pipeline (the shred library, delta-rs) keeps payments in a Delta table whose card and e-mail are
-ciphertext under each person's key, with three versions of history; a job copies the ciphertext
-(analytics.cards) and another decrypts it into plaintext (analytics.cards_clear). The keys live in
+ciphertext under each person's key, with three versions of history; jobs copy the ciphertext to a
+Delta table (analytics.cards) and an Iceberg table (analytics.cards_ice, pyiceberg's sql catalog,
+three snapshots), and another decrypts it into plaintext (analytics.cards_clear). The keys live in
 a Delta key vault catalogued as prod.key_vault (``shred.vault``). Erasing one person through
 ``piitracer.open(...)``: plan, execute, verify, certificate. Then, read independently of the
 verifier (tests/support/byte_scan.py decodes every file):
 
 - every file of the shredded tables is byte-identical before and after (no data file rewritten);
-- their old versions still read back, and decrypt for every other person;
+- their old versions (Delta versions, Iceberg snapshots) still read back, and decrypt for every
+  other person;
 - the person's key is gone from every decoded file of the vault (its lookup and its wrapped key);
 - the person's stored ciphertext, in every version, fails to decrypt (SubjectShreddedError);
 - the decrypted table is erased physically, to the bytes, every other row unchanged;
@@ -44,8 +46,9 @@ PEOPLE = list(range(1000, 1100))
 SUBJECT = 1000  # the smallest id: the worst case for statistics
 SPEC = ShredColumns(key="user_id", deterministic=("card",), randomised=("email",))
 PLAIN = {"card": pa.string(), "email": pa.string()}
-SHREDDED = ("payments", "cards")
+SHREDDED = ("payments", "cards", "iceberg")
 SQL = ("INSERT INTO analytics.cards SELECT user_id, card, amount FROM prod.payments WHERE amount > 0;\n"
+       "INSERT INTO t.analytics.cards_ice SELECT user_id, card, amount FROM prod.payments;\n"
        "INSERT INTO analytics.cards_clear SELECT user_id, piitracer_decrypt(card) AS card, "
        "piitracer_decrypt(email) AS email FROM prod.payments;\n")
 
@@ -60,15 +63,27 @@ def batch(people: list[int], version: int) -> pa.Table:
                      "amount": [float(version * 1000 + p) for p in people]})
 
 
+def iceberg_catalog(lake: Path):
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    return SqlCatalog("t", uri=f"sqlite:///{lake}/catalog.db", warehouse=f"file://{lake}/iceberg")
+
+
 def build(lake: Path) -> None:
-    """Three versions of payments (each person once per version), their ciphertext copied to cards,
-    and cards_clear decrypted from them, the way a Spark job would with the shred library."""
+    """Three versions of payments (each person once per version), their ciphertext copied to cards
+    (Delta) and cards_ice (Iceberg, pyiceberg's sql catalog: three snapshots), and cards_clear
+    decrypted from them, the way a Spark job would with the shred library."""
     vault = delta_vault(lake / "key_vault", load_master_key())
+    catalog = iceberg_catalog(lake)
+    catalog.create_namespace("analytics")
+    ice = catalog.create_table("analytics.cards_ice", schema=pa.schema([("user_id", pa.int64()), ("card", pa.binary()),
+                                                                        ("amount", pa.float64())]))
     for version in range(3):
         plain = batch(PEOPLE, version)
         encrypted = pa.Table.from_batches([encrypt_batch(plain, vault, SPEC)])
         write_deltalake(str(lake / "payments"), encrypted, mode="append")
         write_deltalake(str(lake / "cards"), encrypted.select(["user_id", "card", "amount"]), mode="append")
+        ice.append(encrypted.select(["user_id", "card", "amount"]))
         clear = pa.Table.from_batches([decrypt_batch(encrypted, vault, SPEC, PLAIN)])
         write_deltalake(str(lake / "cards_clear"), clear.select(["user_id", "card", "email"]), mode="append")
     vault.close()
@@ -82,17 +97,22 @@ def workspace(tmp_path: Path, warehouse: Path, lake: Path) -> Path:
         "analytics.cards": {"format": "delta", "location": str(lake / "cards"), "columns": ["user_id", "card", "amount"]},
         "analytics.cards_clear": {"format": "delta", "location": str(lake / "cards_clear"),
                                   "columns": ["user_id", "card", "email"]},
+        "analytics.cards_ice": {"format": "iceberg", "table": "t.analytics.cards_ice", "columns": ["user_id", "card", "amount"],
+                                "location": iceberg_catalog(lake).load_table("analytics.cards_ice").location()},
         "prod.key_vault": {"format": "delta", "location": str(lake / "key_vault"), "columns": ["lookup", "wrapped"]},
     }
     root = write_workspace(tmp_path / "ws", warehouse, catalog, SQL, roots=[str(lake), str(warehouse)])
     config = yaml.safe_load((root / "piitracer.yaml").read_text())
     config["shred"] = {"vault": "prod.key_vault"}
+    config["iceberg"] = {"catalogs": {"t": {"type": "sql", "uri": f"sqlite:///{lake}/catalog.db",
+                                            "warehouse": f"file://{lake}/iceberg"}}}
     (root / "piitracer.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     return root
 
 
 def digests(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def decrypted(location: Path, version: int | None = None, missing: str = "null") -> list[tuple]:
@@ -103,6 +123,14 @@ def decrypted(location: Path, version: int | None = None, missing: str = "null")
                             randomised=tuple(c for c in ("email",) if c in table.column_names))
         rows = pa.Table.from_batches([decrypt_batch(table, vault, spec, PLAIN, missing=missing)]).to_pylist()
     return [tuple(r.values()) for r in rows]
+
+
+def iceberg_decrypted(lake: Path, snapshot: int, missing: str = "null") -> list[tuple]:
+    """One snapshot of the Iceberg copy read back by pyiceberg and decrypted."""
+    table = iceberg_catalog(lake).load_table("analytics.cards_ice").scan(snapshot_id=snapshot).to_arrow()
+    with delta_vault(lake / "key_vault", load_master_key()) as vault:
+        rows = decrypt_batch(table, vault, ShredColumns(key="user_id", deterministic=("card",)), PLAIN, missing=missing)
+    return [tuple(r.values()) for r in pa.Table.from_batches([rows]).to_pylist()]
 
 
 def plain_rows(location: Path) -> list[tuple]:
@@ -130,6 +158,8 @@ def test_one_person_is_crypto_shredded_and_their_plaintext_copy_erased(tmp_path:
         wrapped = vault.backend.find([lookup])[lookup]
     secrets_of_subject = [card(SUBJECT), f"person{SUBJECT}@example.org"]
     before = {name: digests(lake / name) for name in SHREDDED}
+    snapshots = [s.snapshot_id for s in iceberg_catalog(lake).load_table("analytics.cards_ice").snapshots()]
+    assert len(snapshots) == 3
     others_clear = checksum(r for r in plain_rows(lake / "cards_clear") if r[0] != SUBJECT)
     # The test can fail: before the erasure the key is in the vault and the plaintext in cards_clear.
     assert find_values(lake / "key_vault", [lookup]) and find_values(lake / "key_vault", [wrapped])
@@ -144,7 +174,8 @@ def test_one_person_is_crypto_shredded_and_their_plaintext_copy_erased(tmp_path:
             ("delete_rows", "analytics.cards_clear"), ("purge_deletion_vectors", "analytics.cards_clear"),
             ("vacuum", "analytics.cards_clear"), ("clean_delta_log", "analytics.cards_clear")]
         assert {d.dataset: d.status.value for d in plan.datasets} == {
-            "prod.payments": "shred", "analytics.cards": "shred", "analytics.cards_clear": "erase"}
+            "prod.payments": "shred", "analytics.cards": "shred", "analytics.cards_ice": "shred",
+            "analytics.cards_clear": "erase"}
         summary = session.execute(plan)
         assert summary.status == "complete", [(r.step.id, r.state, r.message) for r in summary.results]
         destroyed = next(r for r in summary.results if r.step.action.value == "destroy_subject_key").outcome
@@ -165,6 +196,14 @@ def test_one_person_is_crypto_shredded_and_their_plaintext_copy_erased(tmp_path:
                                                               for v in range(version + 1)]
         with pytest.raises(SubjectShreddedError):
             decrypted(lake / "payments", version=version, missing="raise")
+    for number, snapshot in enumerate(snapshots):  # every Iceberg snapshot too
+        rows = iceberg_decrypted(lake, snapshot)
+        assert sorted(r for r in rows if r[0] != SUBJECT) == sorted(
+            r for v in range(number + 1) for r in expected(v, ("user_id", "card", "amount")) if r[0] != SUBJECT)
+        assert sorted(r for r in rows if r[0] == SUBJECT) == [(SUBJECT, None, float(v * 1000 + SUBJECT))
+                                                              for v in range(number + 1)]
+        with pytest.raises(SubjectShreddedError):
+            iceberg_decrypted(lake, snapshot, missing="raise")
     copy = decrypted(lake / "cards")
     assert sorted(r for r in copy if r[0] != SUBJECT) == sorted(
         r for v in range(3) for r in expected(v, ("user_id", "card", "amount")) if r[0] != SUBJECT)
@@ -175,6 +214,7 @@ def test_one_person_is_crypto_shredded_and_their_plaintext_copy_erased(tmp_path:
     states = {d.dataset: d.state for d in report.datasets}
     assert report.complete and states == {"prod.payments": ErasureState.CRYPTO_SHREDDED,
                                           "analytics.cards": ErasureState.CRYPTO_SHREDDED,
+                                          "analytics.cards_ice": ErasureState.CRYPTO_SHREDDED,
                                           "analytics.cards_clear": ErasureState.ERASED}
     evidence = report.result("prod.payments").shred
     assert evidence.keys_destroyed == 1 and evidence.ciphertext_rows_tried == 3 and evidence.vault_files_decoded > 0
@@ -182,7 +222,7 @@ def test_one_person_is_crypto_shredded_and_their_plaintext_copy_erased(tmp_path:
     with piitracer.open(root, keys) as session:
         certificate = session.certificate("req-shred-1")["certificate"]
     said = {d["dataset"]: d for d in certificate["datasets"]}
-    for dataset in ("prod.payments", "analytics.cards"):
+    for dataset in ("prod.payments", "analytics.cards", "analytics.cards_ice"):
         assert said[dataset]["erasure"] == "crypto-shredded" and said[dataset]["state"] == "crypto_shredded"
         assert said[dataset]["vault_evidence"]["vault"].startswith("key vault prod.key_vault")
     assert said["analytics.cards_clear"]["state"] == "erased" and "erasure" not in said["analytics.cards_clear"]
