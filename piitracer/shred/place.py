@@ -103,6 +103,9 @@ def open_existing(place: VaultPlace, master: Any, store: "Store") -> "KeyVault":
     problem, fingerprint = vault_problem(place, store)
     if problem is not None:
         raise VaultRefusedError(f"{problem}; nothing was changed")
+    if master is None:
+        raise VaultRefusedError(f"{place}: no master key given (--master-key-file, PIITRACER_MASTER_KEY_FILE or "
+                                "PIITRACER_MASTER_KEY): the vault's keys are wrapped under it; nothing was changed")
     if not isinstance(master, MasterKey):
         raise VaultRefusedError(f"{place}: crypto-shredding needs the master key itself (a subject's vault entry is "
                                 "found by a hash keyed from it), not a KMS wrapper")
