@@ -36,10 +36,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
-from piitracer.formats import FormatError
+from piitracer.formats.current_rows import current_rows, key_field_ids
 from piitracer.model.plan import Action, DatasetDecision, DeletionPlan, Step
 from piitracer.model.verification import DatasetVerification, ErasureState, Finding, ShredEvidence
-from piitracer.model.workspace import CatalogDataset, DatasetFormat
+from piitracer.model.workspace import CatalogDataset
 from piitracer.shred.keys import SECRET_BYTES
 from piitracer.shred.place import SQLITE, VaultPlace
 from piitracer.storage.locations import Location
@@ -175,15 +175,9 @@ def names_column(where: str, column: str, field_ids: set[int] = frozenset()) -> 
 
 def _field_ids(entry: CatalogDataset | None, location: Location | None, store: Store, column: str) -> set[int]:
     """An Iceberg table's field id of ``column`` (its manifests' bounds are keyed by it); empty otherwise."""
-    if entry is None or location is None or entry.format is not DatasetFormat.ICEBERG:
+    if entry is None or location is None:
         return set()
-    from piitracer.formats.iceberg_table import static_table
-
-    try:
-        table = static_table(location, store)
-        return {table.schema().find_field(column, case_sensitive=False).field_id} if table is not None else set()
-    except (FormatError, ValueError):
-        return set()
+    return key_field_ids(entry.format, location, store, column)
 
 
 def _digests(setting: ShredSetting) -> set[str]:
@@ -353,30 +347,4 @@ def _rows(entry: CatalogDataset | None, location: Location | None, store: Store)
     """The dataset's current rows as a pyarrow dataset (``to_table(columns, filter)``), or None."""
     if entry is None or location is None or not store.exists(location):
         return None
-    reader = _READERS.get(entry.format)
-    return reader(location, store) if reader is not None else None
-
-
-def _delta_rows(location: Location, store: Store):
-    from piitracer.formats import delta
-
-    return delta.open_table(location, store).to_pyarrow_dataset() if delta.is_table(location, store) else None
-
-
-def _parquet_rows(location: Location, store: Store):
-    from piitracer.formats import parquet
-
-    return parquet.dataset(location, store)
-
-
-def _iceberg_rows(location: Location, store: Store):
-    import pyarrow.dataset as ds
-
-    from piitracer.formats.iceberg_table import static_table
-
-    table = static_table(location, store)
-    return None if table is None else ds.dataset(table.scan().to_arrow())
-
-
-# The current rows of each format a shredded dataset can be (each reader is its format module's own).
-_READERS = {DatasetFormat.DELTA: _delta_rows, DatasetFormat.PARQUET: _parquet_rows, DatasetFormat.ICEBERG: _iceberg_rows}
+    return current_rows(entry.format, location, store)
