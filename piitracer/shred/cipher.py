@@ -212,14 +212,18 @@ def decrypt_array(ciphertexts: pa.Array | pa.ChunkedArray, subjects: pa.Array | 
 
     Raises:
         SubjectShreddedError: a row's subject has no key in the vault (``missing="raise"``).
-        CiphertextError: a value is not a ciphertext of a known version, was altered, or is not
-            under its row's subject key and this context.
+        CiphertextError: the column is not binary, or a value is not a ciphertext of a known
+            version, was altered, or is not under its row's subject key and this context.
         ShredInputError: a null subject, or lengths that differ.
     """
     if len(ciphertexts) != len(subjects):
         raise ShredInputError(f"column {column}: {len(ciphertexts)} values but {len(subjects)} subject keys")
     if missing not in (RAISE, NULL):
         raise ShredInputError(f"missing={missing!r}: expected 'raise' or 'null'")
+    if not (pa.types.is_binary(ciphertexts.type) or pa.types.is_large_binary(ciphertexts.type)
+            or pa.types.is_fixed_size_binary(ciphertexts.type) or pa.types.is_binary_view(ciphertexts.type)):
+        # A string column is plaintext (or ciphertext someone decoded as text): say so, not a TypeError.
+        raise CiphertextError(f"column {column}: holds {ciphertexts.type}, not ciphertext (encrypt_array writes binary)")
     return _decrypt(ciphertexts, _resolved(subjects, keys, f"column {column}"), type, context, column, missing)
 
 

@@ -156,6 +156,20 @@ def test_altered_moved_or_foreign_ciphertexts_are_refused(vault) -> None:
             assert "ann" not in str(caught.value) and "a@example.org" not in str(caught.value)
 
 
+def test_a_text_column_is_refused_as_not_ciphertext(vault) -> None:
+    """A string column handed to decrypt (plaintext, or ciphertext someone decoded as text) is one
+    named error naming the column and what it holds, not a TypeError from deep inside."""
+    subjects = pa.array(["ann"])
+    keys = vault.keys_for(["ann"])
+    for values in (pa.array(["a@example.org"]), pa.array(["a@example.org"], pa.large_string())):
+        with pytest.raises(CiphertextError) as caught:
+            decrypt_array(values, subjects, keys, column="email")
+        assert str(caught.value).startswith("column email: holds ") and "not ciphertext" in str(caught.value)
+        assert "a@example.org" not in str(caught.value) and "ann" not in str(caught.value)
+    blob = encrypt_array(pa.array(["a@example.org"]), subjects, keys, True)
+    assert decrypt_array(pa.array(blob.to_pylist(), pa.large_binary()), subjects, keys).to_pylist() == ["a@example.org"]
+
+
 def test_null_subjects_and_the_key_column_itself_are_refused(vault) -> None:
     with pytest.raises(ShredInputError) as caught:
         encrypt_batch(pa.RecordBatch.from_pydict({"user_id": [1, None], "email": ["a@x.org", "b@x.org"]}), vault,
