@@ -30,20 +30,16 @@ import io
 import json
 import os
 import re
-import shutil
 from urllib.parse import quote
 
 import pytest
 import requests
 
-CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+from chromium import CHROMIUM, DRIVER, chromium
 pytestmark = pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="needs Debian's chromium and chromium-driver "
                                 "(scripts/setup.sh installs them)")
 from axe_selenium_python import Axe  # noqa: E402
-from selenium import webdriver  # noqa: E402
 from selenium.common.exceptions import WebDriverException  # noqa: E402
-from selenium.webdriver.chrome.options import Options  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
@@ -70,15 +66,8 @@ def site(tmp_path_factory) -> ConsoleSite:
 
 @pytest.fixture(scope="module")
 def browser():
-    options = Options()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(options=options, service=Service(DRIVER))
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def visit(browser, site: ConsoleSite, path: str) -> None:

@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -42,13 +41,10 @@ from piitracer.demo import SUBJECT_USER_ID
 from piitracer.model.audit import EntryKind
 from piitracer.serve.app import create_app
 
-CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+from chromium import CHROMIUM, DRIVER, chromium
 pytestmark = pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="needs Debian's chromium and chromium-driver "
                                 "(scripts/setup.sh installs them)")
-from selenium import webdriver  # noqa: E402
 from selenium.common.exceptions import WebDriverException  # noqa: E402
-from selenium.webdriver.chrome.options import Options  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
@@ -134,15 +130,8 @@ def site(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    options = Options()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(options=options, service=Service(DRIVER))
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def visit(browser, site: Site, path: str) -> str:
