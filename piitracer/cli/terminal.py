@@ -53,6 +53,7 @@ def make_console(stderr: bool = False) -> Console:
 
 if TYPE_CHECKING:  # only named in annotations: importing them would load the demo and the executor
     from piitracer.api import DemoResult
+    from piitracer.api.demo_shred import ShredDemoResult
     from piitracer.executor.runner import RunSummary
 
 console = make_console()
@@ -286,6 +287,101 @@ def demo_summary(result: DemoResult) -> Table:
         table.add_row("erasure certificate", f"{result.certificate_path} (check: piitracer audit check-certificate "
                       f"{result.certificate_path} --public-key {result.public_key_path})")
     return table
+
+
+def shred_demo_summary(result: ShredDemoResult) -> Group:
+    """``demo --shred``: per dataset shred or erase and why, the files each shredded table changed,
+    its history read back, then what was checked: the key, the proof, the other people, the
+    subject's ciphertext, the decrypted table; times and the files written."""
+    verified = result.verification is not None and result.verification.complete
+    status = ("complete (verified" + (", closed)" if result.closed else ")") if result.complete
+              else "verified, but a check failed" if verified else result.run.status if result.run else "not executed")
+    build, run = result.build, (result.run.by_dataset() if result.run else {})
+    datasets = Table(title=f"piitracer demo --shred: {status}")
+    tables.name_column(datasets, "dataset", [d.dataset for d in result.plan.datasets])
+    tables.name_column(datasets, "erasure", ["shred", "erase"])
+    for header in ("data files changed", "history read back", "other people's rows decrypt", "why"):
+        tables.text_column(datasets, header)
+    for decision in result.plan.datasets:
+        files, history = result.files.get(decision.dataset), result.history.get(decision.dataset)
+        done = run.get(decision.dataset, {})
+        changed = (f"{files[1]} of {files[0]}" if files else
+                   f"{done.get('files_rewritten', 0)} rewritten, {done.get('files_removed', 0)} removed" if done else "")
+        read = (f"{history.count} {history.kind}; the subject's {history.subject_rows} rows "
+                + ("no longer decrypt" if not history.subject_rows_opened else f"decrypt ({history.subject_rows_opened})")
+                if history else f"{done.get('rows_deleted', 0)} rows of the subject deleted, old versions vacuumed" if done else "")
+        others = (f"{history.other_rows - history.other_rows_failed:,} of {history.other_rows:,}" if history else "")
+        datasets.add_row(decision.dataset, decision.status.value, changed, read, others, decision.reason)
+    checked = Table(show_header=False)
+    checked.add_row("lakehouse", f"{'reused' if build.reused else 'built'}: {build.rows:,} payments of {build.people} people "
+                    f"in {build.loads} loads, pan, phone and aadhaar_ref stored as ciphertext under each person's key")
+    if result.key_before is not None and result.key_before.subject_keys == 0:
+        checked.add_row("", Text("already shredded in this lakehouse: use --rebuild", style="yellow"))
+    if result.key is not None:
+        key = ("removed: the vault gives no key for the subject" if result.key.subject_keys == 0
+               else f"NOT removed: the vault still gives {result.key.subject_keys} key(s) for the subject")
+        checked.add_row("subject's key", Text(f"{key}; {result.key.other_keys:,} other people's keys kept",
+                                              style="green" if result.key.ok else "red"))
+    if result.verification is not None:
+        states = Counter(d.state.value for d in result.verification.datasets)
+        from piitracer.render.report_facts import state_label  # a dataset's state in words: crypto-shredded
+
+        counts = ", ".join(f"{n} {state_label(state)}" for state, n in sorted(states.items()))
+        checked.add_row("verify", Text(f"{'complete' if verified else 'not complete'} ({counts})",
+                                       style="green" if verified else "red"))
+    if result.sample is not None:
+        checked.add_row("other subjects", Text(f"{result.sample.people} people sampled: {result.sample.matched} of "
+                                               f"{result.sample.rows} rows decrypt to their original values",
+                                               style="green" if result.sample.ok else "red"))
+    tried = sum(h.subject_rows for h in result.history.values())
+    opened = sum(h.subject_rows_opened for h in result.history.values())
+    checked.add_row("subject's ciphertext", Text(f"{tried - opened} of {tried} rows fail to decrypt, in every version and "
+                                                 "snapshot", style="green" if tried and not opened else "red"))
+    if result.clear_before is not None and result.clear_after is not None:
+        kept = result.clear_after[1:] == result.clear_before[1:]
+        checked.add_row("decrypted table", Text(
+            f"{result.decrypted}: {result.clear_before[0]} rows of the subject before, {result.clear_after[0]} after; "
+            f"{result.clear_after[1]:,} other rows " + ("unchanged (count and checksum)" if kept else "CHANGED"),
+            style="green" if kept and not result.clear_after[0] else "red"))
+    if result.closed:
+        checked.add_row("closed", f"{', '.join(result.closed)}: piitracer's own copy of the subject shredded")
+    if result.audit_intact is not None:
+        checked.add_row("audit trail", "recorded, chain intact" if result.audit_intact else Text("chain broken", style="red"))
+    for phase, seconds in result.seconds.items():
+        checked.add_row(f"time: {phase}", f"{seconds:.1f} s")
+    checked.add_row("plan", str(result.plan_path))
+    if result.certificate_path is not None:
+        checked.add_row("erasure certificate", f"{result.certificate_path} (check: piitracer audit check-certificate "
+                        f"{result.certificate_path} --public-key {result.public_key_path})")
+    return Group(datasets, checked)
+
+
+def shred_demo_json(result: ShredDemoResult) -> dict:
+    """``demo --shred --output json``: what the crypto-shredding demo did and checked (no subject value)."""
+    verification = result.verification
+    return {"complete": result.complete, "verified": bool(verification is not None and verification.complete),
+            "checks_hold": result.checks_hold, "status": result.run.status if result.run else "not executed",
+            "lakehouse": {"reused": result.build.reused, "rows": result.build.rows, "people": result.build.people,
+                          "loads": result.build.loads},
+            "datasets": [{"dataset": d.dataset, "status": d.status.value, "reason": d.reason,
+                          **({"files": result.files[d.dataset][0], "files_changed": result.files[d.dataset][1]}
+                             if d.dataset in result.files else {}),
+                          **({"history": {"kind": h.kind, "count": h.count, "other_rows": h.other_rows,
+                                          "other_rows_failed": h.other_rows_failed, "subject_rows": h.subject_rows,
+                                          "subject_rows_opened": h.subject_rows_opened}}
+                             if (h := result.history.get(d.dataset)) else {})} for d in result.plan.datasets],
+            "states": {d.dataset: d.state.value for d in verification.datasets} if verification else {},
+            "key": {"subject_keys": result.key.subject_keys, "other_keys": result.key.other_keys} if result.key else None,
+            "sample": {"people": result.sample.people, "rows": result.sample.rows, "matched": result.sample.matched}
+            if result.sample else None,
+            "decrypted_table": {"dataset": result.decrypted, "subject_rows_before": result.clear_before[0],
+                                "subject_rows_after": result.clear_after[0], "other_rows": result.clear_after[1],
+                                "others_unchanged": result.clear_after[1:] == result.clear_before[1:]}
+            if result.clear_before and result.clear_after else None,
+            "closed": list(result.closed), "audit_intact": result.audit_intact,
+            "seconds": {k: round(v, 3) for k, v in result.seconds.items()}, "plan": str(result.plan_path),
+            "certificate": str(result.certificate_path) if result.certificate_path else None,
+            "public_key": str(result.public_key_path) if result.public_key_path else None}
 
 
 def summary_table(summary: RunSummary) -> Table:

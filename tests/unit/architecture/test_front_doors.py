@@ -12,7 +12,7 @@ from paths import PACKAGE
 
 # Who opens piitracer's stores: the session (and the functions below it that receive them).
 OPENERS = {"request_store", "audit_log", "RequestStore", "AuditLog", "Journal", "ReceivedEvents"}
-FRONT_DOORS = ("cli", "console", "serve", "api/demo.py")
+FRONT_DOORS = ("cli", "console", "serve", "api/demo.py", "api/demo_shred.py")
 
 
 def stores_opened(root: Path = PACKAGE) -> list[str]:

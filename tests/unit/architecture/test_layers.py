@@ -36,8 +36,10 @@ LOWER["discover"] = {"model", "storage", "formats"}
 # The request store: values under per-request keys, lifecycle, close; it records in the audit log.
 LOWER["requests"] = {"model", "crypto", "audit"}
 # The demo lakehouse builder is wiring for `piitracer demo` only (it builds tables with Spark and
-# delta-rs from the workspace's catalog and SQL): it may use every layer below the verifier.
-LOWER["demo"] = {"model", "workspace", "ingest", "graph", "planner", "storage", "formats", "executor"}
+# delta-rs from the workspace's catalog and SQL): it may use every layer below the verifier. The
+# crypto-shredding demo (demo --shred) writes its ciphertext and reads it back with the shred
+# library under the demo's master key, as a pipeline would.
+LOWER["demo"] = {"model", "workspace", "ingest", "graph", "planner", "storage", "formats", "executor", "shred", "crypto"}
 # The OpenLineage endpoint: an ASGI app over the ingest layer's event store.
 LOWER["serve"] = {"model", "workspace", "ingest"}
 # The web console (privacy office and owners): wiring beside the CLI. It reads the request store,
