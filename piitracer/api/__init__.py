@@ -10,6 +10,7 @@
 - :mod:`piitracer.api.audit`: the audit log, its verification, report and erasure certificate
 - :mod:`piitracer.api.requests`: the request store, the board, request states, batch windows (estimated), close
 - :mod:`piitracer.api.demo`: the demo flow
+- :mod:`piitracer.api.demo_shred`: the crypto-shredding demo (``demo --shred``)
 - :mod:`piitracer.api.workspace_init`: ``piitracer init``: a new workspace and its two keys, kept outside it
 - :mod:`piitracer.api.wiring`: what they share (workspace -> file store, locations, roots, journal, request store)
 
@@ -63,6 +64,8 @@ _EXPORTS = {
     # piitracer.api.demo
     "DEMO_SOURCE": "demo", "DemoResult": "demo", "demo_keys": "demo", "demo_audit_key": "demo",
     "demo_master_key": "demo", "demo_signing_key": "demo", "plan_diagram": "demo", "run_demo": "demo",
+    # piitracer.api.demo_shred
+    "ShredDemoResult": "demo_shred", "run_shred_demo": "demo_shred",
     # piitracer.api.workspace_init
     "InitRefused": "workspace_init", "InitResult": "workspace_init", "init_workspace": "workspace_init",
     # piitracer.api.wiring

@@ -26,7 +26,7 @@ from paths import PACKAGE, REPO
 
 # The use cases' modules (wiring is the API's own plumbing: a program calls the use cases).
 MODULES = ("session", "keys", "lineage", "catalog", "plan", "execute", "verify", "audit", "requests", "demo",
-           "workspace_init")
+           "demo_shred", "workspace_init")
 API = griffe.load("piitracer.api", search_paths=[str(REPO)], docstring_parser="google")
 
 
