@@ -300,7 +300,7 @@ def shred_demo_summary(result: ShredDemoResult) -> Group:
     datasets = Table(title=f"piitracer demo --shred: {status}")
     tables.name_column(datasets, "dataset", [d.dataset for d in result.plan.datasets])
     tables.name_column(datasets, "erasure", ["shred", "erase"])
-    for header in ("data files changed", "history read back", "other people's rows decrypt", "why"):
+    for header in ("files changed", "history read back", "other people's rows decrypt", "why"):
         tables.text_column(datasets, header)
     for decision in result.plan.datasets:
         files, history = result.files.get(decision.dataset), result.history.get(decision.dataset)
