@@ -43,6 +43,7 @@ CARDS = ShredColumns(key="user_id", deterministic=("pan",))
 TYPES = {"pan": pa.string(), "phone": pa.string(), "aadhaar_ref": pa.string()}
 DELTA = {"prod.payments": ("lake/payments", PAYMENTS), "analytics.cards": ("lake/cards", CARDS)}
 ICEBERG = "lake/iceberg/analytics/cards_ice"
+ROWS = 1200  # 100 people: small enough for CI, every load holding the person
 
 
 def digests(folder: Path) -> dict[str, str]:
@@ -94,7 +95,7 @@ def demo(tmp_path_factory, warehouse: Path):
     spark_for(warehouse)  # the suite's session: the demo's resolve step reuses it
     root = prepare_shred_workspace(tmp_path_factory.mktemp("shred") / "demo-shred",
                                    spark={"warehouse": str(warehouse), "conf": dict(settings().conf)})
-    build_shred_lake(load_workspace(root), demo_keys(root).master)
+    build_shred_lake(load_workspace(root), demo_keys(root).master, rows=ROWS)  # the command reuses it
     return root
 
 
@@ -157,7 +158,7 @@ def test_demo_shred_erases_one_person_by_their_key_and_everything_else_still_rea
                                                 f"4 snapshots; the subject's {subject_history} rows no longer decrypt"]
     assert shown["analytics.contacts_clear"][0] == "erase"
     assert "decrypts shredded column prod.payments.pan" in shown["analytics.contacts_clear"][-1]
-    assert shown["lakehouse"] == [f"reused: 3,000 payments of {people} people in 4 loads, pan, phone and aadhaar_ref "
+    assert shown["lakehouse"] == [f"reused: {ROWS:,} payments of {people} people in 4 loads, pan, phone and aadhaar_ref "
                                   "stored as ciphertext under each person's key"]
     assert shown["subject's key"] == [f"removed: the vault gives no key for the subject; {people - 1} other people's keys kept"]
     assert shown["verify"] == ["complete (3 crypto-shredded, 1 erased)"]
