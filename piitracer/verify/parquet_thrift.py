@@ -119,6 +119,121 @@ def _value(data: bytes, pos: int, kind: int) -> tuple[Any, int]:
     raise ThriftError(f"unknown compact type {kind}")
 
 
+# ---- reading only some fields ---------------------------------------------------------------------
+
+def read_selected(data: bytes | memoryview, select: dict[int, Any], pos: int = 0) -> tuple[dict[int, Any], int]:
+    """The struct at ``pos`` with only the fields ``select`` names: ``{field id: True}`` reads a
+    field whole, ``{field id: {...}}`` reads a struct field (or each struct of a list field) with
+    that selection; every other field is skipped without building its value. The same values as
+    :func:`read_struct` where selected (a footer's schema and per-column lists are most of its
+    fields, and the proofs read a few of them)."""
+    data = bytes(data) if isinstance(data, memoryview) else data
+    try:
+        return _struct_selected(data, pos, select)
+    except IndexError:
+        raise ThriftError("truncated") from None
+    except RecursionError:
+        raise ThriftError("nested too deep") from None
+
+
+def _struct_selected(data: bytes, pos: int, select: dict[int, Any]) -> tuple[dict[int, Any], int]:
+    fields: dict[int, Any] = {}
+    last = 0
+    while True:
+        header = data[pos]
+        pos += 1
+        kind = header & 0x0F
+        if kind == STOP:
+            return fields, pos
+        if header >> 4:
+            last += header >> 4
+        else:
+            last, pos = _read_varint(data, pos)
+            last = (last >> 1) ^ -(last & 1)
+        wanted = select.get(last)
+        if wanted is None:
+            pos = _skip(data, pos, kind)
+        elif wanted is True or kind not in (STRUCT, LIST, SET):
+            fields[last], pos = _value(data, pos, kind)
+        elif kind == STRUCT:
+            fields[last], pos = _struct_selected(data, pos, wanted)
+        else:
+            header = data[pos]
+            pos += 1
+            size = header >> 4
+            if size == 15:
+                size, pos = _read_varint(data, pos)
+            element = header & 0x0F
+            if element != STRUCT:
+                raise ThriftError("a selection inside a list of non-structs")
+            items = []
+            for _ in range(size):
+                item, pos = _struct_selected(data, pos, wanted)
+                items.append(item)
+            fields[last] = items
+
+
+def _skip_varint(data: bytes, pos: int) -> int:
+    start = pos
+    while data[pos] & 0x80:
+        pos += 1
+        if pos - start > 10:
+            raise ThriftError("varint too long")
+    return pos + 1
+
+
+def _skip(data: bytes, pos: int, kind: int) -> int:
+    """The position after a value of compact type ``kind`` at ``pos``, nothing built."""
+    if kind in (I16, I32, I64):
+        return _skip_varint(data, pos)
+    if kind == BINARY:
+        size, pos = _read_varint(data, pos)
+        if pos + size > len(data):
+            raise ThriftError("truncated binary")
+        return pos + size
+    if kind == STRUCT:
+        while True:
+            header = data[pos]
+            pos += 1
+            if header & 0x0F == STOP:
+                return pos
+            if not header >> 4:
+                pos = _skip_varint(data, pos)
+            pos = _skip(data, pos, header & 0x0F)
+    if kind in (TRUE, FALSE):
+        return pos
+    if kind in (LIST, SET):
+        header = data[pos]
+        pos += 1
+        size = header >> 4
+        if size == 15:
+            size, pos = _read_varint(data, pos)
+        element = header & 0x0F
+        if element in (TRUE, FALSE):
+            if pos + size > len(data):
+                raise ThriftError("truncated list")
+            return pos + size
+        for _ in range(size):
+            pos = _skip(data, pos, element)
+        return pos
+    if kind == BYTE:
+        return pos + 1
+    if kind == DOUBLE:
+        if pos + 8 > len(data):
+            raise ThriftError("truncated double")
+        return pos + 8
+    if kind == MAP:
+        size, pos = _read_varint(data, pos)
+        if not size:
+            return pos
+        types = data[pos]
+        pos += 1
+        for _ in range(size):
+            pos = _skip(data, _skip(data, pos, types >> 4), types & 0x0F)
+        return pos
+    raise ThriftError(f"unknown compact type {kind}")
+
+
 # ---- writing ------------------------------------------------------------------------------------
 
 def _varint(value: int) -> bytes:
