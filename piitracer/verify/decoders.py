@@ -25,12 +25,11 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable, Iterator
-from urllib.parse import unquote
 
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
 from piitracer.verify.scope import ScopedIndex
-from piitracer.verify.values import Place, ValueIndex
+from piitracer.verify.values import Place, ValueIndex, url_decodings
 
 PARQUET_MAGIC = b"PAR1"
 AVRO_MAGIC = b"Obj\x01"
@@ -238,7 +237,7 @@ def scan_file(source: FileSource, index: ValueIndex, chunks: ChunkCounts | None 
 def _path_hits(relative: str, index: ValueIndex) -> Iterator[tuple[str, set[str], str]]:
     # Hive-style partition folders ('user_id=7000000001') carry values; writers' file names carry
     # task and sequence numbers, which are not (a name string in a file name still is).
-    names = index.find(unquote(relative), Place.PATH)
+    names = set().union(*(index.find(form, Place.PATH) for form in (relative, *url_decodings(relative))))
     if names:
         yield "file path", names, "path"
 
@@ -249,7 +248,7 @@ def redact_path(relative: str, index: ValueIndex) -> str:
     for segment in relative.split("/"):
         if "=" in segment:
             key, value = segment.split("=", 1)
-            names = index.match(unquote(value))
+            names = set().union(*(index.match(form) for form in (value, *url_decodings(value))))
             if names:
                 parts.append(f"{key}=<{sorted(names)[0]}>")
                 continue
@@ -358,32 +357,37 @@ def _avro(source: FileSource, index: ValueIndex) -> Iterator[tuple[str, set[str]
 
     import fastavro
 
-    with io.BytesIO(source.data) as handle:
-        blocks = fastavro.block_reader(handle)
-        # An Iceberg manifest or manifest list says its format version; any other Avro is data.
-        # Its blocks, decompressed, are searched for every form a value takes there first: most
-        # hold none, and decoding every record of every list of a long history is not needed.
-        if "format-version" in blocks.metadata and not any(index.may_be_in_avro(block.bytes_.getvalue()) for block in blocks):
-            return
-        handle.seek(0)
-        reader = fastavro.reader(handle)
-        iceberg = "format-version" in reader.metadata
-        field_types = _iceberg_field_types(reader.metadata.get("schema"))
-        # A manifest list repeats the entry of every manifest its snapshot still reads, so a table's
-        # lists hold its history again and again: each distinct record (the same bytes, under the
-        # same table schema) is walked once per scan; its places are the same wherever it sits.
-        seen = index.__dict__.setdefault("_avro_records", {})
-        for number, record in enumerate(reader):
-            if iceberg:
-                key = (reader.metadata.get("schema"), repr(record))
-                found = seen.get(key)
-                if found is None:
-                    found = seen[key] = list(_avro_record(record, index, field_types, "", ()))
-                for where, names, kind in found:
-                    yield f"record {number}{where}", names, kind
-            else:
-                for where, names in _walk(record, index, f"record {number}", (), _any_place_holds_values):
-                    yield where, names, "data"
+    from piitracer.formats.avro_container import read_container
+
+    container = read_container(source.data)  # AvroContainerError: searched as raw bytes
+    if container is None:  # a codec only fastavro reads
+        reader = fastavro.block_reader(io.BytesIO(source.data))
+        metadata, blocks = reader.metadata, [block.bytes_.getvalue() for block in reader]
+    else:
+        metadata, blocks = container.metadata, [block for _, block in container.blocks]
+    iceberg = "format-version" in metadata
+    # An Iceberg manifest or manifest list says its format version; any other Avro is data.
+    # Its blocks, decompressed, are searched for every form a value takes there first: most
+    # hold none, and decoding every record of every list of a long history is not needed.
+    if iceberg and not any(index.may_be_in_avro(block) for block in blocks):
+        return
+    records = container.records() if container is not None else fastavro.reader(io.BytesIO(source.data))
+    field_types = _iceberg_field_types(metadata.get("schema"))
+    # A manifest list repeats the entry of every manifest its snapshot still reads, so a table's
+    # lists hold its history again and again: each distinct record (the same bytes, under the
+    # same table schema) is walked once per scan; its places are the same wherever it sits.
+    seen = index.__dict__.setdefault("_avro_records", {})
+    for number, record in enumerate(records):
+        if iceberg:
+            key = (metadata.get("schema"), repr(record))
+            found = seen.get(key)
+            if found is None:
+                found = seen[key] = list(_avro_record(record, index, field_types, "", ()))
+            for where, names, kind in found:
+                yield f"record {number}{where}", names, kind
+        else:
+            for where, names in _walk(record, index, f"record {number}", (), _any_place_holds_values):
+                yield where, names, "data"
 
 
 # Manifest fields that are paths; everything else outside 'partition' and the bounds is a count,

@@ -56,7 +56,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from enum import Enum
 from typing import Any, Iterable, Mapping
-from urllib.parse import unquote
+from urllib.parse import unquote, unquote_plus, unquote_to_bytes
 
 MIN_TEXT_LENGTH = 4
 # Iceberg truncates string bounds to 16 characters by default (write.metadata.metrics.default
@@ -225,7 +225,9 @@ class ValueIndex:
         if place is Place.PATH:
             for segment in value.split("/"):
                 if "=" in segment:  # Hive-style partition folder, Iceberg partition summary key
-                    names |= self.match(unquote(segment.split("=", 1)[1]))
+                    raw = segment.split("=", 1)[1]
+                    for decoded in (raw, *url_decodings(raw)):
+                        names |= self.match(decoded)
         return names
 
     def match_prefix(self, value: str) -> set[str]:
@@ -327,18 +329,23 @@ class ValueIndex:
         value's own bytes), or a bound in Iceberg's single-value form (little-endian integers and
         floats, UTF-8 text whose first 16 characters a truncated bound keeps, raw bytes); none of
         those forms of a searched value occurs in ``data``. Not used (True) when a decimal or a
-        timestamp is searched (their encodings vary), or ``data`` holds a ``%`` (a path is URL-decoded)."""
+        timestamp is searched (their encodings vary). A path is URL-decoded before it is searched,
+        so bytes holding a ``%`` or a ``+`` are searched URL-decoded too (:func:`url_decodings`): a bare ``%`` byte is common in an
+        Avro block (a count, an id), and taking it for a path made most manifest lists of a long
+        history be decoded for nothing."""
         finder = self.__dict__.get("_avro_literals", False)
         if finder is False:
             finder = self.__dict__["_avro_literals"] = self._avro_literals()
-        if finder is True or b"%" in data:
+        if finder is True:
             return True
-        return finder is not None and finder(data)
+        if finder is None:
+            return False
+        return finder(data) or any(finder(decoded) for decoded in url_decodings(data))
 
     def _avro_literals(self):
         """The compiled prefilter of :meth:`may_be_in_avro` (True: none; None: nothing can match)."""
-        if self.decimals or self.datetimes or "" in self.strs:
-            return True
+        if self.decimals or self.datetimes or "" in self.strs or any("\ufffd" in text for text in self.strs):
+            return True  # (U+FFFD: what an invalid %-escape of a path decodes to, not its bytes)
         forms: set[bytes] = set(self.bytes_values)
         for text in self.strs | set(self.int_texts):
             forms.add(text[:MIN_TRUNCATED_PREFIX].encode("utf-8"))  # a truncated bound keeps a prefix
@@ -498,6 +505,20 @@ def _finder(literals, pattern):
         return lambda text: any(literal in text for literal in found)
     compiled = re.compile(pattern(found))
     return lambda text: compiled.search(text) is not None
+
+
+def url_decodings(text: str | bytes) -> list:
+    """The forms a URL-encoded path segment may stand for (none when it holds no escape): ``%XX``
+    decoded, and also with ``+`` as a space (pyiceberg's partition folders: ``quote_plus``).
+    Bytes are decoded to bytes (the Avro prefilter), text to text."""
+    if isinstance(text, str):
+        if "%" not in text and "+" not in text:
+            return []
+        return list(dict.fromkeys(form for form in (unquote(text), unquote_plus(text)) if form != text))
+    if b"%" not in text and b"+" not in text:
+        return []
+    return list(dict.fromkeys(form for form in (unquote_to_bytes(text), unquote_to_bytes(text.replace(b"+", b" ")))
+                              if form != text))
 
 
 def _zigzag_varint(number: int) -> bytes:
