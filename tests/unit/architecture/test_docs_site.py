@@ -31,7 +31,7 @@ FRONT_DOOR = """# piitracer
 
 ```bash
 scripts/setup.sh && .venv/bin/piitracer demo                 # set up, run the main job: the demo erasure on a local lakehouse
-scripts/setup.sh && .venv/bin/python -m pytest -q            # set up, run the tests
+scripts/setup.sh && .venv/bin/python -m pytest -q -n 2       # set up, run the tests
 ```
 """
 _LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
