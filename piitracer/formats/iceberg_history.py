@@ -151,6 +151,9 @@ class _Reader:
         self.manifests: dict[str, _Manifest] = {}
         # A manifest list read: (its Avro schema, its decompressed blocks, its records), by path.
         self.lists: dict[str, tuple[str | None, bytes, list[dict]]] = {}
+        # A manifest list walked: its (manifest path, content) pairs, by path (a child reusing
+        # its parent's records reuses these too, instead of walking N^2/2 records again).
+        self.listed: dict[str, list[tuple[str, int]]] = {}
         self.relative = _Relative(root)
 
     def records(self, path: str) -> list[dict]:
@@ -174,8 +177,13 @@ class _Reader:
         """(manifest path, content) of a snapshot, each manifest read once into :attr:`manifests`;
         ``parent``: its parent snapshot, whose list was read before (its records are reused)."""
         found = []
-        if snapshot.get("manifest-list"):
-            rows = self._list_rows(snapshot["manifest-list"], (parent or {}).get("manifest-list"))
+        inherited: list[tuple[str, int]] = []
+        list_path = snapshot.get("manifest-list")
+        if list_path:
+            parent_path = (parent or {}).get("manifest-list")
+            rows, reused = self._list_rows(list_path, parent_path)
+            if reused:  # the parent's records, already walked: its (path, content) pairs follow
+                rows, inherited = rows[:len(rows) - reused], self.listed[parent_path]
         else:  # format v1 may list its manifests inline
             rows = [{"manifest_path": path} for path in snapshot.get("manifests") or ()]
         for row in rows:
@@ -184,9 +192,12 @@ class _Reader:
             if path not in self.manifests:
                 self.manifests[path] = self._manifest(path, row, snapshot)
             found.append((path, content))
+        found += inherited
+        if list_path:
+            self.listed[list_path] = found
         return found
 
-    def _list_rows(self, path: str, parent_path: str | None) -> list[dict]:
+    def _list_rows(self, path: str, parent_path: str | None) -> tuple[list[dict], int]:
         """The records of the manifest list at ``path``. A writer lists a snapshot's new manifests
         first and then its parent's, record for record (pyiceberg, Iceberg's Java library on
         append): when the parent list's decompressed blocks, under the same Avro schema, end this
@@ -194,25 +205,29 @@ class _Reader:
         That is the full decode exactly (Avro records are read one after another, so the records
         that end exactly where the parent's bytes begin are followed by the parent's), checked by
         the counts; otherwise the whole list is decoded. A history of N one-manifest commits holds
-        N^2/2 list records: decoding each list whole was most of reading a long history."""
+        N^2/2 list records: decoding each list whole was most of reading a long history. Returns
+        the records and how many of the last ones are the parent's (0: decoded whole)."""
         parent = self.lists.get(parent_path) if parent_path else None
         with self.store.open_input(self.root.resolve_reference(path)) as handle:
             raw = handle.read()
         try:
             container = read_container(raw)
             if container is None:
-                return self._container(path)[1]
+                return self._container(path)[1], 0
             data, schema = container.data(), container.schema_text
-            rows = None
+            rows, reused = None, 0
             if parent is not None and parent[0] == schema and parent[2] and data.endswith(parent[1]):
                 rows = records_between(data, 0, len(data) - len(parent[1]), schema)
-                rows = rows + parent[2] if rows is not None and len(rows) + len(parent[2]) == container.record_count else None
+                if rows is not None and len(rows) + len(parent[2]) == container.record_count:
+                    rows, reused = rows + parent[2], len(parent[2])
+                else:
+                    rows = None
             if rows is None:
                 rows = container.records()
         except AvroContainerError as error:
             raise FormatError(f"{path}: not a readable Avro file ({error})") from error
         self.lists[path] = (schema, data, rows)
-        return rows
+        return rows, reused
 
     def _manifest(self, path: str, listed: dict, snapshot: dict) -> _Manifest:
         # Inheritance (spec, "Sequence Number Inheritance"; pyiceberg's _inherit_from_manifest).

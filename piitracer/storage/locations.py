@@ -23,6 +23,24 @@ class LocationError(ValueError):
     """A location piitracer cannot use (an unknown scheme, no bucket); the message says which."""
 
 
+def _plain_local_path(text: str) -> str | None:
+    """``text`` as a canonical local path when it already is one (``/a/b`` or ``file:///a/b``)
+    and parsing could not change it: no character a URL parser or percent-decoding reads (``%``,
+    ``?``, ``#``, ``;``, control characters), nothing :func:`os.path.normpath` would rewrite, no
+    surrounding space;
+    else None (parsed in full). A long history's metadata names thousands of such paths: parsing
+    each cost more than reading the file it names."""
+    if text.startswith("file:///"):
+        path = text[7:]
+    elif text.startswith("/"):
+        path = text
+    else:
+        return None
+    if path.startswith("//") or text != text.strip() or any(c in path for c in "%?#;\\") or not path.isprintable():
+        return None  # (a URL parser also drops tabs and line breaks)
+    return path if os.path.normpath(path) == path else None
+
+
 @dataclass(frozen=True, order=True)
 class Location:
     """A canonical place: ``/abs/local/path`` or ``scheme://authority/key`` (no trailing slash,
@@ -34,6 +52,9 @@ class Location:
     def parse(cls, text: str | os.PathLike[str], base: str | os.PathLike[str] | None = None) -> "Location":
         """A location from the catalog's text; relative local paths are taken relative to ``base``."""
         raw = os.fspath(text).strip()
+        plain = _plain_local_path(raw)
+        if plain is not None:
+            return cls(plain)
         parsed = urlparse(raw)
         scheme = parsed.scheme.lower()
         if scheme in LOCAL_SCHEMES or (len(scheme) == 1 and os.name == "nt"):
@@ -96,6 +117,9 @@ class Location:
 
     def resolve_reference(self, reference: str) -> "Location":
         """A path a table's metadata names — absolute, a URI, or relative to this location."""
+        plain = _plain_local_path(reference)
+        if plain is not None:
+            return Location(plain)
         parsed = urlparse(reference)
         if parsed.scheme.lower() in LOCAL_SCHEMES and not os.path.isabs(unquote(parsed.path) if parsed.scheme else reference):
             return self.child(reference)

@@ -32,6 +32,7 @@ Everything else is decoded (``decoded``), with why. Nested columns are always de
 
 from __future__ import annotations
 
+import functools
 import re
 import struct
 from bisect import bisect_left
@@ -51,7 +52,7 @@ from piitracer.verify.parquet_pages import (DATA_PAGE, DATA_PAGE_V2, DECOMPRESS,
                                             BytesAt, chunk_start, decode_dictionary, parse_footer,
                                             read_page_headers)
 from piitracer.verify.parquet_thrift import ThriftError, read_struct
-from piitracer.verify.values import ValueIndex
+from piitracer.verify.values import FEW_LITERALS, ValueIndex
 
 METHODS = ("type", "statistics", "page_index", "bloom", "dictionary", "pages", "decoded")
 PROVING_METHODS = METHODS[:-1]
@@ -208,7 +209,7 @@ class ParquetProver:
             if len(values) != expected:
                 return "page size does not match its header"
             texts.append(values)
-        if texts and pc.any(pc.match_substring_regex(pa.array(texts, pa.large_binary()), prefilter)).as_py():
+        if texts and _holds_literal(texts, prefilter):
             return "a page holds a searched value's text"
         return None
 
@@ -471,10 +472,50 @@ def _may_hold(body: bytes, compression: str, page: PageHeader, prefilter: str) -
     of ``prefilter``: no means no dictionary value is or contains a searched string. True when the
     page cannot be decompressed here (the caller decodes)."""
     if compression == "UNCOMPRESSED":
-        raw = pa.py_buffer(body)
+        raw = body
     elif compression in DECOMPRESS:
-        raw = pa.decompress(body, page.uncompressed_size, codec=DECOMPRESS[compression])
+        raw = pa.decompress(body, page.uncompressed_size, codec=DECOMPRESS[compression], asbytes=True)
     else:
         return True
-    whole = pa.Array.from_buffers(pa.large_binary(), 1, [None, pa.array([0, raw.size], pa.int64()).buffers()[1], raw])
-    return bool(pc.match_substring_regex(whole, prefilter)[0].as_py())
+    return _holds_literal([raw], prefilter)
+
+
+def _holds_literal(texts: list[bytes], prefilter: str) -> bool:
+    """Whether any of ``texts`` holds a literal of ``prefilter`` (escaped literals and alternations,
+    :func:`literal_prefilter`): a substring search per literal when they are few (a one-value
+    dictionary of a small file cost ~50 us of pattern compiling per chunk), else one RE2 pass."""
+    literals = prefilter_literals(prefilter)
+    if literals is not None:
+        return any(literal in text for text in texts for literal in literals)
+    whole = pa.array(texts, pa.large_binary())
+    return bool(pc.any(pc.match_substring_regex(whole, prefilter)).as_py())
+
+
+@functools.lru_cache(maxsize=64)
+def prefilter_literals(prefilter: str) -> tuple[bytes, ...] | None:
+    """The UTF-8 literals of a :func:`literal_prefilter` pattern, when it is a few escaped
+    literals joined by ``|`` (an escape of a letter or digit is a class, not a literal: None then,
+    as for a group or more than :data:`~piitracer.verify.values.FEW_LITERALS` of them); a text
+    holds one exactly when the pattern matches it."""
+    literals, current, index = [], [], 0
+    while index < len(prefilter):
+        char = prefilter[index]
+        if char == "\\":
+            escaped = prefilter[index + 1:index + 2]
+            if not escaped or escaped.isascii() and escaped.isalnum():
+                return None
+            current.append(escaped)
+            index += 2
+            continue
+        if char == "|":
+            literals.append("".join(current))
+            current = []
+        elif char in "^$[]().*+?{}":
+            return None
+        else:
+            current.append(char)
+        index += 1
+    literals.append("".join(current))
+    if "" in literals or len(literals) > FEW_LITERALS:
+        return None
+    return tuple(literal.encode("utf-8") for literal in literals)
