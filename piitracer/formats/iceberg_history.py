@@ -346,12 +346,16 @@ class IcebergHistory(TableHistory):
         self._positions: dict[str, dict[str, Any]] = {}  # delete file -> data file path -> positions
         self._equality: dict[str, tuple[tuple[str, ...], set]] = {}
         self._columns: dict[tuple[str, tuple[str, ...]], Any] = {}
+        self._relevant_for: tuple[frozenset[str], set[str]] | None = None
 
     def reading(self, number: int, wanted: Collection[str]) -> Iterator[tuple[str, Any]]:
-        wanted = set(wanted)
+        wanted = frozenset(wanted)
+        relevant = self._relevant(wanted)
         data: list[_Entry] = []
         deletes: list[_Entry] = []
         for path, content in self._lists[number]:
+            if path not in relevant:
+                continue
             manifest = self._manifests[path]
             deletes += manifest.deletes
             for uri in wanted.intersection(manifest.entries):
@@ -359,6 +363,17 @@ class IcebergHistory(TableHistory):
         for entry in data:
             applying = tuple(d for d in deletes if self._applies(d, entry))
             yield entry.uri, applying
+
+    def _relevant(self, wanted: frozenset[str]) -> set[str]:
+        """The manifests a snapshot's reading of ``wanted`` needs: those with a live entry of a
+        wanted data file, and those with delete files. Found once per ``wanted`` over the distinct
+        manifests, so that each snapshot skips the others at a set lookup each (snapshot k of a
+        history lists ~k manifests: an intersection per listed manifest was quadratic work)."""
+        if self._relevant_for is None or self._relevant_for[0] != wanted:
+            found = {path for path, manifest in self._manifests.items()
+                     if manifest.deletes or not wanted.isdisjoint(manifest.entries)}
+            self._relevant_for = (wanted, found)
+        return self._relevant_for[1]
 
     def _applies(self, delete: _Entry, data: _Entry) -> bool:
         if delete.content == POSITION_DELETES:

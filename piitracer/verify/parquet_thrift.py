@@ -152,7 +152,12 @@ def _struct_selected(data: bytes, pos: int, select: dict[int, Any]) -> tuple[dic
             last = (last >> 1) ^ -(last & 1)
         wanted = select.get(last)
         if wanted is None:
-            pos = _skip(data, pos, kind)
+            if I16 <= kind <= I64 and data[pos] < 0x80:
+                pos += 1  # a one-byte integer (most of a column's metadata), without a call
+            elif kind == TRUE or kind == FALSE:
+                pass
+            else:
+                pos = _skip_fields(data, pos) if kind == STRUCT else _skip(data, pos, kind)
         elif wanted is True or kind not in (STRUCT, LIST, SET):
             fields[last], pos = _value(data, pos, kind)
         elif kind == STRUCT:
@@ -182,6 +187,39 @@ def _skip_varint(data: bytes, pos: int) -> int:
     return pos + 1
 
 
+def _skip_fields(data: bytes, pos: int) -> int:
+    """The position after a struct's fields (up to and with its STOP) at ``pos``, nothing built.
+    The kinds a footer is mostly made of (integers, binaries, booleans) are skipped in this loop
+    without a call each: skipping the footer's schema and column metadata was most of its parse."""
+    size = len(data)
+    while True:
+        header = data[pos]
+        pos += 1
+        kind = header & 0x0F
+        if kind == STOP:
+            return pos
+        if header < 0x10:  # a long-form field id: its zigzag varint follows
+            pos = _skip_varint(data, pos)
+        if I16 <= kind <= I64:
+            start = pos
+            while data[pos] >= 0x80:
+                pos += 1
+            pos += 1
+            if pos - start > 11:
+                raise ThriftError("varint too long")
+        elif kind == BINARY:
+            length = data[pos]
+            if length < 0x80:
+                pos += 1
+            else:
+                length, pos = _read_varint(data, pos)
+            pos += length
+            if pos > size:
+                raise ThriftError("truncated binary")
+        elif kind != TRUE and kind != FALSE:
+            pos = _skip(data, pos, kind)
+
+
 def _skip(data: bytes, pos: int, kind: int) -> int:
     """The position after a value of compact type ``kind`` at ``pos``, nothing built."""
     if kind in (I16, I32, I64):
@@ -192,14 +230,7 @@ def _skip(data: bytes, pos: int, kind: int) -> int:
             raise ThriftError("truncated binary")
         return pos + size
     if kind == STRUCT:
-        while True:
-            header = data[pos]
-            pos += 1
-            if header & 0x0F == STOP:
-                return pos
-            if not header >> 4:
-                pos = _skip_varint(data, pos)
-            pos = _skip(data, pos, header & 0x0F)
+        return _skip_fields(data, pos)
     if kind in (TRUE, FALSE):
         return pos
     if kind in (LIST, SET):
@@ -213,8 +244,20 @@ def _skip(data: bytes, pos: int, kind: int) -> int:
             if pos + size > len(data):
                 raise ThriftError("truncated list")
             return pos + size
-        for _ in range(size):
-            pos = _skip(data, pos, element)
+        if element == STRUCT:
+            for _ in range(size):
+                pos = _skip_fields(data, pos)
+        elif I16 <= element <= I64:
+            for _ in range(size):
+                start = pos
+                while data[pos] >= 0x80:
+                    pos += 1
+                pos += 1
+                if pos - start > 11:
+                    raise ThriftError("varint too long")
+        else:
+            for _ in range(size):
+                pos = _skip(data, pos, element)
         return pos
     if kind == BYTE:
         return pos + 1
