@@ -133,6 +133,7 @@ class FileSource:
     store: Store
     location: Location  # the file itself
     relative: str  # its path relative to the scanned location
+    shown: str | None = None  # that path as a report shows it (redacted), when already known
 
     @property
     def name(self) -> str:
@@ -188,7 +189,7 @@ def scan_one_file(root: Location, relative: str, index: ValueIndex, store: Store
     shown = redact_path(relative, index)
     if not index:
         return FileScan(shown)
-    source = FileSource(store, root.child(relative), relative)
+    source = FileSource(store, root.child(relative), relative, shown)
     hits: set[tuple[str, str, str]] = set()
     for where, names, kind in _path_hits(relative, index):
         hits |= {(where, n, kind) for n in names}
@@ -227,7 +228,8 @@ def scan_file(source: FileSource, index: ValueIndex, chunks: ChunkCounts | None 
         yield from _json_text(gzip.decompress(source.data).decode("utf-8", "replace"), index, "metadata")
     elif name.endswith((".json", ".jsonl", ".ndjson")) or (in_log and not name.endswith(".bin")) or name == "_last_checkpoint":
         kind = "log" if in_log else ("metadata" if name.endswith(".metadata.json") else "raw")
-        yield from _json_text(source.text(), index, kind)
+        if index.may_be_in_json(source.data):  # else no value is in it: not even decoded
+            yield from _json_text(source.text(), index, kind)
     else:
         yield from _raw(source, index)
 
@@ -303,7 +305,7 @@ def _parquet_file(handle, counted, footer: bytes, source: FileSource, index: Val
                 names = index.find(bound, place)
                 if names:
                     yield f"footer statistics {label} of {index.redact_text(column.path_in_schema)}", names, "statistics"
-    shown = redact_path(source.relative, index)
+    shown = source.shown if source.shown is not None else redact_path(source.relative, index)
     if in_log:
         # Delta checkpoints: the add actions' 'stats' are JSON strings; small files, walk them.
         table = handle.read()

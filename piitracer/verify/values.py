@@ -296,7 +296,7 @@ class ValueIndex:
             return text
         return self._redact_pattern.sub(lambda hit: f"<{sorted(self._token(hit.group(0)) or {'value'})[0]}>", text)
 
-    def may_be_in_json(self, text: str) -> bool:
+    def may_be_in_json(self, text: str | bytes) -> bool:
         """False only when no searched value can be read from this JSON (or JSON lines) text by
         :func:`~piitracer.verify.decoders._json_text`: a JSON leaf, key or text that holds a value
         holds its literal characters (a string's, an integer's decimal form), and none occurs in
@@ -304,23 +304,36 @@ class ValueIndex:
         kept ``metadata.json`` files repeat its whole history, each a little longer. Not used (True)
         when a float is searched (a JSON number has many spellings), when a value holds a character
         JSON may escape (quotes, backslash, ``/``, control or non-ASCII characters), or when the
-        text holds a ``%`` (a path segment is URL-decoded before it is matched)."""
-        finder = self.__dict__.get("_json_literals", False)
-        if finder is False:
-            finder = self.__dict__["_json_literals"] = self._json_literals()
-        if finder is True or "%" in text:
+        text holds a ``%`` (a path segment is URL-decoded before it is matched) or a ``\\u``
+        escape (JSON may spell any character so). ``text`` may be the file's UTF-8 bytes: the
+        literals are printable ASCII, found in the bytes exactly where in the decoded text (a file
+        that needs no walk need not be decoded either)."""
+        finders = self.__dict__.get("_json_literals", False)
+        if finders is False:
+            finders = self.__dict__["_json_literals"] = self._json_literals()
+        if finders is True:
             return True
-        return finder is not None and finder(text)
+        if isinstance(text, str):
+            if "%" in text or "\\u" in text:
+                return True
+            return finders is not None and finders[0](text)
+        if b"%" in text or b"\\u" in text:
+            return True
+        return finders is not None and finders[1](text)
 
     def _json_literals(self):
-        """The compiled prefilter of :meth:`may_be_in_json`; True: no prefilter; None: nothing a
-        JSON text holds can match (no string or integer is searched)."""
+        """The compiled prefilters of :meth:`may_be_in_json` (for text, for bytes); True: no
+        prefilter; None: nothing a JSON text holds can match (no string or integer is searched)."""
         if self.floats:
             return True
         literals = self.strs | set(self.int_texts)
         if any(not text or any(c in '"\\/%' or not " " <= c <= "~" for c in text) for text in literals):
             return True
-        return _finder(literals, _trie_pattern) if literals else None
+        if not literals:
+            return None
+        return (_finder(literals, _trie_pattern),
+                _finder({text.encode("ascii") for text in literals},
+                        lambda found: b"|".join(re.escape(form) for form in sorted(found, key=lambda f: (-len(f), f)))))
 
     def may_be_in_avro(self, data: bytes) -> bool:
         """False only when no searched value can be read from an Iceberg manifest or manifest

@@ -72,6 +72,7 @@ def test_the_prefilter_skips_only_texts_where_the_walk_finds_nothing(sets) -> No
             assert list(_json_text(text, index, kind)) == walked, text
             skipped += not index.may_be_in_json(text)
             found += bool(walked)
+            assert index.may_be_in_json(text.encode("utf-8")) == index.may_be_in_json(text)  # the file's bytes
     assert found > 100  # values are planted often enough
     if not any(isinstance(v, float) or (isinstance(v, str) and not v.isascii() or '"' in str(v)) for v in values):
         assert skipped > 50  # and the prefilter does skip texts
@@ -84,6 +85,18 @@ def test_a_value_only_url_encoded_in_a_path_is_still_walked() -> None:
                        ('{"location": "data/u=%37%30%30%30%30%30%30%30%30%31/f.parquet"}', "metadata")):
         walked = list(_json_text(text, _without_prefilter(VALUE_SETS[1]), kind))
         assert walked and list(_json_text(text, index, kind)) == walked
+
+
+def test_a_value_spelt_with_unicode_escapes_is_still_walked() -> None:
+    """JSON may spell any character as ``\\uXXXX``: a value's literal need not be in the text."""
+    index = ValueIndex.build(VALUE_SETS[0])
+    for text, kind in (('{"summary": {"k": "\\u0041BCDE1234F"}}', "metadata"),
+                       ('{"add": {"stats": "{\\"minValues\\": {\\"u\\": \\u0037000000001}}"}}', "log"),
+                       ('["x1", "ABCDE\\u0031234F"]', "raw")):
+        walked = list(_json_text(text, _without_prefilter(VALUE_SETS[0]), kind))
+        assert walked, text
+        assert list(_json_text(text, index, kind)) == walked
+        assert index.may_be_in_json(text.encode("utf-8"))
 
 
 def _without_prefilter(sets) -> ValueIndex:
