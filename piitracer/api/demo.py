@@ -84,6 +84,20 @@ class DemoResult:
         return totals
 
 
+class PhaseClock:
+    """Wall time per phase of a demo: ``phase("build")`` records the time since the last call
+    (or since the clock was made) under that name in :attr:`seconds`."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.monotonic()
+
+    def __call__(self, name: str) -> None:
+        now = time.monotonic()
+        self.seconds[name] = now - self._last
+        self._last = now
+
+
 def run_demo(
     folder: str | os.PathLike[str] = "demo",
     subjects: int | None = None,
@@ -131,14 +145,8 @@ def run_demo(
         ExecutionError: a step failed (the run is recorded first, as ``execute`` records it).
     """
     say = progress or (lambda message: None)
-    seconds: dict[str, float] = {}
-    clock = time.monotonic()
-
-    def phase(name: str) -> None:
-        nonlocal clock
-        now = time.monotonic()
-        seconds[name] = now - clock
-        clock = now
+    phase = PhaseClock()
+    seconds = phase.seconds
 
     root = prepare_workspace(Path(folder), warehouse=Path(warehouse) if warehouse else None)
     workspace = load_workspace(root)

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from piitracer.api.demo import demo_keys
+from piitracer.api.demo import PhaseClock, demo_keys
 from piitracer.api.plan import plan_requests
 from piitracer.api.session import open as open_session
 from piitracer.api.wiring import write_private
@@ -110,14 +109,8 @@ def run_shred_demo(
         ExecutionError: a step failed (the run is recorded first, as ``execute`` records it).
     """
     say = progress or (lambda message: None)
-    seconds: dict[str, float] = {}
-    clock = time.monotonic()
-
-    def phase(name: str) -> None:
-        nonlocal clock
-        now = time.monotonic()
-        seconds[name] = now - clock
-        clock = now
+    phase = PhaseClock()
+    seconds = phase.seconds
 
     root = prepare_shred_workspace(Path(folder), spark=spark)
     keys = demo_keys(root)
