@@ -137,6 +137,8 @@ def read_selected(data: bytes | memoryview, select: dict[int, Any], pos: int = 0
 
 
 def _struct_selected(data: bytes, pos: int, select: dict[int, Any]) -> tuple[dict[int, Any], int]:
+    # The field-header framing is _struct's, written out again on purpose: a shared helper would
+    # cost a call per field, and a footer is thousands of fields per small file.
     fields: dict[int, Any] = {}
     last = 0
     while True:
