@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import random
 from pathlib import Path
+from typing import Callable, Iterator
 
 import pyarrow as pa
 import pytest
@@ -81,8 +82,6 @@ def test_the_avro_prefilter_skips_only_files_where_decoding_finds_nothing(tmp_pa
 def test_a_partition_value_that_is_only_a_zigzag_long_is_still_decoded(tmp_path: Path) -> None:
     """A manifest whose paths do not name the partition (rewritten here: Hive-style folders would)
     and which keeps no bounds: the subject's id is only an Avro long of the partition record."""
-    import fastavro
-
     rows = [(7_000_000_001, "x", datetime.date(2026, 10, 1)), (8_000_000_002, "y", datetime.date(2026, 10, 2))]
     (tmp_path / "t").mkdir()
     location = table_with(tmp_path / "t", "user_id", rows, "none")
@@ -90,20 +89,39 @@ def test_a_partition_value_that_is_only_a_zigzag_long_is_still_decoded(tmp_path:
     index, walking = ValueIndex.build({"u": [7_000_000_001]}), ValueIndex.build({"u": [7_000_000_001]})
     walking.__dict__["_avro_literals"] = True
     checked = 0
+    for walked in _rewritten_manifests(location, store, root, index, walking, _rename_subject_path):
+        checked += any("partition" in where for where, _, _ in walked)
+    assert checked  # the partition value alone was found, through the prefilter too
+
+
+def _rename_subject_path(record: dict) -> None:
+    record["data_file"]["file_path"] = record["data_file"]["file_path"].replace("7000000001", "subject")
+
+
+def _move_partition_value(record: dict) -> None:
+    record["data_file"]["partition"]["note"] = "elsewhere"
+
+
+def _rewritten_manifests(location: Path, store: Store, root: Location, index: ValueIndex, walking: ValueIndex,
+                         change: Callable[[dict], None]) -> Iterator[list]:
+    """Each manifest of the table rewritten with ``change`` applied to every record (same schema,
+    codec and metadata); yields what decoding it finds without the prefilter (``walking``), after
+    checking that the prefiltered decode (``index``) finds exactly that."""
+    import fastavro
+
     for path in sorted(location.rglob("*-m0.avro")):
         with open(path, "rb") as handle:
             reader = fastavro.reader(handle)
             schema, metadata = reader.writer_schema, {k: v for k, v in reader.metadata.items() if not k.startswith("avro.")}
             records = list(reader)
         for record in records:
-            record["data_file"]["file_path"] = record["data_file"]["file_path"].replace("7000000001", "subject")
+            change(record)
         with open(path, "wb") as handle:
             fastavro.writer(handle, schema, records, codec="deflate", metadata=metadata)
         relative = str(path.relative_to(location))
         walked = list(_avro(FileSource(store, root.child(relative), relative), walking))
         assert list(_avro(FileSource(store, root.child(relative), relative), index)) == walked
-        checked += any("partition" in where for where, _, _ in walked)
-    assert checked  # the partition value alone was found, through the prefilter too
+        yield walked
 
 
 def _blocks(source: FileSource) -> list[bytes]:
@@ -121,8 +139,6 @@ def test_a_value_only_in_an_escaped_partition_path_is_found_through_the_prefilte
     """The manifests' partition records are rewritten (the value then sits only in the escaped
     data file path): the decode finds it under both URL decodings ('%XX', and '+' as a space),
     and the prefilter does not skip the manifest that holds it."""
-    import fastavro
-
     rows = [(1, ESCAPED, datetime.date(2026, 10, 1)), (2, "other", datetime.date(2026, 10, 2))]
     (tmp_path / "t").mkdir()
     location = table_with(tmp_path / "t", "note", rows, "none")
@@ -130,18 +146,7 @@ def test_a_value_only_in_an_escaped_partition_path_is_found_through_the_prefilte
     index, walking = ValueIndex.build({"t": [ESCAPED]}), ValueIndex.build({"t": [ESCAPED]})
     walking.__dict__["_avro_literals"] = True
     found = 0
-    for path in sorted(location.rglob("*-m0.avro")):
-        with open(path, "rb") as handle:
-            reader = fastavro.reader(handle)
-            schema, metadata = reader.writer_schema, {k: v for k, v in reader.metadata.items() if not k.startswith("avro.")}
-            records = list(reader)
-        for record in records:
-            record["data_file"]["partition"]["note"] = "elsewhere"
-        with open(path, "wb") as handle:
-            fastavro.writer(handle, schema, records, codec="deflate", metadata=metadata)
-        relative = str(path.relative_to(location))
-        walked = list(_avro(FileSource(store, root.child(relative), relative), walking))
-        assert list(_avro(FileSource(store, root.child(relative), relative), index)) == walked
+    for walked in _rewritten_manifests(location, store, root, index, walking, _move_partition_value):
         found += any(where.endswith("file_path") for where, _, _ in walked)
     assert found == 1  # the one manifest naming the subject's folder
 
