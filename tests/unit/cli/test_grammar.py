@@ -16,11 +16,10 @@ from click.testing import CliRunner
 from piitracer.cli.main import cli
 from piitracer.model.errors import error_kinds
 from paths import REPO
+from one_table_workspace import one_table_workspace
 
 FIXTURES = str(REPO / "lineage_fixtures")
 AUDIT = "grammar-test-audit-key-0123456789abcdef"
-CATALOG = ("catalog:\n  a.b: {format: parquet, location: data, columns: [user_id], identifiers: [user_id], "
-           "subject_key: user_id, column_types: {user_id: bigint}}\nlineage:\n  sql: [{path: sql}]\n")
 NO_KEYS = {"PIITRACER_AUDIT_KEY": None, "PIITRACER_AUDIT_KEY_FILE": None, "PIITRACER_MASTER_KEY": None,
            "PIITRACER_MASTER_KEY_FILE": None, "PIITRACER_SIGNING_KEY_FILE": None}
 # Commands that print no report of their own: a server runs until stopped; init's stdout is the
@@ -77,12 +76,7 @@ def test_the_shared_options_are_accepted_on_the_root_and_every_group() -> None:
 
 @pytest.fixture()
 def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    (root / "sql").mkdir(parents=True)
-    (root / "sql" / "p.sql").write_text("INSERT INTO a.c SELECT user_id FROM a.b;\n")
-    (root / "data").mkdir()
-    (root / "piitracer.yaml").write_text(CATALOG)
-    return root
+    return one_table_workspace(tmp_path)
 
 
 @pytest.fixture()

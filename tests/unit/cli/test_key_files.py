@@ -14,11 +14,10 @@ from click.testing import CliRunner
 from piitracer.cli.main import cli
 from piitracer.crypto.envelope import MasterKeyError, load_master_key
 from piitracer.requests.store import RequestStore
+from one_table_workspace import one_table_workspace
 
 AUDIT = "key-files-test-audit-key-0123456789"
 SUBJECT = "7000000001"
-CATALOG = ("catalog:\n  a.b: {format: parquet, location: data, columns: [user_id], identifiers: [user_id], "
-           "subject_key: user_id, column_types: {user_id: bigint}}\nlineage:\n  sql: [{path: sql}]\n")
 
 
 def run(root: Path | None, *args: str, env: dict | None = None) -> tuple[int, str]:
@@ -34,12 +33,7 @@ def run(root: Path | None, *args: str, env: dict | None = None) -> tuple[int, st
 
 @pytest.fixture()
 def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    (root / "sql").mkdir(parents=True)
-    (root / "sql" / "p.sql").write_text("INSERT INTO a.c SELECT user_id FROM a.b;\n")
-    (root / "data").mkdir()
-    (root / "piitracer.yaml").write_text(CATALOG)
-    return root
+    return one_table_workspace(tmp_path)
 
 
 @pytest.fixture()

@@ -20,10 +20,9 @@ from piitracer.cli.main import cli
 from piitracer.crypto.envelope import MasterKeyError, load_master_key
 from piitracer.model.errors import BadKeyError
 from piitracer.storage.key_files import kind_of_file
+from one_table_workspace import one_table_workspace
 
 SUBJECT = "7000000001"
-CATALOG = ("catalog:\n  a.b: {format: parquet, location: data, columns: [user_id], identifiers: [user_id], "
-           "subject_key: user_id, column_types: {user_id: bigint}}\nlineage:\n  sql: [{path: sql}]\n")
 NO_KEYS = {"PIITRACER_AUDIT_KEY": None, "PIITRACER_AUDIT_KEY_FILE": None, "PIITRACER_MASTER_KEY": None,
            "PIITRACER_MASTER_KEY_FILE": None, "PIITRACER_SIGNING_KEY_FILE": None}
 
@@ -44,12 +43,7 @@ def one_error_line(out: str) -> str:
 
 @pytest.fixture()
 def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    (root / "sql").mkdir(parents=True)
-    (root / "sql" / "p.sql").write_text("INSERT INTO a.c SELECT user_id FROM a.b;\n")
-    (root / "data").mkdir()
-    (root / "piitracer.yaml").write_text(CATALOG)
-    return root
+    return one_table_workspace(tmp_path)
 
 
 @pytest.fixture()
