@@ -27,8 +27,7 @@ def _plain_local_path(text: str) -> str | None:
     """``text`` as a canonical local path when it already is one (``/a/b`` or ``file:///a/b``)
     and parsing could not change it: no character a URL parser or percent-decoding reads (``%``,
     ``?``, ``#``, ``;``, control characters), nothing :func:`os.path.normpath` would rewrite, no
-    surrounding space;
-    else None (parsed in full). A long history's metadata names thousands of such paths: parsing
+    surrounding space; else None (parsed in full). A long history's metadata names thousands of such paths: parsing
     each cost more than reading the file it names."""
     if text.startswith("file:///"):
         path = text[7:]

@@ -251,12 +251,7 @@ def _skip(data: bytes, pos: int, kind: int) -> int:
                 pos = _skip_fields(data, pos)
         elif I16 <= element <= I64:
             for _ in range(size):
-                start = pos
-                while data[pos] >= 0x80:
-                    pos += 1
-                pos += 1
-                if pos - start > 11:
-                    raise ThriftError("varint too long")
+                pos = _skip_varint(data, pos)
         else:
             for _ in range(size):
                 pos = _skip(data, pos, element)

@@ -333,7 +333,7 @@ class ValueIndex:
             return None
         return (_finder(literals, _trie_pattern),
                 _finder({text.encode("ascii") for text in literals},
-                        lambda found: b"|".join(re.escape(form) for form in sorted(found, key=lambda f: (-len(f), f)))))
+                        _bytes_alternation))
 
     def may_be_in_avro(self, data: bytes) -> bool:
         """False only when no searched value can be read from an Iceberg manifest or manifest
@@ -372,7 +372,7 @@ class ValueIndex:
         forms.discard(b"")
         if not forms:
             return None
-        return _finder(forms, lambda found: b"|".join(re.escape(form) for form in sorted(found, key=len, reverse=True)))
+        return _finder(forms, _bytes_alternation)
 
     def whole_values(self) -> "ValueIndex":
         """This index's values, whole values only (``inside_text=False``): what a key column is
@@ -508,6 +508,11 @@ def _date(days: int) -> date | None:
 
 
 FEW_LITERALS = 24  # up to this many, one substring search each (memchr speed) beats one regex pass
+
+
+def _bytes_alternation(found: list[bytes]) -> bytes:
+    """A bytes pattern matching any of ``found`` (escaped), the longest first."""
+    return b"|".join(re.escape(form) for form in sorted(found, key=len, reverse=True))
 
 
 def _finder(literals, pattern):
