@@ -2,6 +2,13 @@
 symlinks neither listed nor followed, special files left out, hidden and underscore folders in."""
 
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
 
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
@@ -47,3 +54,48 @@ def test_exists_stops_at_the_first_file(tmp_path):
     assert len(list(store._walk(Location.parse(str(root)), limit=1))) == 1
     assert len(list(store._walk(Location.parse(str(root)), limit=3))) == 3
     assert store.exists(Location.parse(str(root / "empty"))) is True  # a folder exists
+
+
+_LIST_AS_ANOTHER_USER = """
+import sys
+from piitracer.storage.locations import Location
+from piitracer.storage.store import Store, StorageError
+try:
+    print([entry.relative for entry in Store().list_files(Location.parse(sys.argv[1]))])
+except StorageError as error:
+    print("StorageError:", error)
+"""
+
+
+def test_a_folder_that_cannot_be_read_stops_the_listing():
+    """A folder left out of a listing would be a hole in a proof: the listing stops, naming it.
+    Root reads any folder, so as root the listing runs as ``nobody`` (setpriv)."""
+    root = Path(tempfile.mkdtemp(prefix="piitracer-locked-"))
+    try:
+        root.chmod(0o755)  # the other user walks to it
+        for relative in ("data/a.parquet", "metadata/v1.metadata.json", "metadata/locked/stray.parquet"):
+            (root / relative).parent.mkdir(parents=True, exist_ok=True)
+            (root / relative).write_bytes(b"x")
+        for folder in (root / "data", root / "metadata"):
+            folder.chmod(0o755)
+            for child in folder.iterdir():
+                child.chmod(0o755 if child.is_dir() else 0o644)
+        (root / "metadata" / "locked").chmod(0o000)
+        command = [sys.executable, "-c", _LIST_AS_ANOTHER_USER, str(root)]
+        if os.geteuid() == 0:
+            if shutil.which("setpriv") is None:
+                pytest.skip("running as root without setpriv: no user to whom a folder is unreadable")
+            command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])})
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith(f"StorageError: {root}: cannot list metadata/locked/: "), done.stdout
+        assert "Permission denied" in done.stdout, done.stdout
+        # Readable again: every file listed (the same walk, so the refusal above is the lock's).
+        (root / "metadata" / "locked").chmod(0o755)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])})
+        assert done.stdout.strip() == str(["data/a.parquet", "metadata/locked/stray.parquet", "metadata/v1.metadata.json"])
+    finally:
+        (root / "metadata" / "locked").chmod(0o755)
+        shutil.rmtree(root)
