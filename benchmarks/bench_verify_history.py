@@ -21,6 +21,10 @@ Subcommands:
   history growing.
 - ``probes --keep DIR``: the byte search alone over the same Parquet files (pyarrow's defaults, and
   with Bloom filters and the page index), 10, 1,000 and 10,000 searched values per identifier.
+- ``floor --keep DIR``: on the 10- and 200-snapshot tables ``snapshots`` wrote, what one commit's
+  four files cost the verifier (its scan of each file by kind, measured by timing the scans one
+  verification runs, then the history read) beside the cheapest pyarrow reads of the same one-row
+  data files: the floor under "200 snapshots < 2x of 10".
 - ``tables --keep DIR --tables 100 500 2000 --snapshots 50``: many small tables (each snapshot one
   200-row file), cloned from a pyiceberg-written template (paths rewritten in the metadata.json,
   manifest lists and manifests; data files hard-linked); the subject's row in every
@@ -541,6 +545,111 @@ def cmd_snapshots(args) -> list[dict]:
     return results
 
 
+def _file_kind(relative: str, size: int) -> str:
+    name = relative.rsplit("/", 1)[-1]
+    if name.endswith(".parquet"):
+        return "data file (one row)" if size < 64 * 1024 else "data file (base)"
+    if name.endswith(".metadata.json"):
+        return "metadata.json"
+    if name.endswith(".avro"):
+        return "manifest list" if name.startswith("snap-") else "manifest"
+    return "other"
+
+
+def _per_file(calls, repeats: int) -> float:
+    """Seconds per call, the best of ``repeats`` passes over ``calls``."""
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for call in calls:
+            call()
+        best = min(best, time.perf_counter() - started)
+    return best / max(1, len(calls))
+
+
+def floor_child(folder: str, repeats: int) -> dict:
+    """The per-file figures of :func:`cmd_floor` for one table (run in a child process)."""
+    import collections
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import piitracer
+    import piitracer.verify.engines as engines
+    from piitracer.api.wiring import workspace_store
+    from piitracer.formats import iceberg
+    from piitracer.storage.locations import Location
+
+    job = synthetic_job(Path(folder), _pan(SUBJECT), _phone(SUBJECT))
+    scans: dict[str, list] = collections.defaultdict(list)
+    scan_one_file = engines.scan_one_file
+
+    def recorded(root, relative, *args, **kwargs):  # what the verification scans, by kind of file
+        size = os.stat(root.child(relative).uri).st_size
+        scans[_file_kind(relative, size)].append(lambda: scan_one_file(root, relative, *args, **kwargs))
+        return scan_one_file(root, relative, *args, **kwargs)
+
+    engines.scan_one_file = recorded
+    try:
+        _verify_once(job)
+    finally:
+        engines.scan_one_file = scan_one_file
+    workspace = piitracer.load_workspace(job["workspace"])
+    location = Location.parse(workspace.config.catalog["t_0"].location)
+    store = workspace_store(workspace)
+    history = [lambda: iceberg.table_history(location, store, "user_id")]
+    figures = {kind: {"files": len(calls), "us_per_file": _per_file(calls, repeats) * 1e6} for kind, calls in scans.items()}
+    figures["history read (whole table)"] = {"files": 1, "us_per_file": _per_file(history, repeats) * 1e6}
+    tiny = [path for path in job["files"] if os.path.getsize(path) < 64 * 1024]
+    if tiny:
+        blobs = [Path(path).read_bytes() for path in tiny]
+        figures["pyarrow: read the file's bytes"] = {"files": len(tiny), "us_per_file": _per_file(
+            [lambda p=p: Path(p).read_bytes() for p in tiny], repeats) * 1e6}
+        figures["pyarrow: footer from memory"] = {"files": len(tiny), "us_per_file": _per_file(
+            [lambda b=b: pq.read_metadata(pa.BufferReader(b)) for b in blobs], repeats) * 1e6}
+        figures["pyarrow: whole file from memory"] = {"files": len(tiny), "us_per_file": _per_file(
+            [lambda b=b: pq.ParquetFile(pa.BufferReader(b)).read() for b in blobs], repeats) * 1e6}
+        figures["pyarrow: read_table(path) (the bare read)"] = {"files": len(tiny), "us_per_file": _per_file(
+            [lambda p=p: pq.read_table(p) for p in tiny], repeats) * 1e6}
+    return figures
+
+
+def _verify_once(job: dict) -> None:
+    import piitracer
+    from piitracer.api.wiring import workspace_store
+    from piitracer.model.plan import DeletionPlan
+    from piitracer.storage.locations import Location
+    from piitracer.verify import verify_datasets
+
+    workspace = piitracer.load_workspace(job["workspace"])
+    locations = {name: Location.parse(entry.location, base=workspace.root)
+                 for name, entry in workspace.config.catalog.items() if entry.location}
+    verify_datasets(DeletionPlan.model_validate_json(job["plan"]), workspace.config.catalog, locations, job["values"],
+                    job["states"], store=workspace_store(workspace))
+
+
+def cmd_floor(args) -> list[dict]:
+    keep = Path(args.keep)
+    results = []
+    for snapshots in (10, 200):
+        folder = keep / f"snapshots-{snapshots}"
+        if not (folder / "piitracer.yaml").exists():
+            raise SystemExit(f"{folder}: not written yet (run the 'snapshots' command with --keep {keep} first)")
+        done = subprocess.run([sys.executable, str(HERE), "_floor", str(folder), str(args.repeats)],
+                              capture_output=True, text=True, check=True)
+        results.append({"snapshots": snapshots, "figures": json.loads(done.stdout.splitlines()[-1])})
+    kinds = list(dict.fromkeys(kind for r in results for kind in r["figures"]))
+    rows = [[kind, *(f"{r['figures'][kind]['files']} x {r['figures'][kind]['us_per_file']:.0f} us"
+                     if kind in r["figures"] else "-" for r in results)] for kind in kinds]
+    print_table("What one table's files cost: per file, best of the repeats",
+                ["file", *(f"{r['snapshots']} snapshots" for r in results)], rows)
+    big = results[1]["figures"]
+    commit = sum(big[kind]["us_per_file"] for kind in ("data file (one row)", "manifest", "manifest list", "metadata.json")
+                 if kind in big)
+    print(f"one one-row commit's four files at 200 snapshots: {commit:.0f} us")
+    return results
+
+
 def cmd_tables(args) -> list[dict]:
     keep = Path(args.keep)
     baseline = baseline_tree(args.baseline, Path(args.work), Path(args.repo))
@@ -599,8 +708,11 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "_child":
         child_main(sys.argv[2:])
         return
+    if len(sys.argv) > 1 and sys.argv[1] == "_floor":
+        print(json.dumps(floor_child(sys.argv[2], int(sys.argv[3]))))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["demo", "commits", "snapshots", "tables", "probes"])
+    parser.add_argument("command", choices=["demo", "commits", "snapshots", "tables", "probes", "floor"])
     parser.add_argument("--demo", action="append", default=[], help="a demo workspace folder (built with --no-close)")
     parser.add_argument("--commits", type=int, default=40)
     parser.add_argument("--table", default="prod.payments")
@@ -621,7 +733,7 @@ def main() -> None:
         args.snapshots = [10, 50, 200] if args.command == "snapshots" else [50]
     print(f"load average {os.getloadavg()[0]:.1f}", flush=True)
     results = {"demo": cmd_demo, "commits": cmd_commits, "snapshots": cmd_snapshots, "tables": cmd_tables,
-               "probes": cmd_probes}[args.command](args)
+               "probes": cmd_probes, "floor": cmd_floor}[args.command](args)
     write_results(f"verify_history_{args.command}", {"results": results, "baseline": args.baseline,
                                                     "environment": environment(), "args": vars(args)})
 
