@@ -65,13 +65,17 @@ def serving(ws: Path, token_file: Path | None = None, env: dict[str, str | None]
                                env=environment)
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(200):
+        # Up within a minute: CI runs the other integration tests beside it on two cores.
+        deadline = time.monotonic() + 60
+        while True:
             try:
                 urllib.request.urlopen(f"{url}/healthz", timeout=1).read()
                 break
             except OSError:
                 if process.poll() is not None:
                     raise AssertionError(process.stderr.read().decode())
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"piitracer serve did not answer /healthz within 60 s on {url}")
                 time.sleep(0.05)
         yield url
     finally:
