@@ -221,8 +221,8 @@ def test_a_schema_with_two_spellings_of_an_identifier_column_gets_the_full_searc
 def test_spark_tasks_search_each_column_as_the_driver_does(tmp_path: Path, warehouse: Path) -> None:
     """The scope travels with the request to Spark tasks (names only): the same findings and chunk
     counts as the driver."""
-    from piitracer.executor.spark_session import spark_session
-    from piitracer.model.settings import SparkSettings
+    from spark_lakehouse import spark_for
+
     from piitracer.verify.engines import FileScanner, ScanRequest, SparkFileScanner, list_requests
 
     rng = random.Random(5)
@@ -231,7 +231,9 @@ def test_spark_tasks_search_each_column_as_the_driver_does(tmp_path: Path, wareh
     request = ScanRequest(Location.parse(tmp_path), tuple(sorted(VALUE_SETS)), scope=SCOPE)
     listing = list_requests([request], Store())
     driver = FileScanner().scan(listing, VALUE_SETS, Store())[0]
-    tasks = SparkFileScanner(lambda: spark_session(SparkSettings(), warehouse).sparkContext).scan(
+    # The test session's settings (spark_for): whichever module starts the process's one session
+    # gives it its jars, and the JDBC catalog tests later in this worker need the PostgreSQL driver.
+    tasks = SparkFileScanner(lambda: spark_for(warehouse).sparkContext).scan(
         listing, VALUE_SETS, Store())[0]
     assert tasks.hits == driver.hits and tasks.chunks.by_method == driver.chunks.by_method
     assert {h.where for h in driver.hits if h.kind == "data"} >= {"column note (inside text)", "column phone"}
