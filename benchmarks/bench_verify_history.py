@@ -60,6 +60,34 @@ SUBJECT = 7_000_000_001
 
 # ---- the child: one code version, one measurement ------------------------------------------------
 
+def _verifier(job: dict):
+    """(run, workspace, store): ``run()`` verifies the job's plan once and returns its datasets'
+    findings; the code is whichever piitracer the process imports (``job['code']``: must be it)."""
+    import piitracer
+
+    if job.get("code") and not piitracer.__file__.startswith(job["code"]):
+        raise SystemExit(f"piitracer imported from {piitracer.__file__}, not from {job['code']}")
+    from piitracer.model.plan import DeletionPlan
+    from piitracer.storage.locations import Location
+    from piitracer.verify import verify_datasets
+
+    try:
+        from piitracer.api.wiring import workspace_store
+    except ImportError:
+        from piitracer.api._wiring import workspace_store
+    workspace = piitracer.load_workspace(job["workspace"])
+    plan = DeletionPlan.model_validate_json(job["plan"])
+    locations = {name: Location.parse(entry.location, base=workspace.root)
+                 for name, entry in workspace.config.catalog.items() if entry.location}
+    store = workspace_store(workspace)
+
+    def run():
+        report = verify_datasets(plan, workspace.config.catalog, locations, job["values"], job["states"], store=store)
+        return [(d.dataset, d.state.value, d.snapshots_checked, [(f.file, f.where, f.value_set, f.kind) for f in d.findings],
+                 list(d.notes)) for d in report.datasets]
+    return run, workspace, store
+
+
 def child_main(argv: list[str]) -> None:
     """``_child verify|bare|process`` with the job on stdin (JSON: workspace, plan, values, states,
     files); prints one JSON line of figures. Uses only what every version of piitracer has."""
@@ -88,28 +116,7 @@ def child_main(argv: list[str]) -> None:
             found = scan_location(root, scoped.index, store, relative, scoped)
             return [[sorted({(h.file, h.where, h.value_set) for h in found.hits})], found.chunks.by_method]
     else:
-        import piitracer
-
-        if job.get("code") and not piitracer.__file__.startswith(job["code"]):
-            raise SystemExit(f"piitracer imported from {piitracer.__file__}, not from {job['code']}")
-        from piitracer.model.plan import DeletionPlan
-        from piitracer.storage.locations import Location
-        from piitracer.verify import verify_datasets
-
-        try:
-            from piitracer.api.wiring import workspace_store
-        except ImportError:
-            from piitracer.api._wiring import workspace_store
-        workspace = piitracer.load_workspace(job["workspace"])
-        plan = DeletionPlan.model_validate_json(job["plan"])
-        locations = {name: Location.parse(entry.location, base=workspace.root)
-                     for name, entry in workspace.config.catalog.items() if entry.location}
-        store = workspace_store(workspace)
-
-        def run():
-            report = verify_datasets(plan, workspace.config.catalog, locations, job["values"], job["states"], store=store)
-            return [(d.dataset, d.state.value, d.snapshots_checked, [(f.file, f.where, f.value_set, f.kind) for f in d.findings],
-                     list(d.notes)) for d in report.datasets]
+        run = _verifier(job)[0]
     first = time.perf_counter() - started
     runs, result = [], None
     for number in range(repeats + 1):
@@ -545,10 +552,13 @@ def cmd_snapshots(args) -> list[dict]:
     return results
 
 
+ONE_ROW_FILE_BYTES = 64 * 1024  # a data file under this is a one-row commit's (the base files: ~700 KB)
+
+
 def _file_kind(relative: str, size: int) -> str:
     name = relative.rsplit("/", 1)[-1]
     if name.endswith(".parquet"):
-        return "data file (one row)" if size < 64 * 1024 else "data file (base)"
+        return "data file (one row)" if size < ONE_ROW_FILE_BYTES else "data file (base)"
     if name.endswith(".metadata.json"):
         return "metadata.json"
     if name.endswith(".avro"):
@@ -574,9 +584,7 @@ def floor_child(folder: str, repeats: int) -> dict:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    import piitracer
     import piitracer.verify.engines as engines
-    from piitracer.api.wiring import workspace_store
     from piitracer.formats import iceberg
     from piitracer.storage.locations import Location
 
@@ -589,18 +597,17 @@ def floor_child(folder: str, repeats: int) -> dict:
         scans[_file_kind(relative, size)].append(lambda: scan_one_file(root, relative, *args, **kwargs))
         return scan_one_file(root, relative, *args, **kwargs)
 
+    run, workspace, store = _verifier(job)
     engines.scan_one_file = recorded
     try:
-        _verify_once(job)
+        run()
     finally:
         engines.scan_one_file = scan_one_file
-    workspace = piitracer.load_workspace(job["workspace"])
     location = Location.parse(workspace.config.catalog["t_0"].location)
-    store = workspace_store(workspace)
     history = [lambda: iceberg.table_history(location, store, "user_id")]
     figures = {kind: {"files": len(calls), "us_per_file": _per_file(calls, repeats) * 1e6} for kind, calls in scans.items()}
     figures["history read (whole table)"] = {"files": 1, "us_per_file": _per_file(history, repeats) * 1e6}
-    tiny = [path for path in job["files"] if os.path.getsize(path) < 64 * 1024]
+    tiny = [path for path in job["files"] if os.path.getsize(path) < ONE_ROW_FILE_BYTES]
     if tiny:
         blobs = [Path(path).read_bytes() for path in tiny]
         figures["pyarrow: read the file's bytes"] = {"files": len(tiny), "us_per_file": _per_file(
@@ -612,20 +619,6 @@ def floor_child(folder: str, repeats: int) -> dict:
         figures["pyarrow: read_table(path) (the bare read)"] = {"files": len(tiny), "us_per_file": _per_file(
             [lambda p=p: pq.read_table(p) for p in tiny], repeats) * 1e6}
     return figures
-
-
-def _verify_once(job: dict) -> None:
-    import piitracer
-    from piitracer.api.wiring import workspace_store
-    from piitracer.model.plan import DeletionPlan
-    from piitracer.storage.locations import Location
-    from piitracer.verify import verify_datasets
-
-    workspace = piitracer.load_workspace(job["workspace"])
-    locations = {name: Location.parse(entry.location, base=workspace.root)
-                 for name, entry in workspace.config.catalog.items() if entry.location}
-    verify_datasets(DeletionPlan.model_validate_json(job["plan"]), workspace.config.catalog, locations, job["values"],
-                    job["states"], store=workspace_store(workspace))
 
 
 def cmd_floor(args) -> list[dict]:

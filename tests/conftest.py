@@ -71,9 +71,9 @@ def integration_group(nodeid: str) -> str | None:
 @pytest.hookimpl(tryfirst=True, optionalhook=True)  # only called when pytest-xdist runs workers (-n)
 def pytest_xdist_make_scheduler(config, log):
     """With ``-n 2`` (the README's test command): the integration tests in two groups, each run
-    whole by one worker in file order on that worker's own Spark session, warehouse, PostgreSQL
-    and S3 servers (every port is picked free, every folder is the worker's own: nothing is shared
-    between the two processes); each unit test module a work unit of its own, run by whichever
+    whole by one worker in file order on that worker's own Spark session and warehouse, with the
+    servers its tests start (every port is picked free, every folder is the worker's own: nothing
+    is shared between the two processes); each unit test module a work unit of its own, run by whichever
     worker is free first. Scopes are handed out in collection order (the integration groups
     first, one to each worker); xdist's reordering by test count is turned off so that stays true.
     xdist's ``--dist loadgroup`` would group with an ``xdist_group`` mark, but xdist 3.8 groups by
