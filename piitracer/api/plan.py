@@ -24,7 +24,8 @@ from piitracer.ingest.workspace_ingest import missing_sources
 from piitracer.workspace.model import WORKSPACE_FILE, Workspace, WorkspaceError
 from piitracer.model.audit import EntryKind
 from piitracer.model.lineage import ColumnRef
-from piitracer.model.plan import DeletionPlan, PlanRequest, PlanSeal, Subject
+from piitracer.model.plan import DatasetStatus, DeletionPlan, PlanRequest, PlanSeal, Subject
+from piitracer.model.stored import StoredColumn, StoredSchema
 from piitracer.model.table_state import TableState
 from piitracer.planner.build import PlanningError, build_plan
 from piitracer.storage.store import StorageError
@@ -89,8 +90,48 @@ def plan_deletion(
         table_states = live_table_states(workspace)
     if live_types is None:
         live_types = source_key_types(workspace, refs)
-    return build_plan(graph, workspace.config.catalog, workspace.config.policy, request, table_states,
+    plan = build_plan(graph, workspace.config.catalog, workspace.config.policy, request, table_states,
                       live_types, tuple(labels), iceberg=workspace.config.iceberg, spark=workspace.config.spark)
+    shredded = [d.dataset for d in plan.datasets if d.status is DatasetStatus.SHRED]
+    if not shredded:
+        return plan
+    # The lineage and the catalog say where ciphertext should be; the tables say what they store.
+    # Planned again with the stored schemas of the datasets it would shred (pure and deterministic).
+    return build_plan(graph, workspace.config.catalog, workspace.config.policy, request, table_states,
+                      live_types, tuple(labels), iceberg=workspace.config.iceberg, spark=workspace.config.spark,
+                      stored=stored_schemas(workspace, shredded))
+
+
+def stored_schemas(workspace: Workspace, datasets: Sequence[str]) -> dict[str, StoredSchema]:
+    """The columns each of ``datasets`` stores, from its table's own metadata: names as stored,
+    types, and whether a type can hold the shred library's ciphertext.
+
+    Args:
+        workspace: the loaded workspace.
+        datasets: catalog datasets.
+
+    Returns:
+        dataset -> its stored schema; a dataset with no table there yet is absent.
+
+    Raises:
+        PlanningError: a table's metadata or its store cannot be read.
+    """
+    from piitracer.shred.cipher import holds_ciphertext
+
+    locations, store = dataset_locations(workspace, set(datasets)), workspace_store(workspace)
+    found = {}
+    for dataset in sorted(datasets):
+        entry = workspace.config.catalog.get(dataset)
+        if entry is None:
+            continue
+        try:
+            schema = table_schema(entry, locations.get(dataset), store)
+        except (FormatError, StorageError) as error:
+            raise PlanningError(f"dataset {dataset}: its stored schema cannot be read: {error}") from None
+        if schema is not None:
+            found[dataset] = StoredSchema(columns=tuple(StoredColumn(name=f.name, type=str(f.type),
+                                                                     binary=holds_ciphertext(f.type)) for f in schema))
+    return found
 
 
 def refuse_missing_lineage_sources(workspace: Workspace) -> None:

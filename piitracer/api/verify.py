@@ -137,16 +137,24 @@ def verify_plan(
 
 def shred_setting(context: ExecutionContext, plan: DeletionPlan, master: KeyWrapper | None = None) -> ShredSetting:
     """What proves the plan's crypto-shredded datasets: the workspace's key vault, the master key
-    (``master``, else the environment's when set) and what each committed key destruction journaled."""
+    (``master``, else the environment's when set), what each committed key destruction journaled
+    and what the resolve step checked of each shredded dataset's ciphertext before it."""
     destroyed: dict[str, dict] = {}
+    checked: dict[str, dict] = {}
     ids = {s.id for s in plan.steps if s.action is Action.DESTROY_SUBJECT_KEY}
     if ids and context.journal_path.exists():
         with Journal(context.journal_path) as journal:
-            destroyed = {r["step_id"]: (r["outcome"] or {}).get("details", {}) for r in journal.steps(plan.plan_id)
-                         if r["step_id"] in ids and r["state"] == "committed"}
+            for record in journal.steps(plan.plan_id):
+                if record["state"] != "committed":
+                    continue
+                details = (record["outcome"] or {}).get("details", {})
+                if record["step_id"] in ids:
+                    destroyed[record["step_id"]] = details
+                elif record["action"] == Action.RESOLVE.value:
+                    checked.update(details.get("ciphertext_checked", {}))
     if master is None and ids and has_master_key():
         master = load_master_key()
-    return ShredSetting(context.vault, master, destroyed)
+    return ShredSetting(context.vault, master, destroyed, checked)
 
 
 class AttestationError(InputError):

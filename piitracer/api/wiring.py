@@ -16,7 +16,8 @@ from piitracer.executor.runner import ExecutionContext
 from piitracer.workspace.model import Workspace, WorkspaceError
 from piitracer.model.steps import StepRecord
 from piitracer.requests.store import RequestStore
-from piitracer.shred.place import DELTA, SQLITE, VaultPlace
+from piitracer.model.workspace import CatalogDataset
+from piitracer.shred.place import DELTA, SQLITE, VaultCopy, VaultPlace
 from piitracer.storage.locations import Location, LocationError
 from piitracer.storage.store import Store
 from piitracer.workspace.layout import StateLayout
@@ -115,11 +116,24 @@ def vault_place(workspace: Workspace, locations: Mapping[str, Location] | None =
     shred = workspace.config.shred
     if shred is None:
         return None
-    dataset = shred.dataset(workspace.config.catalog)
+    catalog = workspace.config.catalog
+    dataset = shred.dataset(catalog)
     if dataset is None:
         return VaultPlace(SQLITE, Location.parse(workspace.resolve(shred.vault)))
-    found = locations if locations is not None else dataset_locations(workspace, [dataset])
-    return VaultPlace(DELTA, found[dataset], dataset) if dataset in found else None
+    copies = {d: how for d, entry in catalog.items() if (how := copy_relation(entry, dataset))}
+    found = locations if locations is not None else dataset_locations(workspace, [dataset, *copies])
+    if dataset not in found:
+        return None
+    return VaultPlace(DELTA, found[dataset], dataset, tuple(
+        VaultCopy(d, catalog[d].format.value, found.get(d), how) for d, how in sorted(copies.items())))
+
+
+def copy_relation(entry: CatalogDataset, dataset: str) -> str | None:
+    """How a catalog entry copies ``dataset``: ``replica``, ``clone`` or ``archive``; None when it does not."""
+    for how, relation in (("replica", entry.replica_of), ("clone", entry.clone_of), ("archive", entry.archive_of)):
+        if relation is not None and relation.dataset == dataset:
+            return how
+    return None
 
 
 def execution_context(workspace: Workspace, attested: Sequence[str] = (), cipher: ValueCipher | None = None,

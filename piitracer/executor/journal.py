@@ -9,11 +9,12 @@ folder are created with mode 0600/0700, and ``secure_delete`` overwrites deleted
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import sqlite3
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -151,7 +152,7 @@ class Journal:
             for request_id, value_sets in sorted(per_request.items()):
                 for name, values in sorted(value_sets.items()):
                     kind = _type_name(values)
-                    text = json.dumps([_jsonable(v) for v in values])
+                    text = json.dumps(_encoded(kind, values))
                     if cipher is not None:
                         text = cipher.seal(request_id, text, f"journal|{plan_id}|{name}")
                     self._db.execute("INSERT OR REPLACE INTO request_values VALUES (?, ?, ?, ?, ?)",
@@ -173,7 +174,7 @@ class Journal:
 
                     raise MasterKeyError("the journal's values are encrypted: give the master key (--master-key-file)")
                 text = cipher.open(request_id, text, f"journal|{plan_id}|{name}")
-            found.setdefault(request_id, {})[name] = [_from_json(kind, v) for v in json.loads(text)]
+            found.setdefault(request_id, {})[name] = _decoded(kind, json.loads(text))
         return found
 
     def load_values(self, plan_id: str, cipher=None, skip: set[str] | frozenset[str] = frozenset()) -> dict[str, list[Any]] | None:
@@ -219,14 +220,36 @@ class _Only:
         return self.cipher.open(request_id, token, purpose)
 
 
+MIXED = "mixed"  # a value set whose values are of several types: each value kept with its own
+
+
 def _type_name(values: list[Any]) -> str:
     kinds = {type(v).__name__ for v in values}
-    return kinds.pop() if len(kinds) == 1 else "str"
+    if len(kinds) > 1:
+        return MIXED
+    return kinds.pop() if kinds else "str"
+
+
+def _encoded(kind: str, values: list[Any]) -> list[Any]:
+    """The JSON form of a value set's values (each with its type when they are of several types)."""
+    if kind == MIXED:
+        return [[type(v).__name__, _jsonable(v)] for v in values]
+    return [_jsonable(v) for v in values]
+
+
+def _decoded(kind: str, values: list[Any]) -> list[Any]:
+    if kind == MIXED:
+        return [_from_json(each, value) for each, value in values]
+    return [_from_json(kind, v) for v in values]
 
 
 def _jsonable(value: Any) -> Any:
     if isinstance(value, (int, float, str)) or value is None:
         return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, datetime):
+        return value.isoformat()
     return str(value)
 
 
@@ -236,7 +259,9 @@ def _from_json(kind: str, value: Any) -> Any:
 
         return Decimal(value)
     if kind == "date":
-        from datetime import date
-
         return date.fromisoformat(value)
+    if kind == "datetime":
+        return datetime.fromisoformat(value)
+    if kind == "bytes":
+        return base64.b64decode(value)
     return value

@@ -19,6 +19,7 @@ from piitracer.executor.journal import ATTESTED, AWAITING, BLOCKED, COMMITTED, F
 from piitracer.model.outcome import Attempt, SafetyError, StepOutcome
 from piitracer.executor.preflight import Preflight, preflight
 from piitracer.executor.resolve import resolve_values, union_of, values_for
+from piitracer.executor.shred_check import check_ciphertext
 from piitracer.executor.shred_step import destroy_subject_keys
 from piitracer.shred.place import VaultPlace
 from piitracer.executor.spark_session import spark_session
@@ -129,6 +130,7 @@ class PlanExecutor:
         self._spark = None
         self._value_sets: dict[str, list[Any]] | None = None
         self._resolved_now = False
+        self._ciphertext: dict[str, dict[str, Any]] = {}
         self._checked: Preflight | None = None
 
     # ---- running --------------------------------------------------------------------------
@@ -301,17 +303,35 @@ class PlanExecutor:
             # the first run never saw. The first run's values stay (their rows are gone from the
             # sources, but a copy downstream may still hold them).
             found = resolve_values(self.spark(), self.plan, self._source_frame)
+            # Before any key is destroyed: the shredded datasets' ciphertext opens under the subjects'
+            # keys, and its plaintext joins their values (executor/shred_check.py).
+            self._ciphertext = self._check_ciphertext(journal, found)
             for request_id, value_sets in (saved or {}).items():
                 for name, values in value_sets.items():
                     mine = found.setdefault(request_id, {})
                     mine[name] = sorted(set(mine.get(name, [])) | set(values), key=repr)
-            saved = found
+            saved = {rid: {name: sorted(set(values), key=repr) for name, values in sets.items()} for rid, sets in found.items()}
             journal.save_values(self.plan.plan_id, saved, cipher)
             self._resolved_now = True  # one read of the sources per run, however many resolve steps
         self._value_sets = union_of(saved)
         counts = {name: len(values) for name, values in sorted(self._value_sets.items())}
         log.debug("value sets resolved: %s", counts)
-        return StepOutcome(details={"value_sets": counts})
+        details: dict[str, Any] = {"value_sets": counts}
+        if self._ciphertext:
+            details["ciphertext_checked"] = self._ciphertext
+        return StepOutcome(details=details)
+
+    def _check_ciphertext(self, journal: Journal, found: dict[str, dict[str, list[Any]]]) -> dict[str, dict[str, Any]]:
+        """The shredded datasets' ciphertext checked (nothing is changed yet); on a rerun after the
+        keys were destroyed, a value whose key is gone is counted, not refused (the first run opened it)."""
+        destroys = [s for s in self.plan.steps if s.action is Action.DESTROY_SUBJECT_KEY]
+        if not destroys:
+            return {}
+        after = any(record is not None and record.state == COMMITTED
+                    for record in (journal.step(self.plan.plan_id, s.id) for s in destroys))
+        context = self.context
+        return check_ciphertext(self.plan, found, context.vault, context.master_key(), context.store, context.catalog,
+                                context.locations, destroyed_before=after)
 
     def _values(self, journal: Journal) -> dict[str, list[Any]]:
         if self._value_sets is None:

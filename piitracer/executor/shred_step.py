@@ -21,8 +21,8 @@ import hashlib
 from typing import Any, Mapping
 
 from piitracer.model.outcome import Attempt, SafetyError, StepOutcome
-from piitracer.model.plan import DatasetDecision, DatasetStatus, Step
-from piitracer.shred.place import VaultPlace, open_existing, vault_problem
+from piitracer.model.plan import DatasetDecision, DatasetStatus, Step, plaintext_set
+from piitracer.shred.place import DELTA, VaultCopy, VaultPlace, open_existing, vault_problem
 from piitracer.storage.guard import canonical, is_under
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
@@ -53,6 +53,12 @@ def check_destroy_step(step: Step, decisions: Mapping[str, DatasetDecision], vau
                 "not shred: the plan was altered: re-plan")
     if not step.key_column or not step.values_from:
         return f"step {step.id}: destroy_subject_key names no key column or value set to find the subjects' keys by"
+    held = {h.dataset for h in step.params.ciphertext}
+    if held != set(step.params.datasets) or any(c.plaintext != plaintext_set(c.origin)
+                                                for h in step.params.ciphertext for c in h.columns):
+        return (f"step {step.id}: destroy_subject_key does not say, for exactly the datasets it shreds ({named}), which "
+                "columns hold their ciphertext: it cannot be checked before the keys go (a plan made before piitracer "
+                "proved shreds from the bytes, or an altered one): re-plan")
     if vault is None:
         return (f"step {step.id}: destroy_subject_key (crypto-shredding {named}) needs the key vault the pipelines "
                 "encrypt with: set shred.vault in piitracer.yaml (a Delta dataset of the catalog, or a SQLite file); "
@@ -78,6 +84,35 @@ def check_destroy_step(step: Step, decisions: Mapping[str, DatasetDecision], vau
     if master is not None and getattr(master, "fingerprint", fingerprint) != fingerprint:
         return (f"step {step.id}: {vault} holds keys wrapped under another master key (fingerprint {fingerprint}, given "
                 f"{master.fingerprint}): give the master key the pipelines use; nothing ran")
+    for copy in vault.copies:
+        refusal = _copy_refusal(step, vault, copy, locations, roots, store, fingerprint)
+        if refusal is not None:
+            return refusal
+    return None
+
+
+def _copy_refusal(step: Step, vault: VaultPlace, copy: VaultCopy, locations: Mapping[str, Location],
+                  roots: tuple[Location, ...], store: Store, fingerprint: str | None) -> str | None:
+    """Why a catalogued copy of the vault cannot be destroyed with it (one line), or None: the
+    copy holds the same keys, so a key destruction that leaves it is no destruction."""
+    what = f"step {step.id}: catalog.{copy.dataset} is a {copy.how} of the {vault}"
+    if copy.format != DELTA or copy.location is None:
+        where = "has no location" if copy.location is None else f"is a {copy.format} dataset"
+        return (f"{what} and {where}: piitracer destroys keys only in a Delta vault table, so the subjects' keys would "
+                "outlive the shred there: remove the copy (and its catalog entry) or keep it as a Delta replica of the "
+                "vault; nothing ran")
+    place = canonical(copy.location)
+    if not any(is_under(place, root) for root in roots):
+        return f"{what}, outside the warehouse roots: refusing to destroy keys there; nothing ran"
+    for dataset, location in sorted(locations.items()):
+        other = canonical(location)
+        if dataset not in (copy.dataset, vault.dataset) and (other.contains(place) or place.contains(other)):
+            return f"{what} and overlaps the location of dataset {dataset}: give the copy its own folder; nothing ran"
+    problem, copied = vault_problem(copy.place(), store)
+    if problem is not None:
+        return f"{what}: {problem}: the keys in it cannot be destroyed; nothing ran"
+    if copied != fingerprint:
+        return f"{what}, but its keys are wrapped under another master key: it is not a copy of this vault; nothing ran"
     return None
 
 
@@ -107,17 +142,36 @@ def destroy_subject_keys(step: Step, values: list[Any], vault: VaultPlace | None
     if not any(is_under(vault.location, root) for root in roots):
         raise SafetyError(f"{vault} is outside the warehouse roots: refusing to destroy keys there")
     subjects = sorted(set(values), key=repr)
-    with open_existing(vault, master, store) as opened:
-        lookups = sorted({opened.lookup.of(value) for value in subjects})
-        held = opened.backend.find(lookups) if lookups else {}
-        facts = attempt.start({"keys_held": len(held), "wrapped_sha256": sorted(_digest(w) for w in held.values())})
-        destroyed = opened.destroy(subjects)
+    places = vault.every_place()  # the vault, then each catalogued copy of it: each holds the same keys
+    for place in places[1:]:
+        if not any(is_under(place.location, root) for root in roots):
+            raise SafetyError(f"{place} (a copy of the {vault}) is outside the warehouse roots: refusing to destroy keys there")
+    held_by: list[int] = []
+    digests: set[str] = set()
+    opened_places = [open_existing(place, master, store) for place in places]
+    try:
+        lookups = sorted({opened_places[0].lookup.of(value) for value in subjects})
+        for opened in opened_places:
+            held = opened.backend.find(lookups) if lookups else {}
+            held_by.append(len(held))
+            digests.update(_digest(w) for w in held.values())
+        starting = {"keys_held": held_by[0], "wrapped_sha256": sorted(digests)}
+        facts = attempt.start({**starting, "copies_keys_held": held_by[1:]} if vault.copies else starting)
+        destroyed = [opened.destroy(subjects) for opened in opened_places]
+    finally:
+        for opened in opened_places:
+            opened.close()
+    main = destroyed[0]
     details = {"vault": str(vault.location), "vault_dataset": vault.dataset, "vault_kind": vault.kind,
                "subjects": len(subjects), "keys_destroyed": int(facts["keys_held"]),
                "wrapped_sha256": list(facts["wrapped_sha256"]), "datasets": list(step.params.datasets),
-               "vault_files_rewritten": int(destroyed.details.get("files_rewritten", 0)),
-               "vault_files_removed": destroyed.files_removed}
-    return StepOutcome(files_rewritten=0, files_removed=0, version_after=destroyed.version_after or None, details=details)
+               "vault_files_rewritten": int(main.details.get("files_rewritten", 0)),
+               "vault_files_removed": main.files_removed}
+    if vault.copies:
+        details["vault_copies"] = [{"dataset": copy.dataset, "how": copy.how, "keys_destroyed": int(held),
+                                    "files_removed": done.files_removed}
+                                   for copy, held, done in zip(vault.copies, facts.get("copies_keys_held", []), destroyed[1:])]
+    return StepOutcome(files_rewritten=0, files_removed=0, version_after=main.version_after or None, details=details)
 
 
 def _digest(wrapped: str) -> str:

@@ -253,13 +253,51 @@ class AwaitReplicationParams(Frozen):
     propagation_seconds: int = Field(ge=0)
 
 
+PLAINTEXT_PREFIX = "decrypted:"
+
+
+def plaintext_set(origin: str) -> str:
+    """The name of the value set holding the subjects' plaintext of one shredded column
+    (``decrypted:prod.payments.email``), decrypted by the resolve step before their keys are destroyed."""
+    return f"{PLAINTEXT_PREFIX}{origin}"
+
+
+class CiphertextColumn(Frozen):
+    """One column of a dataset planned ``shred`` that holds ciphertext of a shredded column: what the
+    resolve step reads, decrypts and keeps (sealed) before the key is destroyed, and the verifier
+    then searches for. Names are matched case-insensitively against what the files store."""
+
+    column: str = Field(description="The column holding the ciphertext.")
+    origin: str = Field(description="The catalog's shredded column ('dataset.column') the ciphertext is of.")
+    subject_column: str | None = Field(description="The column of this dataset holding the subject id whose key "
+                                       "encrypts it; None: the subjects' rows are found by their ciphertext, equal "
+                                       "to the origin's.")
+    plaintext: str = Field(description="The value set the subjects' decrypted values are kept in.")
+    context: str = Field("", description="The context the pipeline bound into the ciphertext.")
+
+
+class CiphertextHeld(Frozen):
+    """Where one dataset planned ``shred`` holds ciphertext under the subjects' keys."""
+
+    dataset: str
+    columns: tuple[CiphertextColumn, ...] = Field(min_length=1)
+
+
 class DestroySubjectKeyParams(Frozen):
     """Crypto-shredding: the subjects' keys (found by the step's key column values) are deleted
     from the key vault; the ciphertext under them in ``datasets`` becomes unreadable, and nothing
-    of those datasets is rewritten."""
+    of those datasets is rewritten. ``ciphertext`` says, per dataset, which columns the resolve
+    step must read and decrypt before the keys go (a value that is not such ciphertext stops the
+    run), and where the plaintext it finds is kept for the proof."""
 
     keys: tuple[str, ...] = Field(description="The catalog's shredded key columns ('dataset.column') the keys belong to.")
     datasets: tuple[str, ...] = Field(description="The datasets planned 'shred' that this key destruction erases.")
+    ciphertext: tuple[CiphertextHeld, ...] = Field((), description="Per dataset of ``datasets``, the columns holding "
+                                                   "ciphertext under the keys (checked before they are destroyed).")
+
+    def held(self, dataset: str) -> CiphertextHeld | None:
+        """Where ``dataset`` holds ciphertext under this step's keys, or None when the plan does not say."""
+        return next((held for held in self.ciphertext if held.dataset == dataset), None)
 
 
 StepParams = Union[

@@ -85,23 +85,39 @@ class ColumnSearch(Frozen):
 
 
 class ShredEvidence(Frozen):
-    """The proof behind a ``crypto_shredded`` dataset (issue 42): the key vault's files decoded, the
-    keys destroyed, the decrypt attempt; counts and names only, never a value, a key or a lookup."""
+    """The proof behind a ``crypto_shredded`` dataset (issues 42 and 49): what was read and opened
+    before the keys were destroyed, the key vault's files decoded after, the plaintext searched for,
+    the other people whose ciphertext still opens; counts and names only, never a value, a key or a
+    lookup."""
 
     vault: str = Field(description="The key vault (its catalog dataset and location, or its SQLite file).")
+    vault_copies: tuple[str, ...] = Field((), description="Catalogued copies of the vault (replicas, clones), "
+                                          "destroyed and searched as the vault.")
     destroyed_by: tuple[str, ...] = Field((), description="The destroy_subject_key steps that destroyed the keys.")
     keys_destroyed: int = Field(0, description="Subjects' keys the vault held and the steps destroyed.")
-    vault_files_decoded: int = Field(0, description="Files of the vault decoded: none holds a subject's lookup or "
-                                     "a destroyed wrapped key.")
+    vault_files_decoded: int = Field(0, description="Files of the vault and its copies decoded: none holds a "
+                                     "subject's lookup or a destroyed wrapped key.")
     wrapped_keys_searched: int = Field(0, description="Destroyed wrapped keys searched for (by their SHA-256).")
-    ciphertext_rows_tried: int = Field(0, description="Stored ciphertext rows of the subjects whose decryption was "
-                                       "attempted (each failed: no key).")
+    ciphertext_files_read: int = Field(0, description="Stored files of the dataset (every version) read before the keys "
+                                       "were destroyed.")
+    ciphertext_rows_tried: int = Field(0, description="Rows of the subjects found in them; every one's ciphertext was "
+                                       "opened under its subject's key before the key was destroyed, and no key of "
+                                       "theirs is left to open it.")
+    ciphertext_values_opened: int = Field(0, description="Ciphertext values of the subjects opened before the keys were "
+                                          "destroyed (their plaintext kept, sealed, for the search).")
+    subjects_with_rows: int = Field(0, description="Subjects with ciphertext in the dataset (each had a key destroyed).")
+    plaintext_sets: tuple[str, ...] = Field((), description="The value sets of the subjects' decrypted values searched for.")
+    plaintext_values_searched: int = Field(0, description="Decrypted values searched for, in every column, statistic, "
+                                           "log and manifest of every file of the dataset (every retained version).")
+    files_searched: int = Field(0, description="Files of the dataset decoded and searched after the destruction.")
+    versions_searched: int = Field(0, description="Retained versions or snapshots of the dataset checked.")
     key_column: str | None = Field(None, description="The column keeping the subjects' ids in plaintext (the key the "
                                    "vault found them by); what it holds was accepted.")
     key_column_places: int = Field(0, description="Places of the key column holding a subject's id (accepted).")
     other_subjects_checked: int = Field(0, description="Other subjects of the dataset whose keys were looked up.")
-    other_subjects_with_keys: int = Field(0, description="Of those, how many the vault still holds a key for (the "
-                                          "vault is the one the dataset was encrypted with).")
+    other_subjects_with_keys: int = Field(0, description="Of those, how many the vault still holds a key for.")
+    other_rows_opened: int = Field(0, description="Other people's ciphertext values of the dataset opened with the "
+                                   "vault now: the vault is the one the dataset was encrypted with.")
 
 
 class DatasetVerification(Frozen):

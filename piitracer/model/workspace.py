@@ -197,6 +197,8 @@ class Shredded(Frozen):
 
     key: str = Field(description="The column holding the subject id whose key encrypts the columns.")
     columns: tuple[str, ...] = Field(description="Columns stored as ciphertext under that subject's key.")
+    context: str = Field("", description="The context the pipeline bound into the ciphertext (``ShredColumns.context``; "
+                         "default none): decryption needs the same.")
 
     @field_validator("key", mode="before")
     @classmethod

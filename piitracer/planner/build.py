@@ -22,6 +22,7 @@ from piitracer.model.plan import (
 )
 from piitracer.model.table_state import TableState
 from piitracer.model.settings import IcebergSettings, SparkSettings
+from piitracer.model.stored import StoredSchemas
 from piitracer.model.workspace import CatalogDataset, ClassifiedBy, CloneMode, Policy
 from piitracer.planner.deadlines import deadline_for
 from piitracer.planner.decisions import Decision, decide
@@ -57,6 +58,7 @@ def build_plan(
     labels: tuple[str, ...] = (),
     iceberg: IcebergSettings | None = None,
     spark: SparkSettings | None = None,
+    stored: StoredSchemas | None = None,
 ) -> DeletionPlan:
     """The ordered, per-format erasure plan for every subject of ``request``. Pure and
     deterministic: the same inputs give a byte-identical plan.
@@ -65,6 +67,9 @@ def build_plan(
     column (where the catalog declares none); every subject value is parsed strictly against it
     (``labels`` name each subject's position in messages). ``iceberg`` and ``spark`` (the workspace's
     ``iceberg:`` and ``spark:`` settings) choose the engine of each Iceberg step (``planner/engines.py``).
+    ``stored`` maps a dataset to the schema its table stores: a dataset that would be crypto-shredded
+    is erased physically where a column that should hold ciphertext is not stored as such
+    (``planner/shredding.py``).
 
     Examples:
         A user id copied into a daily table: resolve first, then each dataset upstream first, each by
@@ -121,7 +126,7 @@ def build_plan(
             notes = ranking_notes(graph, dataset, set(derivations))
             if notes:
                 decision.reason += "; " + "; ".join(notes)
-    shredding = plan_shredding(graph, catalog, decisions, reach, by_dataset, lookups)
+    shredding = plan_shredding(graph, catalog, decisions, reach, by_dataset, lookups, stored)
     order = dataset_order(graph, set(decisions))
     received = min(subject.received_at for subject in request.subjects)
     templates = {d: steps_for(decisions[d].status, catalog.get(d), (table_states or {}).get(d), policy) for d in order.datasets}

@@ -16,7 +16,16 @@ plaintext into it: then the declaration is contradicted, and the plan says so.
 
 A dataset is planned ``shred`` when it holds the subjects' ciphertext and every other column that
 carries their data is the key column's subject id (the value the vault finds the key by): once the
-key is gone, nothing readable of the subject is left there. Any plaintext — a decrypted or
+key is gone, nothing readable of the subject is left there.
+
+The lineage and the catalog only say where ciphertext should be; the table says what it stores. A
+dataset that would be planned ``shred`` is checked against its stored schema (``stored``, read by
+the API from the table's own metadata; names matched case-insensitively, as the engines match
+them): a column that should hold ciphertext but is stored as a type that cannot hold the shred
+library's ciphertext (not binary), or is not there, is not ciphertext, and the dataset is erased
+physically with the column and the type in the reason. What a binary column holds is checked from
+the bytes later: the resolve step decrypts every value of the subjects before their keys go
+(``CiphertextHeld``, in the destroy step's parameters). Any plaintext — a decrypted or
 transformed shredded value, an identifier that is not the key's subject id, ciphertext under a key
 the subjects' values do not name — keeps the dataset's erasure physical, and the reason says which
 column and which expression.
@@ -30,7 +39,9 @@ from typing import Mapping
 
 from piitracer.graph.lineage_graph import LineageGraph, Reach
 from piitracer.model.lineage import ColumnEdge, ColumnRef, EdgeKind, EdgeSubtype
-from piitracer.model.plan import Action, DatasetStatus, DestroySubjectKeyParams, SurrogateLookup, ValueSource
+from piitracer.model.plan import (Action, CiphertextColumn, CiphertextHeld, DatasetStatus, DestroySubjectKeyParams,
+                                  SurrogateLookup, ValueSource, plaintext_set)
+from piitracer.model.stored import StoredSchema, StoredSchemas
 from piitracer.model.workspace import CatalogDataset, DatasetFormat
 from piitracer.planner.decisions import RULE_OPAQUE, Decision, decide, value_source
 from piitracer.planner.derivations import USABLE, Derivation, DerivationKind, describe_path
@@ -79,6 +90,7 @@ class Shredding:
 
     keys: dict[ColumnRef, tuple[ValueSource, ...]] = field(default_factory=dict)
     erased_by: dict[ColumnRef, list[str]] = field(default_factory=dict)  # key column -> datasets planned shred
+    held: dict[str, CiphertextHeld] = field(default_factory=dict)  # dataset planned shred -> its ciphertext columns
 
     def destroy_steps(self, order: tuple[str, ...]) -> dict[str, list[StepTemplate]]:
         """One ``destroy_subject_key`` step per set of key values (the vault keeps one key per
@@ -94,7 +106,8 @@ class Shredding:
             datasets = sorted({d for k in keys for d in self.erased_by[k]}, key=lambda d: (rank.get(d, len(rank)), d))
             steps.setdefault(leader.dataset, []).append(StepTemplate(
                 Action.DESTROY_SUBJECT_KEY, physical=False,
-                params=DestroySubjectKeyParams(keys=tuple(str(k) for k in keys), datasets=tuple(datasets)),
+                params=DestroySubjectKeyParams(keys=tuple(str(k) for k in keys), datasets=tuple(datasets),
+                                               ciphertext=tuple(self.held[d] for d in datasets)),
                 reason=f"destroy the subjects' keys in the key vault (found by {leader}): the ciphertext under them in "
                        f"{', '.join(datasets)} becomes unreadable, and nothing there is rewritten",
                 key_column=leader.column, values_from=self.keys[leader]))
@@ -108,10 +121,12 @@ def plan_shredding(
     reach: Mapping[str, Reach],
     by_dataset: Mapping[str, dict[ColumnRef, list[Derivation]]],
     lookups: dict[ColumnRef, SurrogateLookup] | None = None,
+    stored: StoredSchemas | None = None,
 ) -> Shredding | None:
     """Decide shred or erase for every dataset the subjects' shredded values reach, in
     ``decisions`` (changed in place; datasets reached only by the ciphertext are added). None, and
-    nothing changed, when no dataset the subjects' data reaches declares ``shredded:``."""
+    nothing changed, when no dataset the subjects' data reaches declares ``shredded:``.
+    ``stored``: dataset -> the schema its table stores (absent: no table there, nothing to check)."""
     origins = {}
     for dataset in sorted(reach):
         entry = catalog.get(dataset)
@@ -128,7 +143,8 @@ def plan_shredding(
     for dataset in sorted(held):
         if dataset not in decisions:  # reached only by the ciphertext: no column names the subjects' rows
             decisions[dataset] = decide(graph, dataset, catalog.get(dataset), {}, Reach.DIRECT, (), lookups)
-        _decide(dataset, catalog, decisions, held[dataset], by_dataset.get(dataset, {}), lookups, result)
+        _decide(dataset, catalog, decisions, held[dataset], by_dataset.get(dataset, {}), lookups, result,
+                (stored or {}).get(dataset))
     return result
 
 
@@ -168,7 +184,8 @@ def _walk(graph: LineageGraph, catalog: Mapping[str, CatalogDataset],
 
 
 def _decide(dataset: str, catalog: Mapping[str, CatalogDataset], decisions: dict[str, Decision],
-            held: dict[str, list[Carry]], own: dict[ColumnRef, list[Derivation]], lookups, result: Shredding) -> None:
+            held: dict[str, list[Carry]], own: dict[ColumnRef, list[Derivation]], lookups, result: Shredding,
+            stored: StoredSchema | None = None) -> None:
     """Shred or erase for one dataset the shredded values reach, with the reason."""
     entry = catalog.get(dataset)
     decision = decisions[dataset]
@@ -207,6 +224,15 @@ def _decide(dataset: str, catalog: Mapping[str, CatalogDataset], decisions: dict
             problems.append((ref.column, _plaintext(ref.column, relevant), relevant[0].path))
     if entry is not None and entry.format is DatasetFormat.VIEW:
         return  # stores no rows: no action either way
+    columns: tuple[CiphertextColumn, ...] = ()
+    if ciphertext and not problems:
+        columns = tuple(_ciphertext_column(column, carry, dataset, decision, keys, catalog)
+                        for column, carry in sorted(ciphertext.items()))
+        for column, why in _stored_problems(columns, stored):
+            problems.append((column, why, ciphertext[column].path))
+            if entry is not None and entry.shredded is not None and column in entry.shredded.columns:
+                decision.warnings.append(f"catalog.{dataset}.shredded lists {column} as ciphertext, but {why}: planned "
+                                         "for physical erasure")
     if ciphertext and not problems:
         decisions[dataset] = Decision(dataset, DatasetStatus.SHRED, RULE_SHRED, _shred_reason(keys, ciphertext, subject_ids),
                                       key_column=decision.key_column, values_from=decision.values_from,
@@ -215,6 +241,7 @@ def _decide(dataset: str, catalog: Mapping[str, CatalogDataset], decisions: dict
         for key, names in keys.items():
             result.keys[key] = names
             result.erased_by.setdefault(key, []).append(dataset)
+        result.held[dataset] = CiphertextHeld(dataset=dataset, columns=columns)
         return
     if not problems:
         return
@@ -227,6 +254,49 @@ def _decide(dataset: str, catalog: Mapping[str, CatalogDataset], decisions: dict
                                       path=describe_path(problems[0][2]), warnings=decision.warnings)
     else:
         decision.reason += f"; not shred: {why}"
+
+
+def _ciphertext_column(column: str, carry: Carry, dataset: str, decision: Decision,
+                       keys: Mapping[ColumnRef, tuple[ValueSource, ...]],
+                       catalog: Mapping[str, CatalogDataset]) -> CiphertextColumn:
+    """What the resolve step reads of one ciphertext column: the column of this dataset holding the
+    id whose key encrypts it (the declared key in the declaring dataset; elsewhere a column the
+    lineage says holds that key's values, the dataset's key column first), its origin, and where
+    its plaintext is kept."""
+    if carry.key.dataset == dataset:
+        subject: str | None = carry.key.column
+    else:
+        names = {v.name for v in keys.get(carry.key, ())}
+        candidates = [c for c, forms in sorted(decision.forms.items()) if names & {v.name for v in forms}]
+        subject = decision.key_column if decision.key_column in candidates else (candidates[0] if candidates else None)
+    origin = catalog.get(carry.origin.dataset)
+    context = origin.shredded.context if origin is not None and origin.shredded is not None else ""
+    return CiphertextColumn(column=column, origin=str(carry.origin), subject_column=subject,
+                            plaintext=plaintext_set(str(carry.origin)), context=context)
+
+
+def _stored_problems(columns: tuple[CiphertextColumn, ...], stored: StoredSchema | None) -> list[tuple[str, str]]:
+    """Why the stored schema says a column that should hold ciphertext does not: absent, stored as a
+    type that cannot hold the shred library's ciphertext, or spelt twice (names differing in case
+    only); and a subject column that is not there. None when no table is stored yet."""
+    if stored is None:
+        return []
+    problems = []
+    for column in columns:
+        found = stored.find(column.column)
+        if not found:
+            problems.append((column.column, f"column {column.column} is not in the table's stored schema (columns: "
+                             f"{', '.join(c.name for c in stored.columns)}), so it holds no ciphertext there"))
+        elif len(found) > 1:
+            problems.append((column.column, f"the table stores {' and '.join(c.name for c in found)}, which differ "
+                             "only in case: which one holds the ciphertext is ambiguous"))
+        elif not found[0].binary:
+            problems.append((column.column, f"column {found[0].name} is stored as {found[0].type}, which cannot hold "
+                             "piitracer's ciphertext (binary): it is not ciphertext"))
+        if column.subject_column is not None and len(stored.find(column.subject_column)) != 1:
+            problems.append((column.column, f"the subject id column {column.subject_column} of ciphertext column "
+                             f"{column.column} is not (exactly once) in the table's stored schema"))
+    return problems
 
 
 def _key_values(decisions: Mapping[str, Decision], key: ColumnRef) -> tuple[ValueSource, ...]:

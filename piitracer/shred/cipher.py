@@ -36,6 +36,38 @@ SIV, GCM = 0x01, 0x02
 VERSIONS = {SIV: "AES-SIV", GCM: "AES-GCM"}
 NONCE, TAG = 12, 16
 RAISE, NULL = "raise", "null"
+# The shortest ciphertext of each version: the version byte, the IV or nonce and tag, and a
+# plaintext of at least its one kind byte.
+SHORTEST = {SIV: 1 + 16 + 1, GCM: 1 + NONCE + 1 + TAG}
+
+
+def holds_ciphertext(type: pa.DataType) -> bool:
+    """Whether a column stored as ``type`` can hold this library's ciphertext: a binary type
+    (variable length, or fixed at least as long as the shortest ciphertext). A string column cannot:
+    what it holds is text, not ciphertext."""
+    if pa.types.is_fixed_size_binary(type):
+        return type.byte_width >= min(SHORTEST.values())
+    return pa.types.is_binary(type) or pa.types.is_large_binary(type) or pa.types.is_binary_view(type)
+
+
+def ciphertext_problem(blob: bytes) -> str | None:
+    """Why ``blob`` is not a ciphertext this library wrote (its format, not whether it opens), in
+    words that never show a byte of it; None when its form is one.
+
+    Examples:
+        >>> ciphertext_problem(b"alice@example.org")
+        'not a piitracer ciphertext (its first byte is no ciphertext version; 17 bytes)'
+        >>> ciphertext_problem(bytes([GCM]) + bytes(12)) is None
+        False
+    """
+    if not blob:
+        return "an empty value, not a piitracer ciphertext"
+    version = blob[0]
+    if version not in VERSIONS:
+        return f"not a piitracer ciphertext (its first byte is no ciphertext version; {len(blob)} bytes)"
+    if len(blob) < SHORTEST[version]:
+        return f"too short for a {VERSIONS[version]} ciphertext ({len(blob)} bytes, at least {SHORTEST[version]})"
+    return None
 
 
 @dataclass(frozen=True)

@@ -26,15 +26,40 @@ DELTA, SQLITE = "delta", "sqlite"
 
 
 @dataclass(frozen=True)
+class VaultCopy:
+    """A catalogued copy of the vault (a replica, a clone, an archive of its dataset): it holds the
+    same keys, so it is the vault too — destroyed and searched with it."""
+
+    dataset: str
+    format: str  # the catalog's format of the copy
+    location: Location | None  # None: the catalog gives it none (the preflight refuses the key destruction)
+    how: str  # "replica", "clone" or "archive"
+
+    def place(self) -> "VaultPlace":
+        """The copy as a vault of its own (a Delta vault table), to open and destroy keys in."""
+        assert self.location is not None, "a copy of the vault without a location is refused by the preflight"
+        return VaultPlace(DELTA, self.location, self.dataset)
+
+    def __str__(self) -> str:
+        return f"{self.how} {self.dataset} ({self.location})"
+
+
+@dataclass(frozen=True)
 class VaultPlace:
-    """The workspace's vault: a Delta table catalogued as ``dataset``, or a SQLite file."""
+    """The workspace's vault: a Delta table catalogued as ``dataset``, or a SQLite file, and the
+    catalogued copies of it."""
 
     kind: str  # DELTA or SQLITE
     location: Location
     dataset: str | None = None  # the catalog dataset of a Delta vault
+    copies: tuple[VaultCopy, ...] = ()
 
     def __str__(self) -> str:
         return f"key vault {self.dataset} ({self.location})" if self.dataset else f"key vault {self.location} (SQLite)"
+
+    def every_place(self) -> tuple["VaultPlace", ...]:
+        """The vault, then each copy of it as a vault of its own."""
+        return (VaultPlace(self.kind, self.location, self.dataset), *(copy.place() for copy in self.copies))
 
 
 def vault_problem(place: VaultPlace, store: "Store") -> tuple[str | None, str | None]:
@@ -117,4 +142,4 @@ def open_existing(place: VaultPlace, master: Any, store: "Store") -> "KeyVault":
     return KeyVault(backend, master, SubjectLookup.from_master(master))
 
 
-__all__ = ["DELTA", "SQLITE", "VaultPlace", "open_existing", "vault_problem"]
+__all__ = ["DELTA", "SQLITE", "VaultCopy", "VaultPlace", "open_existing", "vault_problem"]

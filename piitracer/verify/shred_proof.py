@@ -1,31 +1,32 @@
-"""The proof of a crypto-shredded dataset (issue 42 point 4): the verdict of a dataset the plan
+"""The proof of a crypto-shredded dataset (issues 42 and 49): the verdict of a dataset the plan
 erases by destroying the subjects' keys (status ``shred``) instead of rewriting it.
 
-Such a dataset is ``crypto_shredded`` when all of these hold, each checked here:
+A declaration is where to look, never what is there: the lineage says which tables copy the
+ciphertext and the catalog's ``shredded:`` says which columns hold it, but only the bytes say that
+they do. Such a dataset is ``crypto_shredded`` when all of these hold, each checked here; a check
+that cannot run gives ``not_checked``, never the verdict:
 
-1. **The key destruction ran**: every ``destroy_subject_key`` step naming the dataset committed
-   (otherwise it is ``pending`` until that step).
-2. **No key is left in the vault's files**: every file under the key vault's location (data files,
-   log, checkpoints; a SQLite vault's file and its journal) is decoded by the verifier's decoders
-   and holds no subject's lookup (the keyed hash the vault finds a subject by, computed here from
-   the master key); and no file holds one of the wrapped keys the step destroyed, searched by the
-   SHA-256 the step journaled before destroying them (the wrapped key is a fixed-length base64
-   text ending in one ``=``: every such window of every file's bytes, and of every decoded Parquet
-   value, is hashed and compared).
-3. **No plaintext of the subjects is left in the dataset**: the verifier's usual search of every
-   file finds subject values only in the dataset's key column (its rows, its statistics, a Delta
-   log's stats or an Iceberg manifest's bounds of that column), and only the value sets naming the
-   subjects' keys: that id is what the vault found the key by, and stays readable by design.
-4. **The subjects' stored ciphertext does not decrypt**: the vault gives no key for any subject,
-   and decrypting the subjects' rows of a dataset that declares ``shredded:`` fails with
-   :class:`~piitracer.shred.keys.SubjectShreddedError` (a copy of the ciphertext elsewhere is the
-   same ciphertext, under the same destroyed key).
-5. **The vault is the one the dataset was encrypted with**: the vault still holds keys for other
-   subjects of the dataset (a sample of them); a vault holding none of theirs proves nothing by
-   missing the subjects' keys.
+1. **Its ciphertext was checked before destruction**: the resolve step read every subject's row
+   in every stored file of the dataset and opened each value of its ciphertext columns under the
+   row's subject key in this vault (``executor/shred_check.py``; journaled per dataset), and kept
+   the plaintext, sealed, with the request's values.
+2. **The key destruction ran**: every ``destroy_subject_key`` step naming the dataset committed
+   (otherwise it is ``pending`` until that step), in the vault the workspace names now.
+3. **No key is left in the vault or a copy of it**: every file of the key vault and of each
+   catalogued copy of it (replicas, clones) is decoded and holds no subject's lookup (the keyed hash
+   the vault finds a subject by) and none of the wrapped keys the step destroyed (searched by the
+   SHA-256 the step journaled before destroying them), and neither the vault nor a copy gives a key
+   for a subject. At least as many keys were destroyed as subjects have ciphertext here.
+4. **No plaintext of the subjects is left**: the verifier's search of every file — every column,
+   statistics, logs, manifests, every retained version — for every value of theirs, the plaintext
+   their ciphertext opened to included, finds nothing but their id in the column whose key opens
+   the ciphertext (what the vault found the key by: it stays readable by design).
+5. **The vault is the one the dataset was encrypted with**: other people's ciphertext in the
+   dataset (a sample of their rows; a copy without an id column is matched to the declaring
+   dataset's rows by its ciphertext) still opens under their keys in this vault.
 
-Anything else found is ``found`` (a plaintext outside the key column, a key left in the vault, a
-ciphertext that still decrypts) or ``not_checked`` (no vault, no master key, the wrong vault).
+Anything found is ``found`` (a plaintext, a key left in the vault); what cannot be shown is
+``not_checked`` (no check before destruction, another vault, no other person's rows to show it).
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
-from piitracer.formats.current_rows import current_rows, key_field_ids
-from piitracer.model.plan import Action, DatasetDecision, DeletionPlan, Step
+from piitracer.formats.current_rows import key_field_ids
+from piitracer.model.plan import Action, CiphertextHeld, DatasetDecision, DeletionPlan, Step
 from piitracer.model.verification import DatasetVerification, ErasureState, Finding, ShredEvidence
 from piitracer.model.workspace import CatalogDataset
 from piitracer.shred.keys import SECRET_BYTES
@@ -56,30 +57,38 @@ OTHERS_SAMPLED = 1000
 
 @dataclass(frozen=True)
 class ShredSetting:
-    """What the proof needs besides the plan: the workspace's vault, the master key, and what each
-    committed ``destroy_subject_key`` step journaled (step id -> its outcome's details)."""
+    """What the proof needs besides the plan: the workspace's vault, the master key, what each
+    committed ``destroy_subject_key`` step journaled (step id -> its outcome's details), and what the
+    resolve step checked of each shredded dataset's ciphertext before (dataset -> facts)."""
 
     vault: VaultPlace | None = None
     master: Any = None
     destroyed: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    checked: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
 class VaultProof:
-    """The vault's files decoded once per verification: what was found there, or why it could not be."""
+    """The vault's files (and its copies') decoded once per verification: what was found there, or
+    why it could not be."""
 
     files: int = 0
     findings: list[Finding] = field(default_factory=list)
     problem: str | None = None
-    vault: Any = None  # the open KeyVault, for the decrypt attempts
+    vault: Any = None  # the open KeyVault, for the other people's keys
+    copies: list[Any] = field(default_factory=list)  # each copy of the vault, open
+    held: int = 0  # subjects the vault or a copy still gives a key for
 
 
 class ShredCheck:
     """The proof of every dataset a plan shreds, the vault decoded once (when first asked)."""
 
     def __init__(self, plan: DeletionPlan, setting: ShredSetting | None, value_sets: Mapping[str, list[Any]],
-                 store: Store) -> None:
+                 store: Store, catalog: Mapping[str, CatalogDataset] | None = None,
+                 locations: Mapping[str, Location] | None = None) -> None:
         self.plan, self.setting, self.value_sets, self.store = plan, setting or ShredSetting(), value_sets, store
+        # Where each dataset is: a copy without a subject id column is matched to its declaring dataset's rows.
+        self.places = {d: (e, locations[d]) for d, e in (catalog or {}).items() if d in (locations or {})}
         self.steps = [s for s in plan.steps if s.action is Action.DESTROY_SUBJECT_KEY]
         self._proof: VaultProof | None = None
 
@@ -99,9 +108,11 @@ class ShredCheck:
         return self._proof
 
     def close(self) -> None:
-        """Close the vault the proof opened."""
-        if self._proof is not None and self._proof.vault is not None:
-            self._proof.vault.close()
+        """Close the vault the proof opened, and its copies."""
+        if self._proof is not None:
+            for vault in [self._proof.vault, *self._proof.copies]:
+                if vault is not None:
+                    vault.close()
 
     def verdict(self, decision: DatasetDecision, entry: CatalogDataset | None, location: Location | None,
                 findings: list[Finding], common: dict[str, Any], states: Mapping[str, str]) -> DatasetVerification:
@@ -110,10 +121,14 @@ class ShredCheck:
         dataset = decision.dataset
         steps = [s for s in self.steps if dataset in s.params.datasets]
         base = {k: v for k, v in common.items() if k not in ("findings", "dataset")}
-        key = decision.key_column
+        held = next((h for s in steps if (h := s.params.held(dataset)) is not None), None)
+        subject_columns = sorted({c.subject_column for c in held.columns if c.subject_column} if held else
+                                 ({decision.key_column} if decision.key_column else set()))
+        key = held_key(subject_columns, decision.key_column)
         key_sets = {v.name for s in steps for v in s.values_from} | {v.name for v in decision.values_from}
-        ids = _field_ids(entry, location, self.store, key) if key else set()
-        accepted = [f for f in findings if key and f.value_set in key_sets and names_column(f.where, key, ids)]
+        ids = {c: _field_ids(entry, location, self.store, c) for c in subject_columns}
+        accepted = [f for f in findings if f.value_set in key_sets and any(names_column(f.where, c, ids[c])
+                                                                            for c in subject_columns)]
         plain = [f for f in findings if f not in accepted]
 
         def result(state: ErasureState, reason: str, found: list[Finding] = (), **more: Any) -> DatasetVerification:
@@ -121,8 +136,9 @@ class ShredCheck:
 
         if plain:
             return result(ErasureState.FOUND, f"planned shred, but {len(plain)} place(s) hold the subjects' values outside "
-                          f"its key column {key or '(none)'}: plaintext that destroying the key does not erase, and no "
-                          "planned step removes (check the catalog's shredded: and the lineage, then re-plan)", plain)
+                          f"the column{'s' if len(subject_columns) > 1 else ''} their keys are found by "
+                          f"({', '.join(subject_columns) or 'none'}): plaintext that destroying the key does not erase, and "
+                          "no planned step removes (check the catalog's shredded: and the lineage, then re-plan)", plain)
         if not steps:
             return result(ErasureState.FOUND, "planned shred, but no destroy_subject_key step of the plan names it: "
                           "the plan was altered: re-plan")
@@ -132,31 +148,70 @@ class ShredCheck:
             return DatasetVerification(dataset=dataset, state=ErasureState.PENDING, findings=tuple(accepted),
                                        pending_until=f"{until}: destroys the subjects' keys in the key vault",
                                        reason="the subjects' ciphertext stays readable until their keys are destroyed", **base)
+        if held is None:
+            return result(ErasureState.NOT_CHECKED, "the plan does not say which of its columns hold ciphertext (a plan "
+                          "made before piitracer proved shreds from the bytes): its ciphertext was never checked; re-plan")
+        checked = self.setting.checked.get(dataset)
+        if checked is None:
+            return result(ErasureState.NOT_CHECKED, "its ciphertext was not read and opened under the subjects' keys before "
+                          "the keys were destroyed (the resolve step journaled no check of it): nothing shows that the "
+                          "keys destroyed are the ones that opened it")
+        vault = self.setting.vault
+        moved = sorted({str(d.get("vault")) for s in steps if (d := self.setting.destroyed.get(s.id)) is not None}
+                       - {str(vault.location) if vault is not None else None})
+        if moved:
+            return result(ErasureState.NOT_CHECKED, f"the keys were destroyed in {', '.join(moved)}, but the workspace's "
+                          f"key vault is now {vault.location if vault is not None else 'none'}: the proof reads the "
+                          "vault the step destroyed keys in")
         proof = self.proof()
-        vault = str(self.setting.vault)
         if proof.problem is not None:
             return result(ErasureState.NOT_CHECKED, f"the key destruction cannot be proven: {proof.problem}")
         if proof.findings:
-            return result(ErasureState.FOUND, f"{len(proof.findings)} place(s) of the {vault} still hold a subject's "
-                          "lookup or a destroyed wrapped key: the key is not gone from the vault's files", proof.findings)
-        subjects = self.subjects(steps)
-        attempt = decrypt_attempt(proof.vault, entry, location, self.store, key, subjects)
-        if attempt.problem is not None:
-            state = ErasureState.NOT_CHECKED if attempt.cannot_check else ErasureState.FOUND
-            return result(state, attempt.problem)
+            return result(ErasureState.FOUND, f"{len(proof.findings)} place(s) of the {vault} or its copies still hold a "
+                          "subject's lookup or a destroyed wrapped key: the key is not gone from the vault's files",
+                          proof.findings)
+        if proof.held:
+            return result(ErasureState.FOUND, f"the {vault} or a copy of it still gives a key for {proof.held} of the "
+                          "subject(s): their ciphertext still opens")
+        destroyed = sum(int(self.setting.destroyed.get(s.id, {}).get("keys_destroyed", 0)) for s in steps)
+        with_rows = int(checked.get("subjects", 0))
+        if destroyed < with_rows:
+            return result(ErasureState.NOT_CHECKED, f"{with_rows} subject(s) have ciphertext here, opened before the "
+                          f"destruction, but the steps destroyed {destroyed} key(s): the keys destroyed are not all the "
+                          "ones that opened it")
+        others = other_rows(proof.vault, held, self.subjects(steps), entry, location, self.store, self.places)
+        if others.problem is not None:
+            return result(ErasureState.NOT_CHECKED, others.problem)
+        plaintext = sorted({c.plaintext for c in held.columns})
         evidence = ShredEvidence(
-            vault=vault, destroyed_by=tuple(s.id for s in steps),
-            keys_destroyed=sum(int(self.setting.destroyed.get(s.id, {}).get("keys_destroyed", 0)) for s in steps),
-            vault_files_decoded=proof.files, wrapped_keys_searched=len(_digests(self.setting)),
-            ciphertext_rows_tried=attempt.rows, key_column=key, key_column_places=len(accepted),
-            other_subjects_checked=attempt.others, other_subjects_with_keys=attempt.others_with_keys)
-        tried = (f"{attempt.rows} stored ciphertext row(s) of the subjects fail to decrypt (no key)" if entry is not None
-                 and entry.shredded else "its ciphertext is under the destroyed keys")
+            vault=str(vault), vault_copies=tuple(str(c) for c in vault.copies), destroyed_by=tuple(s.id for s in steps),
+            keys_destroyed=destroyed, vault_files_decoded=proof.files, wrapped_keys_searched=len(_digests(self.setting)),
+            ciphertext_files_read=int(checked.get("files", 0)), ciphertext_rows_tried=int(checked.get("rows", 0)),
+            ciphertext_values_opened=int(checked.get("values", 0)), subjects_with_rows=with_rows,
+            plaintext_sets=tuple(plaintext),
+            plaintext_values_searched=sum(len(self.value_sets.get(name, ())) for name in plaintext),
+            files_searched=int(common.get("files_scanned", 0)), versions_searched=int(common.get("snapshots_checked", 0)),
+            key_column=key, key_column_places=len(accepted), other_subjects_checked=others.subjects,
+            other_subjects_with_keys=others.with_keys, other_rows_opened=others.opened)
+        keys_said = (f"{destroyed} key(s) destroyed in the {vault}" + (f" and its {len(vault.copies)} copy(ies)"
+                                                                         if vault.copies else "")
+                     + f" by {', '.join(s.id for s in steps)}")
         return result(ErasureState.CRYPTO_SHREDDED, (
-            f"crypto-shredded: the subjects' keys destroyed in the {vault} by {', '.join(s.id for s in steps)}; "
-            f"{proof.files} file(s) of the vault decoded hold no lookup and no destroyed wrapped key of theirs; {tried}; "
-            f"the key column {key} keeps their id ({len(accepted)} place(s), accepted); the vault holds keys for "
-            f"{attempt.others_with_keys} of {attempt.others} other subject(s) sampled"), shred=evidence)
+            f"crypto-shredded: before the destruction, {evidence.ciphertext_values_opened} ciphertext value(s) of "
+            f"{with_rows} subject(s) in {evidence.ciphertext_rows_tried} row(s) of {evidence.ciphertext_files_read} stored "
+            f"file(s) opened under their keys; {keys_said}; {proof.files} file(s) of the vault decoded hold no lookup and "
+            f"no destroyed wrapped key of theirs, and it gives none of their keys; their {evidence.plaintext_values_searched} "
+            f"decrypted value(s) were searched for in {evidence.files_searched} file(s) and {evidence.versions_searched} "
+            f"version(s) and not found; {key or 'no id column'} keeps their id ({len(accepted)} place(s), accepted); "
+            f"{others.opened} other people's ciphertext value(s) of {others.with_keys} subject(s) still open with this "
+            "vault"), shred=evidence)
+
+
+def held_key(subject_columns: list[str], key_column: str | None) -> str | None:
+    """The column named as the one keeping the subjects' ids (the plan's key column when it is one of them)."""
+    if key_column in subject_columns:
+        return key_column
+    return subject_columns[0] if subject_columns else None
 
 
 def names_column(where: str, column: str, field_ids: set[int] = frozenset()) -> bool:
@@ -185,7 +240,8 @@ def _digests(setting: ShredSetting) -> set[str]:
 
 
 def prove_vault(setting: ShredSetting, subjects: list[Any], store: Store) -> VaultProof:
-    """Decode every file of the vault for the subjects' lookups and the destroyed wrapped keys.
+    """Decode every file of the vault and of each catalogued copy of it for the subjects' lookups
+    and the destroyed wrapped keys, and ask each for the subjects' keys.
 
     Args:
         setting: the vault, the master key, the destroy steps' journaled facts.
@@ -193,7 +249,8 @@ def prove_vault(setting: ShredSetting, subjects: list[Any], store: Store) -> Vau
         store: the storage of the vault's location.
 
     Returns:
-        The files decoded and what was found there, or the problem; the vault left open.
+        The files decoded, what was found there, how many subjects still have a key, or the
+            problem; the vault and its copies left open.
     """
     from piitracer.shred.keys import ShredInputError, VaultKeyError, VaultRefusedError
     from piitracer.shred.place import open_existing
@@ -206,24 +263,34 @@ def prove_vault(setting: ShredSetting, subjects: list[Any], store: Store) -> Vau
     if setting.master is None:
         return VaultProof(problem="no master key: the subjects' entries in the vault are found by a hash keyed from it "
                                   "(give --master-key-file or PIITRACER_MASTER_KEY_FILE)")
-    try:
-        vault = open_existing(place, setting.master, store)
-    except (VaultRefusedError, VaultKeyError) as error:
-        return VaultProof(problem=str(error))
-    try:
-        lookups = sorted({vault.lookup.of(value) for value in subjects})
-    except ShredInputError as error:
-        vault.close()
-        return VaultProof(problem=str(error))
-    root, files = _vault_files(place, store)
-    scan = scan_location(root, ValueIndex.build({LOOKUPS: lookups}), store, files)
-    findings = [Finding(file=hit.file, where=f"key vault: {hit.where}", value_set=hit.value_set, kind="vault")
-                for hit in scan.hits]
-    digests = _digests(setting)
-    for relative in files:
-        for where in _wrapped_places(store.read_bytes(root.child(relative)), relative, digests):
-            findings.append(Finding(file=relative, where=f"key vault: {where}", value_set=WRAPPED, kind="vault"))
-    return VaultProof(files=len(files), findings=findings, vault=vault)
+    proof = VaultProof()
+    for number, where in enumerate(place.every_place()):
+        try:
+            opened = open_existing(where, setting.master, store)
+        except (VaultRefusedError, VaultKeyError) as error:
+            proof.problem = str(error)
+            return proof
+        if number == 0:
+            proof.vault = opened
+        else:
+            proof.copies.append(opened)
+        try:
+            lookups = sorted({opened.lookup.of(value) for value in subjects})
+            proof.held = max(proof.held, len(opened.fetch(subjects)))
+        except ShredInputError as error:
+            proof.problem = str(error)
+            return proof
+        root, files = _vault_files(where, store)
+        scan = scan_location(root, ValueIndex.build({LOOKUPS: lookups}), store, files)
+        label = "key vault" if number == 0 else f"copy {where.dataset} of the key vault"
+        proof.findings += [Finding(file=hit.file, where=f"{label}: {hit.where}", value_set=hit.value_set, kind="vault")
+                           for hit in scan.hits]
+        digests = _digests(setting)
+        for relative in files:
+            for found in _wrapped_places(store.read_bytes(root.child(relative)), relative, digests):
+                proof.findings.append(Finding(file=relative, where=f"{label}: {found}", value_set=WRAPPED, kind="vault"))
+        proof.files += len(files)
+    return proof
 
 
 def _vault_files(place: VaultPlace, store: Store) -> tuple[Location, list[str]]:
@@ -273,78 +340,144 @@ def _windows_match(data: bytes, digests: set[str]) -> bool:
 
 
 @dataclass
-class DecryptAttempt:
-    """What decrypting the subjects' stored ciphertext gave (``problem``: not crypto-shredded)."""
+class OtherRows:
+    """Other people's ciphertext of a dataset opened with the vault now (``problem``: not shown)."""
 
-    rows: int = 0
-    others: int = 0
-    others_with_keys: int = 0
+    subjects: int = 0
+    with_keys: int = 0
+    opened: int = 0
     problem: str | None = None
-    cannot_check: bool = False
 
 
-def decrypt_attempt(vault: Any, entry: CatalogDataset | None, location: Location | None, store: Store,
-                    key: str | None, subjects: list[Any]) -> DecryptAttempt:
-    """Try to decrypt the subjects' stored ciphertext of one dataset, and check the vault still
-    holds keys for some of its other subjects (module docstring, 4 and 5).
+def other_rows(vault: Any, held: CiphertextHeld, subjects: list[Any], entry: CatalogDataset | None,
+               location: Location | None, store: Store,
+               places: Mapping[str, tuple[CatalogDataset, Location]] | None = None) -> OtherRows:
+    """Open a sample of other people's ciphertext in the dataset with the vault: it is the vault
+    the dataset was encrypted with only if their ciphertext opens under their keys there (module
+    docstring, 5). Rows are read from the stored files; a column without a subject id column is
+    matched to the declaring dataset's rows by its ciphertext.
 
     Args:
         vault: the open key vault.
-        entry: the dataset's catalog entry (its ``shredded:`` names the ciphertext columns).
+        held: the dataset's ciphertext columns.
+        subjects: the typed key values whose keys were destroyed (their rows are not sampled).
+        entry: the dataset's catalog entry.
         location: its location.
-        store: the storage of its location.
-        key: its key column.
-        subjects: the typed key values whose keys were destroyed.
+        store: the file access.
+        places: dataset -> (catalog entry, location), for the declaring dataset of a copy's ciphertext.
 
     Returns:
-        The rows tried, the other subjects checked, and the problem if any.
+        How many other people were sampled, how many still have a key, how many of their values
+            opened, or why the vault cannot be shown to be this dataset's.
     """
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    from piitracer.shred.cipher import ShredColumns, decrypt_batch
-    from piitracer.shred.keys import CiphertextError, SubjectShreddedError
+    from piitracer.formats import FormatError
+    from piitracer.formats.stored_files import StoredRows
+    from piitracer.shred.cipher import decrypt_array
+    from piitracer.shred.keys import CiphertextError, ShredInputError
 
-    attempt = DecryptAttempt()
-    held = len(vault.fetch(subjects))
-    if held:
-        attempt.problem = f"the key vault still gives a key for {held} of the {len(subjects)} subject(s): not shredded"
-        return attempt
-    rows = _rows(entry, location, store)
-    if rows is None or key is None or key not in rows.schema.names:
-        return attempt
-    column = rows.to_table(columns=[key]).column(key)
-    wanted = pa.array(subjects, column.type) if subjects else pa.array([], column.type)
-    others = pc.unique(pc.filter(column, pc.invert(pc.is_in(column, value_set=wanted)))).drop_null()
-    sample = others.slice(0, OTHERS_SAMPLED).to_pylist()
-    attempt.others = len(sample)
-    attempt.others_with_keys = len(vault.fetch(sample)) if sample else 0
-    if sample and not attempt.others_with_keys:
-        attempt.cannot_check = True
-        attempt.problem = (f"the key vault holds no key for any of {len(sample)} other subject(s) of this dataset: it is "
-                           "not the vault its pipeline encrypts with, so a missing key proves nothing (check shred.vault)")
-        return attempt
-    if entry is None or entry.shredded is None:
-        return attempt
-    columns = [c for c in entry.shredded.columns if c in rows.schema.names]
-    mine = rows.to_table(columns=[key, *columns], filter=pc.field(key).isin(wanted))
-    attempt.rows = mine.num_rows
-    if not mine.num_rows or not columns:
-        return attempt
-    try:
-        decrypt_batch(mine, vault, ShredColumns(key=key, randomised=tuple(columns)))
-    except SubjectShreddedError:
-        return attempt
-    except CiphertextError as error:
-        attempt.problem = f"a subject's stored ciphertext met a key in the vault: {error}"
-        return attempt
-    if any(mine.column(c).null_count < mine.num_rows for c in columns):
-        attempt.problem = f"{mine.num_rows} stored ciphertext row(s) of the subjects still decrypt"
-    return attempt
-
-
-def _rows(entry: CatalogDataset | None, location: Location | None, store: Store):
-    """The dataset's current rows as a pyarrow dataset (``to_table(columns, filter)``), or None."""
+    found = OtherRows()
     if entry is None or location is None or not store.exists(location):
-        return None
-    return current_rows(entry.format, location, store)
+        found.problem = "its files are not there: other people's ciphertext cannot show that the vault is its vault"
+        return found
+    mine = {repr(s) for s in subjects}
+    pairs: list[tuple[Any, bytes, str]] = []  # (subject, ciphertext, context) of other people
+    try:
+        pairs = _sampled(StoredRows(entry.format, location, store), held, mine, store, places or {})
+    except FormatError as error:
+        found.problem = f"its stored files cannot be read for other people's ciphertext: {error}"
+        return found
+    if not pairs:
+        found.problem = ("no other person's ciphertext was found in it to open with the vault (it holds only the "
+                         "erased subjects', or its copy's ciphertext matches no row of the declaring dataset): "
+                         "nothing shows the vault is the one it was encrypted with")
+        return found
+    people = {repr(s): s for s, _, _ in pairs}
+    found.subjects = len(people)
+    try:
+        keys = vault.fetch(list(people.values()))
+    except ShredInputError as error:
+        found.problem = f"other people's ids cannot be looked up in the vault: {error}"
+        return found
+    found.with_keys = len(keys)
+    usable = [(s, b, c) for s, b, c in pairs if keys.get(s) is not None]
+    for context in sorted({c for _, _, c in usable}):
+        batch = [(s, b) for s, b, c in usable if c == context]
+        try:
+            decrypt_array(pa.array([b for _, b in batch], pa.binary()), pa.array([s for s, _ in batch]), keys,
+                          context=context)
+        except CiphertextError:
+            found.problem = ("other people's ciphertext in it does not open under their keys in the vault: it was not "
+                             "encrypted with this vault, so a missing key of the subjects proves nothing (check shred.vault)")
+            return found
+        found.opened += len(batch)
+    if not found.opened:
+        found.problem = (f"the vault holds no key for any of the {found.subjects} other subject(s) sampled from it: it is not "
+                         "the vault its pipeline encrypts with, so a missing key proves nothing (check shred.vault)")
+    return found
+
+
+def _sampled(rows: Any, held: CiphertextHeld, mine: set[str], store: Store,
+             places: Mapping[str, tuple[CatalogDataset, Location]], limit: int = OTHERS_SAMPLED) -> list[tuple[Any, bytes, str]]:
+    """Up to ``limit`` (subject, ciphertext, context) of people other than ``mine`` from the stored
+    files; a column without a subject id column through the declaring dataset's rows."""
+    found: list[tuple[Any, bytes, str]] = []
+    bare: dict[str, list[bytes]] = {}
+    for relative in rows:
+        stored = rows.columns(relative)
+        for column in held.columns:
+            name = stored.name(column.column)
+            if name is None:
+                continue
+            if column.subject_column is None:
+                values = rows.read(relative, [name]).column(name).to_pylist()
+                bare.setdefault(column.origin, []).extend(bytes(v) for v in values[:limit] if v is not None)
+                continue
+            subject = stored.name(column.subject_column)
+            if subject is None:
+                continue
+            table = rows.read(relative, [subject, name])
+            for who, blob in zip(table.column(subject).to_pylist(), table.column(name).to_pylist()):
+                if who is not None and blob is not None and repr(who) not in mine:
+                    found.append((who, bytes(blob), column.context))
+        if len(found) >= limit:
+            break
+    if bare and len(found) < limit:
+        found += _through_origin(bare, held, mine, store, places, limit - len(found))
+    return found[:limit]
+
+
+def _through_origin(bare: Mapping[str, list[bytes]], held: CiphertextHeld, mine: set[str], store: Store,
+                    places: Mapping[str, tuple[CatalogDataset, Location]], limit: int) -> list[tuple[Any, bytes, str]]:
+    """Other people's (subject, ciphertext) for a copy's ciphertext that carries no subject id:
+    the declaring dataset's rows holding the same ciphertext say whose it is."""
+    import pyarrow as pa
+
+    from piitracer.formats.stored_files import StoredRows
+
+    found: list[tuple[Any, bytes, str]] = []
+    contexts = {c.origin: c.context for c in held.columns}
+    for origin, blobs in sorted(bare.items()):
+        place = places.get(origin.rsplit(".", 1)[0])
+        if place is None:
+            continue
+        entry, location = place
+        if entry.shredded is None:
+            continue
+        column = origin.rsplit(".", 1)[1]
+        rows = StoredRows(entry.format, location, store)
+        wanted = pa.array(sorted(set(blobs))[:limit], pa.binary())
+        for relative in rows:
+            stored = rows.columns(relative)
+            name, key = stored.name(column), stored.name(entry.shredded.key)
+            if name is None or key is None:
+                continue
+            table = rows.read(relative, [key, name], (name, wanted.cast(stored.type(column))))
+            for who, blob in zip(table.column(key).to_pylist(), table.column(name).to_pylist()):
+                if who is not None and blob is not None and repr(who) not in mine:
+                    found.append((who, bytes(blob), contexts.get(origin, "")))
+            if len(found) >= limit:
+                return found[:limit]
+    return found
+

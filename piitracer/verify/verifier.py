@@ -2,7 +2,8 @@
 that has not committed yet will remove them), found, or not checked.
 
 Which values are searched in a dataset: every identifier value set of the plan (an identifier —
-a PAN, a phone number — can leak into any table, whatever lineage says), the value sets its own
+a PAN, a phone number — can leak into any table, whatever lineage says) and the plaintext the
+subjects' shredded ciphertext opened to before their keys were destroyed, the value sets its own
 steps match on, and every value form the lineage says one of its columns holds (``column_forms``:
 a computed key such as ``LOWER(TRIM(email))`` or a hash, a value equal through a join) — wherever
 that column lives, not only where a step keys on it. A computed form is not searched where no
@@ -61,6 +62,8 @@ class _PlanSets:
         self.steps_of: dict[str, list] = {}
         for step in plan.steps:
             names |= {v.name for v in step.values_from if v.kind is ValueKind.IDENTIFIER}
+            if step.action is Action.DESTROY_SUBJECT_KEY:  # the plaintext the subjects' ciphertext opened to
+                names |= {c.plaintext for held in step.params.ciphertext for c in held.columns}
             self.steps_of.setdefault(step.dataset, []).append(step)
         self.identifiers = frozenset(names)
 
@@ -146,7 +149,7 @@ def verify_datasets(
     scans = dict(zip((d.dataset for d in scanned), scanner.scan(listing, value_sets, store, progress=progress)))
     rows = {d.dataset: _rows_by_path(entries, scans[d.dataset]) for d, entries in zip(scanned, listing.listings)}
     results = []
-    shredding = ShredCheck(plan, shred, value_sets, store)
+    shredding = ShredCheck(plan, shred, value_sets, store, catalog, locations)
     try:
         for number, decision in enumerate(plan.datasets):
             report(progress, "checking datasets", number, len(plan.datasets))

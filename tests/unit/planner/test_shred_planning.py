@@ -13,8 +13,10 @@ from piitracer.executor.preflight import PlanRefused, preflight
 from piitracer.graph.lineage_graph import LineageGraph
 from piitracer.ingest.sql.lineage import ingest_sql_text
 from piitracer.model.naming import DatasetNamer
-from piitracer.model.plan import Action, DatasetStatus, DeletionPlan, DestroySubjectKeyParams
+from piitracer.model.plan import (Action, CiphertextColumn, CiphertextHeld, DatasetStatus, DeletionPlan,
+                                  DestroySubjectKeyParams)
 from piitracer.model.settings import SparkSettings
+from piitracer.model.stored import StoredColumn, StoredSchema
 from piitracer.model.workspace import CatalogDataset, Policy
 from piitracer.planner.build import build_plan
 from piitracer.storage.locations import Location
@@ -70,7 +72,12 @@ def test_the_exact_plan_shreds_ciphertext_and_erases_what_decrypts_it() -> None:
         ("s010", "clean_delta_log", "analytics.card_report", None, [], ["s009"]),
     ]
     destroy = plan.steps[1]
-    assert destroy.params.model_dump() == {"keys": ("prod.payments.user_id",), "datasets": ("prod.payments", "analytics.cards")}
+    card, email = (CiphertextColumn(column=c, origin=f"prod.payments.{c}", subject_column="user_id",
+                                    plaintext=f"decrypted:prod.payments.{c}") for c in ("card", "email"))
+    assert destroy.params == DestroySubjectKeyParams(
+        keys=("prod.payments.user_id",), datasets=("prod.payments", "analytics.cards"),
+        ciphertext=(CiphertextHeld(dataset="prod.payments", columns=(card, email)),
+                    CiphertextHeld(dataset="analytics.cards", columns=(card,))))
     assert destroy.reason == ("destroy the subjects' keys in the key vault (found by prod.payments.user_id): the ciphertext "
                               "under them in prod.payments, analytics.cards becomes unreadable, and nothing there is rewritten")
     assert not destroy.blocking and destroy.engine is None
@@ -169,3 +176,88 @@ def test_plaintext_copied_into_a_declared_ciphertext_column_is_said_and_erased()
     assert again.warnings == ("catalog.a.again.shredded lists pan as ciphertext, but lineage copies plaintext into it "
                               "(column pan holds shredded column src.pay.pan decrypted in a.clear.pan by DECRYPT(pan)): "
                               "planned for physical erasure",)
+
+
+# ---- the stored schema decides, not the declaration (issue 49) ---------------------------------------------
+
+
+def stored(**tables: dict[str, str]) -> dict[str, StoredSchema]:
+    """dataset -> its stored columns ({name: Arrow type}); binary types can hold ciphertext."""
+    return {d: StoredSchema(columns=tuple(StoredColumn(name=n, type=t, binary=t in ("binary", "large_binary"))
+                                          for n, t in columns.items())) for d, columns in tables.items()}
+
+
+def plan_stored(schemas: dict[str, StoredSchema], sql: str = JOBS, **extra: CatalogDataset):
+    full = {**catalog(), **extra}
+    graph = LineageGraph.build(ingest_sql_text(sql, file="jobs.sql", namer=DatasetNamer(), schemas=SCHEMAS), full)
+    return build_plan(graph, full, Policy(), request(source="prod.payments.user_id"), stored=schemas)
+
+
+HONEST = {"prod.payments": {"user_id": "int64", "card": "binary", "email": "binary", "amount": "double"},
+          "analytics.cards": {"user_id": "int64", "card": "binary", "amount": "double"}}
+
+
+def test_honest_binary_columns_keep_the_plan_as_without_a_schema() -> None:
+    assert plan_stored(stored(**HONEST)).to_json() == plan_of()[0].to_json()
+
+
+def test_a_copy_whose_bytes_are_plaintext_is_erased_naming_the_column_and_its_type() -> None:
+    plan = plan_stored(stored(**{**HONEST, "analytics.cards": {"user_id": "int64", "card": "string", "amount": "double"}}))
+    cards = plan.decision("analytics.cards")
+    assert (cards.status, cards.key_column) == (DatasetStatus.ERASE, "user_id")
+    assert cards.reason == ("user_id holds prod.payments.user_id; erase, not shred: column card is stored as string, "
+                            "which cannot hold piitracer's ciphertext (binary): it is not ciphertext")
+    assert [s.action.value for s in plan.steps if s.dataset == "analytics.cards"] == [
+        "delete_rows", "purge_deletion_vectors", "vacuum", "clean_delta_log"]
+    (destroy,) = [s for s in plan.steps if s.action is Action.DESTROY_SUBJECT_KEY]
+    assert destroy.params.datasets == ("prod.payments",)
+    assert [h.dataset for h in destroy.params.ciphertext] == ["prod.payments"]
+
+
+def test_a_source_storing_a_declared_column_in_plaintext_is_erased_and_warned() -> None:
+    plan = plan_stored(stored(**{**HONEST, "prod.payments": {**HONEST["prod.payments"], "email": "string"}}))
+    source = plan.decision("prod.payments")
+    assert source.status is DatasetStatus.ERASE
+    assert source.reason.endswith("erase, not shred: column email is stored as string, which cannot hold piitracer's "
+                                  "ciphertext (binary): it is not ciphertext")
+    assert source.warnings == ("catalog.prod.payments.shredded lists email as ciphertext, but column email is stored as "
+                               "string, which cannot hold piitracer's ciphertext (binary): it is not ciphertext: planned "
+                               "for physical erasure",)
+    assert plan.decision("analytics.cards").status is DatasetStatus.SHRED  # its card is ciphertext, stored as binary
+    assert [s.action.value for s in plan.steps if s.dataset == "prod.payments"] == [
+        "resolve", "destroy_subject_key", "delete_rows", "purge_deletion_vectors", "vacuum", "clean_delta_log"]
+
+
+def test_names_are_matched_as_the_engines_match_them() -> None:
+    mixed = {"prod.payments": {"User_Id": "int64", "Card": "binary", "EMAIL": "large_binary", "amount": "double"},
+             "analytics.cards": {"User_ID": "int64", "CARD": "binary", "amount": "double"}}
+    assert plan_stored(stored(**mixed)).to_json() == plan_of()[0].to_json()
+    twice = {**HONEST, "analytics.cards": {"user_id": "int64", "card": "binary", "Card": "binary"}}
+    cards = plan_stored(stored(**twice)).decision("analytics.cards")
+    assert cards.status is DatasetStatus.ERASE and cards.reason.endswith(
+        "the table stores card and Card, which differ only in case: which one holds the ciphertext is ambiguous")
+    gone = {**HONEST, "analytics.cards": {"user_id": "int64", "amount": "double"}}
+    cards = plan_stored(stored(**gone)).decision("analytics.cards")
+    assert cards.status is DatasetStatus.ERASE and cards.reason.endswith(
+        "column card is not in the table's stored schema (columns: user_id, amount), so it holds no ciphertext there")
+
+
+def test_a_ciphertext_only_copy_is_found_by_its_ciphertext_and_a_join_key_copy_stays_shred() -> None:
+    sql = JOBS + ("INSERT INTO analytics.bare SELECT card FROM prod.payments;\n"
+                  "INSERT INTO analytics.joined SELECT p.user_id, c.card FROM prod.payments p "
+                  "JOIN analytics.cards c ON p.card = c.card;\n")
+    extra = {d: CatalogDataset(format="delta", location=f"wh/{d}") for d in ("analytics.bare", "analytics.joined")}
+    plan = plan_stored(stored(**HONEST, **{"analytics.bare": {"card": "binary"},
+                                           "analytics.joined": {"user_id": "int64", "card": "binary"}}), sql, **extra)
+    assert plan.decision("analytics.bare").status is DatasetStatus.SHRED
+    assert plan.decision("analytics.joined").status is DatasetStatus.SHRED
+    (destroy,) = [s for s in plan.steps if s.action is Action.DESTROY_SUBJECT_KEY]
+    bare, joined = destroy.params.held("analytics.bare"), destroy.params.held("analytics.joined")
+    assert bare.columns == (CiphertextColumn(column="card", origin="prod.payments.card", subject_column=None,
+                                             plaintext="decrypted:prod.payments.card"),)
+    assert joined.columns == (CiphertextColumn(column="card", origin="prod.payments.card", subject_column="user_id",
+                                               plaintext="decrypted:prod.payments.card"),)
+    demoted = plan_stored(stored(**HONEST, **{"analytics.bare": {"card": "string"},
+                                              "analytics.joined": {"user_id": "int64", "card": "binary"}}), sql, **extra)
+    bare = demoted.decision("analytics.bare")
+    assert (bare.status, bare.rule) == (DatasetStatus.MANUAL_REVIEW, "4: holds the subject's data but cannot be filtered")

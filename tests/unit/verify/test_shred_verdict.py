@@ -18,6 +18,7 @@ from deltalake import write_deltalake
 
 from lineage_builders import request
 from piitracer.crypto.envelope import MasterKey
+from piitracer.executor.shred_check import CiphertextRefused, check_ciphertext
 from piitracer.executor.shred_step import destroy_subject_keys
 from piitracer.graph.lineage_graph import LineageGraph
 from piitracer.ingest.sql.lineage import ingest_sql_text
@@ -70,19 +71,28 @@ class Lake:
         self.plan = build_plan(graph, self.catalog, Policy(), request(str(SUBJECT), source="prod.payments.user_id"))
         self.step = next(s for s in self.plan.steps if s.action is Action.DESTROY_SUBJECT_KEY)
         self.place = VaultPlace(DELTA, Location.parse(str(root / "vault")), "prod.keys")
+        self.locations = {d: Location.parse(e.location) for d, e in self.catalog.items()}
         self.values = {"prod.payments.user_id": [SUBJECT]}
         self.destroyed: dict = {}
+        self.checked: dict = {}
 
-    def destroy(self) -> None:
+    def resolve(self) -> None:
+        """The resolve step's check of the ciphertext (before the key goes): the plaintext joins the values."""
+        found = {"req-1": {"prod.payments.user_id": [SUBJECT]}}
+        self.checked = check_ciphertext(self.plan, found, self.place, self.key, Store(), self.catalog, self.locations)
+        self.values = {name: sorted(set(values), key=repr) for name, values in found["req-1"].items()}
+
+    def destroy(self, resolve: bool = True) -> None:
+        if resolve:
+            self.resolve()
         outcome = destroy_subject_keys(self.step, [SUBJECT], self.place, self.key, Store(),
                                        (Location.parse(str(self.root)),), Attempt())
         self.destroyed = {self.step.id: outcome.details}
 
     def verify(self, committed: bool = True, place: VaultPlace | None = None, key=None):
         states = {s.id: "committed" for s in self.plan.steps if committed or s.action is not Action.DESTROY_SUBJECT_KEY}
-        locations = {d: Location.parse(e.location) for d, e in self.catalog.items()}
-        report = verify_datasets(self.plan, self.catalog, locations, self.values, states, store=Store(),
-                                 shred=ShredSetting(place or self.place, key or self.key, self.destroyed))
+        report = verify_datasets(self.plan, self.catalog, self.locations, self.values, states, store=Store(),
+                                 shred=ShredSetting(place or self.place, key or self.key, self.destroyed, self.checked))
         return {d.dataset: d for d in report.datasets}
 
 
@@ -91,23 +101,57 @@ def test_the_key_destroyed_is_crypto_shredded_with_the_vaults_evidence(tmp_path:
     assert [d.status.value for d in lake.plan.datasets] == ["shred", "shred"]
     assert lake.verify(committed=False)["prod.payments"].state is ErasureState.PENDING
     lake.destroy()
+    assert lake.checked == {  # journaled by the resolve step: counts only
+        "prod.payments": {"files": 2, "rows": 2, "values": 4, "subjects": 1, "columns": ["card", "email"]},
+        "analytics.cards": {"files": 2, "rows": 2, "values": 2, "subjects": 1, "columns": ["card"]}}
+    assert lake.values["decrypted:prod.payments.card"] == [f"4111-{SUBJECT:04d}"]  # opened before the key went
+    assert lake.values["decrypted:prod.payments.email"] == [f"p{SUBJECT}@example.org"]
     results = lake.verify()
     for dataset in ("prod.payments", "analytics.cards"):
         assert results[dataset].state is ErasureState.CRYPTO_SHREDDED, results[dataset].reason
         assert results[dataset].findings == ()
+        assert {"decrypted:prod.payments.card", "decrypted:prod.payments.email"} <= set(results[dataset].value_sets)
     payments = results["prod.payments"]
     evidence = payments.shred
     assert evidence.destroyed_by == (lake.step.id,) and evidence.keys_destroyed == 1
     assert evidence.vault_files_decoded >= 3 and evidence.wrapped_keys_searched == 1
-    assert evidence.ciphertext_rows_tried == 2  # the subject's row in each version still there, unreadable
+    assert (evidence.ciphertext_files_read, evidence.ciphertext_rows_tried, evidence.ciphertext_values_opened,
+            evidence.subjects_with_rows) == (2, 2, 4, 1)  # the subject's row in each version
+    assert evidence.plaintext_sets == ("decrypted:prod.payments.card", "decrypted:prod.payments.email")
+    assert evidence.plaintext_values_searched == 2 and evidence.files_searched == payments.files_scanned
     assert evidence.key_column == "user_id" and evidence.key_column_places >= 4  # rows and stats of user_id, accepted
     assert evidence.other_subjects_checked == 40 and evidence.other_subjects_with_keys == 40
-    assert payments.reason.startswith("crypto-shredded: the subjects' keys destroyed in the key vault prod.keys")
+    assert evidence.other_rows_opened == 80  # each other person's row in each version, card and email... of payments
+    assert payments.reason.startswith("crypto-shredded: before the destruction, 4 ciphertext value(s) of 1 subject(s) in 2 "
+                                      "row(s) of 2 stored file(s) opened under their keys; 1 key(s) destroyed in the key "
+                                      "vault prod.keys")
+    assert results["analytics.cards"].shred.ciphertext_values_opened == 2
+
+
+def test_without_the_check_before_destruction_nothing_is_certified(tmp_path: Path) -> None:
+    lake = Lake(tmp_path)
+    lake.destroy(resolve=False)  # the keys destroyed, the ciphertext never opened before
+    for result in lake.verify().values():
+        assert result.state is ErasureState.NOT_CHECKED and "not read and opened" in result.reason
+
+
+def test_the_decrypted_plaintext_found_anywhere_is_found(tmp_path: Path) -> None:
+    lake = Lake(tmp_path)
+    lake.destroy()
+    leak = pa.table({"user_id": pa.array([7], pa.int64()), "card": [None], "memo": [f"card 4111-{SUBJECT:04d} refunded"]})
+    write_deltalake(str(tmp_path / "cards"), leak.cast(pa.schema([("user_id", pa.int64()), ("card", pa.binary()),
+                                                                   ("memo", pa.string())])),
+                    mode="append", schema_mode="merge")  # the decrypted card under another person's row
+    result = lake.verify()["analytics.cards"]
+    assert result.state is ErasureState.FOUND
+    assert {(f.where, f.value_set) for f in result.findings} >= {("column memo (inside text)", "decrypted:prod.payments.card")}
 
 
 def test_a_key_left_in_the_vault_is_found(tmp_path: Path) -> None:
     lake = Lake(tmp_path)
-    lake.destroyed = {lake.step.id: {"keys_destroyed": 1, "wrapped_sha256": []}}  # "committed", nothing destroyed
+    lake.resolve()
+    lake.destroyed = {lake.step.id: {"keys_destroyed": 1, "wrapped_sha256": [],  # "committed", nothing destroyed
+                                     "vault": str(lake.place.location)}}
     result = lake.verify()["prod.payments"]
     assert result.state is ErasureState.FOUND and "still hold a subject's lookup" in result.reason
     assert {f.value_set for f in result.findings} == {"key vault: the subjects' lookups"}
@@ -130,7 +174,7 @@ def test_plaintext_outside_the_key_column_is_found(tmp_path: Path) -> None:
     leak = pa.table({"user_id": pa.array([1], pa.int64()), "card": [b"\x02"], "note": [f"refund for user {SUBJECT}"]})
     write_deltalake(str(tmp_path / "cards"), leak, mode="append", schema_mode="merge")  # a plaintext column added
     result = lake.verify()["analytics.cards"]
-    assert result.state is ErasureState.FOUND and "outside its key column user_id" in result.reason
+    assert result.state is ErasureState.FOUND and "outside the column their keys are found by (user_id)" in result.reason
     assert "column note (inside text)" in {f.where for f in result.findings}
     assert not [f for f in result.findings if "user_id" in f.where]  # the key column's ids stay accepted
 
@@ -142,8 +186,21 @@ def test_another_vault_proves_nothing(tmp_path: Path) -> None:
     delta_vault(tmp_path / "empty", other).keys_for([1])  # a vault of the same master key, not the pipeline's
     result = lake.verify(place=VaultPlace(DELTA, Location.parse(str(tmp_path / "empty")), "prod.keys"))["prod.payments"]
     assert result.state is ErasureState.NOT_CHECKED
-    assert "holds no key for any of 40 other subject(s)" in result.reason
+    assert "the keys were destroyed in" in result.reason and "but the workspace's key vault is now" in result.reason
     assert lake.verify(key=MasterKey(secrets.token_hex(32).encode(), "x"))["prod.payments"].state is ErasureState.NOT_CHECKED
+
+
+def test_data_encrypted_under_another_vault_stops_the_run_before_any_key_goes(tmp_path: Path) -> None:
+    lake = Lake(tmp_path / "a")
+    other = delta_vault(tmp_path / "b", lake.key)  # the same master key: it finds the same people, holds other keys
+    other.keys_for(OTHERS[:1])
+    other.close()
+    lake.place = VaultPlace(DELTA, Location.parse(str(tmp_path / "b")), "prod.keys")
+    with pytest.raises(CiphertextRefused) as refused:
+        lake.resolve()
+    assert str(refused.value).startswith("prod.payments, file ") and "holds no key for 1 subject(s) whose ciphertext" in \
+        str(refused.value)
+    assert str(SUBJECT) not in str(refused.value)
 
 
 @pytest.mark.parametrize("where, expected", [
