@@ -174,10 +174,15 @@ def source_key_types(workspace: Workspace, sources: Sequence[ColumnRef]) -> dict
             schema = table_schema(entry, locations.get(ref.dataset), store)
         except (FormatError, StorageError) as error:
             raise PlanningError(f"source {ref}: dataset {ref.dataset}: {error}") from None
-        if schema is not None and ref.column in schema.names:
-            name = key_type_name(schema.field(ref.column).type)
+        # Names as the engines match them: lineage lowercases, a table may store `Customer_ID`.
+        stored = [f for f in schema if f.name.lower() == ref.column.lower()] if schema is not None else []
+        if len(stored) > 1:
+            raise PlanningError(f"source {ref}: the table stores {' and '.join(f.name for f in stored)}, which differ only "
+                                "in case: which one is the key is ambiguous")
+        if stored:
+            name = key_type_name(stored[0].type)
             if name is None:
-                raise PlanningError(f"source {ref}: the table stores it as {schema.field(ref.column).type}, "
+                raise PlanningError(f"source {ref}: the table stores it as {stored[0].type}, "
                                     "which piitracer does not compare as a subject key")
             found[str(ref)] = name
         elif schema is not None:

@@ -268,13 +268,27 @@ def _check_unpartitioned(step: Step, entry: CatalogDataset, location: Location, 
                           f"partitioned by {', '.join(facts.partition_columns)}: set delete_mode 'positional' and re-plan")
 
 
+def _stored_field(schema, column: str, what: str):
+    """The field of ``schema`` that stores ``column``, matched as the engines match names (the exact
+    name, else the one name equal ignoring case); None when there is none. Two names equal ignoring
+    case are refused: which one a step would act on is ambiguous."""
+    if column in schema.names:
+        return schema.field(column)
+    found = [f for f in schema if f.name.lower() == column.lower()]
+    if len(found) > 1:
+        raise PlanRefused(f"{what}: the table stores {' and '.join(f.name for f in found)}, which differ only in case: "
+                          f"which one is {column} is ambiguous")
+    return found[0] if found else None
+
+
 def _check_key_column(step: Step, schema, result: Preflight) -> None:
     if schema is None:
         return  # a table with no rows yet (an empty folder): nothing can match, nothing to protect
-    if step.key_column not in schema.names:
+    stored = _stored_field(schema, step.key_column, f"step {step.id}: {step.dataset}")
+    if stored is None:
         raise PlanRefused(f"step {step.id}: {step.dataset} has no column {step.key_column!r} "
                           f"(columns: {', '.join(schema.names)})")
-    result.key_types[(step.dataset, step.key_column)] = key_type_name(schema.field(step.key_column).type) or "other"
+    result.key_types[(step.dataset, step.key_column)] = key_type_name(stored.type) or "other"
 
 
 def _check_subjects(plan: DeletionPlan, schemas: dict, result: Preflight) -> None:
@@ -286,11 +300,12 @@ def _check_subjects(plan: DeletionPlan, schemas: dict, result: Preflight) -> Non
                 raise PlanRefused(f"resolve of {capture.dataset}: the plan does not say the type of key column {column}")
             key_type = parse_key_type(planned)
             if schema is not None:
-                if column not in schema.names:
+                stored = _stored_field(schema, column, f"resolve of {capture.dataset}")
+                if stored is None:
                     raise PlanRefused(f"resolve of {capture.dataset}: the table has no key column {column!r}")
-                live = key_type_name(schema.field(column).type)
+                live = key_type_name(stored.type)
                 if live is None or parse_key_type(live) != key_type:
-                    raise PlanRefused(f"resolve of {capture.dataset}: key column {column} is {live or schema.field(column).type} "
+                    raise PlanRefused(f"resolve of {capture.dataset}: key column {column} is {live or stored.type} "
                                       f"now, {key_type} at planning: re-plan")
                 result.key_types[(capture.dataset, column)] = live
             for number, subject in enumerate(plan.subjects, start=1):

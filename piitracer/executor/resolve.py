@@ -63,7 +63,7 @@ def resolve_values(
             for value, requests in owners.items():
                 for request_id in requests:  # the subjects' own key values count even without a row
                     add(request_id, f"{capture.dataset}.{key}", [value])
-            subjects = subject_frame(spark, list(owners), frame.schema[key].dataType)
+            subjects = subject_frame(spark, list(owners), stored_type(frame, key))
             rows = frame.join(F.broadcast(subjects), frame[key] == subjects[SUBJECT_COLUMN], "left_semi")
             projections = [F.col(key).alias("k")]
             projections += [F.col(c).alias(f"i{i}") for i, c in enumerate(capture.identifiers)]
@@ -77,6 +77,17 @@ def resolve_values(
     for value in _surrogates_in_order(plan):
         _read_surrogate(spark, value, per_request, source_frame, add)
     return {rid: {name: sorted(values, key=repr) for name, values in sets.items()} for rid, sets in per_request.items()}
+
+
+def stored_type(frame: "DataFrame", column: str):
+    """The Spark type of ``column`` in ``frame``, its name matched as Spark matches it (ignoring
+    case: lineage names are lower case, a table may store ``Customer_ID``)."""
+    found = [f for f in frame.schema.fields if f.name.lower() == column.lower()]
+    exact = [f for f in found if f.name == column]
+    if exact or len(found) == 1:
+        return (exact or found)[0].dataType
+    raise SafetyError(f"column {column}: the source stores {' and '.join(f.name for f in found) or 'no such column'}: "
+                      "which one holds the key is not one column ignoring case")
 
 
 _HELD = "__piitracer_surrogate"
@@ -107,7 +118,7 @@ def _read_surrogate(spark: "SparkSession", value: ValueSource, per_request: dict
     lookup = value.lookup
     assert lookup is not None
     frame = source_frame(lookup.dataset)
-    key_type = frame.schema[lookup.key_column].dataType
+    key_type = stored_type(frame, lookup.key_column)
     converted = spark_key_type(key_type)
     owners: dict[Any, set[str]] = {}
     for request_id, sets in per_request.items():

@@ -14,7 +14,8 @@ from piitracer.graph.lineage_graph import LineageGraph
 from piitracer.model.audit import RequestTrail
 from piitracer.model.lineage import ColumnRef
 from piitracer.render.lineage_diagram import STATE_FILLS, lineage_diagram, render_lineage
-from piitracer.render.report_facts import PROOF_HEADERS, STATE_LABELS, STATES, ReportFacts, proof_rows, report_facts
+from piitracer.render.report_facts import (PROOF_HEADERS, SHRED_HEADERS, STATE_LABELS, STATES, ReportFacts, proof_rows,
+                                          report_facts, shred_rows)
 
 HMAC_PREFIX = 12  # hex characters of a subject HMAC shown: enough to tell subjects apart
 CSS = """
@@ -105,6 +106,9 @@ def report_markdown(trail: RequestTrail, generated_at: datetime | None = None) -
         lines.append("No verification recorded yet.")
     else:
         lines.append(f"Checked at {facts.verification['checked_at']}.")
+        if shred_rows(facts.verification):
+            lines += ["", "Crypto-shredded datasets (checked before the keys were destroyed, searched after):", "",
+                      _md_table(SHRED_HEADERS, [[str(c) for c in row] for row in shred_rows(facts.verification)])]
         if proof_rows(facts.verification):
             lines += ["", "How Parquet column chunks were proven:", "",
                       _md_table(PROOF_HEADERS, [[str(c) for c in row] for row in proof_rows(facts.verification)])]
@@ -222,6 +226,12 @@ def _verification_html(facts: ReportFacts) -> str:
     scanned = sum(d["files_scanned"] for d in v["datasets"])
     head = (f"<p>Checked at {html.escape(v['checked_at'])}: {len(v['datasets'])} datasets, {scanned} files scanned, "
             f"{sum(d['findings_count'] for d in v['datasets'])} finding(s).</p>")
+    shredded = shred_rows(v)
+    if shredded:
+        head += ("<h3>Crypto-shredded datasets</h3><p class=\"muted\">Before the keys were destroyed, every row of the "
+                 "subjects in every stored file was read and its ciphertext opened under their keys; after, the vault "
+                 "gives none of their keys and the decrypted values were searched for in every file and version.</p>"
+                 + _html_table(SHRED_HEADERS, [[row[0], row[1], *(_num(n) for n in row[2:])] for row in shredded]))
     proofs = proof_rows(v)
     if proofs:
         head += ("<h3>How Parquet column chunks were proven</h3><p class=\"muted\">A chunk (one column of one row "

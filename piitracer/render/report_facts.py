@@ -199,3 +199,27 @@ def proof_rows(verification: dict[str, Any] | None) -> list[list[Any]]:
         rows.append([checked["dataset"], *(int(proofs.get(method, 0)) for method in PROOF_METHODS),
                      int(proofs.get("bytes_read", 0)), int(proofs.get("bytes_total", 0))])
     return rows
+
+
+SHRED_HEADERS = ["dataset", "key vault (and copies)", "keys destroyed", "checked before: files", "rows",
+                 "ciphertext values opened", "subjects", "after: decrypted values searched", "files searched",
+                 "versions searched", "other people's values opened"]
+
+
+def shred_rows(verification: dict[str, Any] | None) -> list[list[Any]]:
+    """Per crypto-shredded dataset (issue 49): what was read and opened before the keys were
+    destroyed, and what the plaintext search after it covered (counts and names, never a value)."""
+    rows = []
+    for checked in (verification or {}).get("datasets", []):
+        shred = checked.get("shred")
+        if not shred:
+            continue
+        vault = shred.get("vault", "")
+        copies = shred.get("vault_copies") or []
+        rows.append([checked["dataset"], vault + (f" + {', '.join(copies)}" if copies else ""),
+                     int(shred.get("keys_destroyed", 0)), int(shred.get("ciphertext_files_read", 0)),
+                     int(shred.get("ciphertext_rows_tried", 0)), int(shred.get("ciphertext_values_opened", 0)),
+                     int(shred.get("subjects_with_rows", 0)), int(shred.get("plaintext_values_searched", 0)),
+                     int(shred.get("files_searched", 0)), int(shred.get("versions_searched", 0)),
+                     int(shred.get("other_rows_opened", 0))])
+    return rows

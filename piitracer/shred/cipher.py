@@ -278,10 +278,10 @@ def _decrypt(ciphertexts: pa.Array | pa.ChunkedArray, resolved: _Rows, type: pa.
                 continue
             raise SubjectShreddedError(f"column {column}, row {row}: no key in the vault for the row's subject: "
                                        "its values were crypto-shredded (or the key was never created)")
-        version = blob[0] if blob else -1
-        if version not in VERSIONS:
-            raise CiphertextError(f"column {column}, row {row}: not a piitracer ciphertext (format version "
-                                  f"{version if version >= 0 else 'none'}; known: {', '.join(map(str, VERSIONS))})")
+        problem = ciphertext_problem(blob)
+        if problem is not None:  # said without a byte of the value: it may be a plaintext
+            raise CiphertextError(f"column {column}, row {row}: {problem}")
+        version = blob[0]
         cipher = ciphers.get((subject, version))
         if cipher is None:
             cipher = ciphers[subject, version] = key.siv() if version == SIV else key.gcm()
