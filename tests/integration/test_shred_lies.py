@@ -262,3 +262,22 @@ def test_a_dataset_holding_only_the_subjects_is_not_certified(tmp_path: Path, wa
     only = report.result("mart.subject_only")
     assert only.state is ErasureState.NOT_CHECKED and "no other person's ciphertext" in only.reason
     assert report.result("crm.customers").state is CRYPTO and not report.complete
+
+
+def test_the_decrypted_values_are_searched_beyond_the_plan_by_the_sweep(tmp_path: Path, warehouse: Path,
+                                                                        keys: Keys) -> None:
+    from deltalake import write_deltalake
+    from shred_scenes import clear
+
+    scene = Scene(tmp_path)
+    root = scene.build(warehouse)
+    # A job nobody catalogued kept the decrypted e-mails: no lineage, no catalog entry, only the bytes.
+    write_deltalake(str(scene.lake / "stray_export"), clear(PEOPLE).select(["customer_id", "email"]).drop(["customer_id"]))
+    plan, summary, report = erase(root, keys)
+    assert summary.status == "complete" and report.complete  # the plan's own datasets are proven
+    with piitracer.open(root, keys) as session:
+        swept = session.verify(plan, record=False, sweep="roots").report
+    stray = [d for d in swept.datasets if d.dataset not in {x.dataset for x in report.datasets}]
+    assert [(d.state, {f.value_set for f in d.findings}) for d in stray] == [
+        (ErasureState.UNPLANNED, {"decrypted:crm.customers.email"})]  # found where no plan reached
+    assert not swept.complete
