@@ -50,7 +50,9 @@ _EXPORTS = {
     "plan_requests": "plan", "planning_difference": "plan", "seal_plan": "plan", "source_key_types": "plan",
     "plan_erasure": "plan",
     # piitracer.api.execute
-    "execute_plan": "execute", "prepare_execution": "execute", "run_execution": "execute",
+    "execute_plan": "session",
+    # piitracer.api.people
+    "Credential": "people", "PersonError": "people", "make_credential": "people", "revoke_credential": "people",
     # piitracer.api.verify
     "AttestationError": "verify", "Evidence": "verify", "attest_step": "verify", "attested_steps": "verify",
     "scanner_choice": "verify", "verify_plan": "verify", "reverify_requests": "verify",

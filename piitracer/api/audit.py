@@ -12,7 +12,7 @@ import uuid
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from piitracer.api.wiring import (audit_log_path, dataset_locations, execution_context, journal_steps, warehouse_roots,
                                    workspace_store)
@@ -26,7 +26,7 @@ from piitracer.formats import support_for
 from piitracer.graph.lineage_graph import LineageGraph
 from piitracer.workspace.model import Workspace
 from piitracer.ingest.workspace.loader import load_workspace
-from piitracer.model.audit import AuditEntry, RequestTrail
+from piitracer.model.audit import AuditEntry, EntryKind, RequestTrail
 from piitracer.model.errors import NotFoundError
 from piitracer.model.plan import DeletionPlan
 from piitracer.model.steps import StepRecord
@@ -137,19 +137,23 @@ def audit_anchor(workspace: Workspace) -> AnchorFile | None:
     return anchor
 
 
-def record_plan(log: AuditLog, plan: DeletionPlan, planned_by: str | None = None) -> AuditEntry:
+def record_plan(log: AuditLog, plan: DeletionPlan, planner: Any = None, policy: Mapping[str, Any] | None = None,
+                operator: str | None = None) -> AuditEntry:
     """Append the plan entry (id, requests, deadline, per-dataset decisions; no subject values;
     keyed digests of the subjects).
 
     Args:
         log: the workspace's audit log.
         plan: the plan.
-        planned_by: who made the plan (an approver must be someone else).
+        planner: who made the plan, proven by their own token (an ``identity.people.ProvenPerson``):
+            their signed statement is recorded; an approver must be someone else.
+        policy: the approval policy in force (``requests.approval.policy_of``), checked at execute.
+        operator: the operating system's account, recorded for information when no one is proven.
 
     Returns:
         The plan's entry (the one already there when it was recorded before).
     """
-    return record_plan_entry(log, plan, planned_by)
+    return record_plan_entry(log, plan, planner, policy, operator)
 
 
 def record_run(log: AuditLog, plan: DeletionPlan, run: RunSummary | Sequence[StepRecord],
@@ -210,7 +214,8 @@ def record_verification(log: AuditLog, plan: DeletionPlan, report: VerificationR
     return record_verification_entry(log, plan, report)
 
 
-def verify_audit(log: AuditLog, workspace: Workspace | None = None, expect_head: str | None = None) -> VerifyResult:
+def verify_audit(log: AuditLog, workspace: Workspace | None = None, expect_head: str | None = None,
+                 registrar: Any = None) -> VerifyResult:
     """Check the audit log (``audit verify``): recompute the chain, hashes, seals, sequence and
     Merkle roots, the structure, the anchor and ``expect_head`` (see
     ``piitracer.audit.verify_log``).
@@ -221,25 +226,69 @@ def verify_audit(log: AuditLog, workspace: Workspace | None = None, expect_head:
             recorded in the log before its first step, so a run without an audit entry means
             entries were removed.
         expect_head: the head hash the log must have (one kept elsewhere).
+        registrar: the workspace signing key's public key: every person's registration must be
+            signed by it (None: not checked).
 
     Returns:
         Whether the log holds, its entry count and head, and the first problem, if any.
     """
+    from piitracer.audit.signatures import signature_problems
+
     result = log.verify(expect_head=expect_head)
-    if not result.ok or workspace is None:
+    if not result.ok:
+        return result
+    entries = log.entries()
+    # People's signatures: each signed entry's with the key the log registered for its person then,
+    # each registration with the workspace signing key's (when given).
+    problems = signature_problems(entries, registrar)
+    if problems:
+        seq, why = problems[0]
+        return VerifyResult(False, result.entries, result.head_hash, AuditProblem(
+            seq, f"a signature does not hold: {why}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")))
+    signed = sum(1 for e in entries if e.kind in (EntryKind.PLAN, EntryKind.APPROVAL, EntryKind.ATTESTATION,
+                                                      EntryKind.EXECUTION, EntryKind.PERSON)
+                 and any(isinstance(e.body.get(f), dict) for f in ("planner", "approver", "attester", "executor",
+                                                                    "registration")))
+    result = replace(result, checks=result.checks + (
+        f"signatures: {signed} signed entr{'y' if signed == 1 else 'ies'}, each with its person's registered key"
+        + ("" if registrar is None else ", every registration by the workspace signing key"),))
+    if workspace is None:
         return result
     journal_path = execution_context(workspace).journal_path
     if not journal_path.exists():
         return result
     with Journal(journal_path) as journal:
         ran = journal.plans_run()
-    recorded = {entry.plan_id for entry in log.entries()}
+        committed = {(r["step_id"], r["run_id"]): r["plan_id"] for r in _committed_steps(journal)}
+    recorded = {entry.plan_id for entry in entries}
     missing = sorted(plan_id for plan_id in ran if plan_id not in recorded)
     if missing:
         return VerifyResult(False, result.entries, result.head_hash, AuditProblem(
             None, f"the journal records {len(missing)} executed plan(s) with no audit entry (first: plan "
                   f"{missing[0][:16]}): entries were removed from the audit log"))
-    return replace(result, checks=result.checks + (f"journal: {len(ran)} executed plan(s), each recorded",))
+    # Every committed step of every run: a run outside the session (no audit entry for its steps)
+    # or step entries removed since.
+    stepped = {(e.body.get("step_id"), e.body.get("run_id")) for e in entries
+               if e.kind is EntryKind.STEP and e.body.get("state") == "committed"}
+    unrecorded = sorted((plan_id, step) for (step, run), plan_id in committed.items() if (step, run) not in stepped)
+    if unrecorded:
+        plan_id, step = unrecorded[0]
+        return VerifyResult(False, result.entries, result.head_hash, AuditProblem(
+            None, f"the journal records {len(unrecorded)} committed step(s) with no audit entry (first: step {step} of "
+                  f"plan {plan_id[:16]}): a run outside piitracer's session, or entries removed from the audit log"))
+    return replace(result, checks=result.checks + (f"journal: {len(ran)} executed plan(s), each recorded, "
+                                                   f"{len(committed)} committed step(s), each recorded",))
+
+
+def _committed_steps(journal: Journal) -> list[dict[str, Any]]:
+    """Every step committed by a run that finished, of every plan the journal holds, with its plan
+    id (a run killed mid-way is recorded when it is resumed)."""
+    finished = journal.finished_runs()
+    found = []
+    for plan_id in sorted(journal.plans_run()):
+        found += [{**r, "plan_id": plan_id} for r in journal.steps(plan_id)
+                  if r["state"] == "committed" and r["run_id"] in finished]
+    return found
 
 
 def request_trail(log: AuditLog, request_id: str, verified: VerifyResult | None = None) -> RequestTrail:
@@ -314,12 +363,17 @@ def erasure_certificate(workspace: Workspace, log: AuditLog, request_id: str, si
             latest verification is not complete.
         NotFoundError: the log has no entry for the request.
     """
-    checked = verify_audit(log, workspace)
+    from piitracer.audit.signatures import Registry, people_of
+
+    registrar = signing_key.public_key()
+    checked = verify_audit(log, workspace, registrar=registrar)
     if not checked.ok:
         raise NotCertifiable(f"request {request_id}: the audit log is not intact ({checked.problem})")
     trail = request_trail(log, request_id, checked)
     issued = (issued_at or datetime.now(timezone.utc)).replace(microsecond=0)
-    return sign(certificate_body(trail, issued, log.key.key_id), signing_key)
+    registrations = log.entries(kinds=(EntryKind.PERSON,))
+    people = people_of(trail.entries, Registry(registrations, registrar), [e.body for e in registrations])
+    return sign(certificate_body(trail, issued, log.key.key_id, people), signing_key)
 
 
 def check_certificate(path: Path, public_key_path: Path) -> tuple[dict[str, Any] | None, str | None]:
@@ -346,7 +400,13 @@ def check_certificate(path: Path, public_key_path: Path) -> tuple[dict[str, Any]
         document = json.loads(text)
     except json.JSONDecodeError as error:
         return None, f"{path}: not JSON (line {error.lineno}): a certificate changed or truncated"
-    return document, check(document, public)
+    from piitracer.identity.statements import people_problem
+
+    problem = check(document, public)
+    if problem is None:  # signed and unchanged: then each person's own signature, with public keys alone
+        people = people_problem(document["certificate"], public)
+        problem = f"people: {people}" if people else None
+    return document, problem
 
 
 def table_metadata_hash(workspace: Workspace, dataset: str) -> tuple[str, str] | None:

@@ -35,6 +35,7 @@ from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import PERSON_ACTIONS, DeletionPlan, Subject
 from piitracer.model.verification import VerificationReport
 from piitracer.render.lineage_diagram import lineage_diagram, render_lineage
+from piitracer.requests.board import owner_name
 from piitracer.workspace.layout import StateLayout
 from piitracer.model.errors import BadWorkspaceError
 
@@ -186,11 +187,14 @@ def run_demo(
                             f"not complete (verify exits 1): {_open_summary(result.verification)}"))
         if attest and not result.verification.complete:
             attested = session.attested(plan)
+            owners: dict[str, Any] = {}  # each simulated owner proves who they are with a credential the demo makes
             for step in (s for s in plan.steps if s.action in PERSON_ACTIONS and s.id not in attested):
-                owner = step.owner or _DEMO_OWNERS.get(step.action.value, "data-platform on-call")
+                owner = owner_name(step.owner) or _DEMO_OWNERS.get(step.action.value, "streaming-team")
+                if owner not in owners:
+                    owners[owner] = session.person(session.add_person(owner).token)
                 statement = (f"SIMULATED by piitracer demo: no person did this; {owner} would confirm "
                              f"{step.action.value} of {step.dataset} here")
-                result.attestations.append(session.attest(plan_path, step.id, f"{owner} (simulated)",
+                result.attestations.append(session.attest(plan_path, step.id, owners[owner],
                                                           Evidence.of(statement), statement=statement))
                 say(f"  attested {step.id} {step.action.value} {step.dataset} as {owner} (simulated)")
             result.verification = session.verify(plan_path).report

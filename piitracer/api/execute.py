@@ -16,46 +16,8 @@ from piitracer.model.plan import NO_FILE_WORK, Action, DeletionPlan
 from piitracer.serve.emit import ChangedDataset, emit_run_event, run_uuid
 
 
-def execute_plan(
-    workspace: Workspace,
-    plan: DeletionPlan,
-    options: ExecuteOptions = ExecuteOptions(),
-    on_step: Callable[[StepResult], None] | None = None,
-    attested: Sequence[str] = (),
-    cipher: ValueCipher | None = None,
-    master: KeyWrapper | None = None,
-) -> RunSummary:
-    """Run a plan on the workspace's lakehouse, journaled.
-
-    The executor's preflight refuses a plan that does not match the workspace or would act
-    outside its datasets' locations before anything is journaled. This runs the plan as given:
-    [`Session.execute`][piitracer.api.session.Session.execute] also checks its seal and
-    origin and records the run in the audit log.
-
-    Args:
-        workspace: the loaded workspace.
-        plan: the plan.
-        options: dry run, resume (continue a killed run), rerun, concurrent writers, refs.
-        on_step: called with each step's result as it finishes.
-        attested: ids of person steps their owners attested (others stay
-            ``awaiting_attestation``).
-        cipher: seals the values the journal keeps under each request's data key (or a function
-            giving it, called when the journal first needs it); None keeps them in clear.
-        master: the master key, for a crypto-shredding step (``destroy_subject_key``) in the
-            workspace's key vault (``shred.vault``).
-
-    Returns:
-        The run's summary (per step: state, rows, files, bytes).
-
-    Raises:
-        PlanRefused: the preflight refused the plan (nothing ran).
-        ExecutionError: a step failed (the journal says which; ``options.resume`` continues).
-    """
-    return run_execution(workspace, prepare_execution(workspace, plan, options, on_step, attested, cipher, master))
-
-
 def run_execution(workspace: Workspace, executor: PlanExecutor) -> RunSummary:
-    """Run a prepared executor, reported as an OpenLineage job when the workspace has an
+    """(The session's, after its checks: not a public way in.) Run a prepared executor, reported as an OpenLineage job when the workspace has an
     ``openlineage:`` block: START before, COMPLETE (the datasets changed as outputs) or FAIL
     after. A dry run is not reported.
 
@@ -103,8 +65,8 @@ def prepare_execution(
     cipher: ValueCipher | None = None,
     master: KeyWrapper | None = None,
 ) -> PlanExecutor:
-    """An executor whose preflight already passed: a caller checks everything else before it
-    records anything in the audit log, then runs it ([`run_execution`][piitracer.api.execute.run_execution]).
+    """(The session's, before its checks: not a public way in.) An executor whose preflight already
+    passed: the session checks everything else before it records anything in the audit log, then runs it ([`run_execution`][piitracer.api.execute.run_execution]).
 
     Args:
         workspace: the loaded workspace.
@@ -112,7 +74,7 @@ def prepare_execution(
         options: dry run, resume, rerun, concurrent writers, refs.
         on_step: called with each step's result as it finishes.
         attested: ids of person steps their owners attested.
-        cipher: the journal's cipher (or a function giving it), as for [`execute_plan`][piitracer.api.execute.execute_plan].
+        cipher: the journal's cipher (or a function giving it): seals the values the journal keeps.
         master: the master key, for a key destruction in the workspace's key vault.
 
     Returns:

@@ -30,6 +30,8 @@ from piitracer.workspace.model import Workspace
 
 if TYPE_CHECKING:
     from piitracer.api.requests import BatchPlan
+    from piitracer.api.people import Credential
+    from piitracer.identity.people import PersonRecord, ProvenPerson
     from piitracer.api.verify import Evidence
     from piitracer.audit import AuditLog, VerifyResult
     from piitracer.executor.runner import ExecuteOptions, RunSummary, StepResult
@@ -197,7 +199,7 @@ class Session:
         return load_plan(plan, lambda request_ids: self.requests().cipher(request_ids))
 
     def plan(self, sources: Sequence[str], subjects: Sequence["Subject"], labels: Sequence[str] = (), *,
-             keep: bool = False, action: str = "planned", by: str | None = None) -> Planned:
+             keep: bool = False, action: str = "planned", by: "ProvenPerson | None" = None) -> Planned:
         """Plan the erasure of ``subjects`` from the ``sources`` columns (``piitracer plan``).
 
         Args:
@@ -207,8 +209,10 @@ class Session:
             keep: queue the plan's requests in the request store (planned), record the plan in the
                 audit log and return the plan file's text (values sealed): ``plan -o``.
             action: what the request history says of the planning.
-            by: who plans (recorded with a kept plan: under ``policy.approval: required`` another
-                person approves it); default: the operating system's user.
+            by: who plans, proven by their own token ([`person`][piitracer.api.session.Session.person]):
+                their signed statement is recorded with a kept plan, and under
+                ``policy.approval: required`` another person approves it. Required there; elsewhere
+                the plan entry names the operating system's account, for information only.
 
         Returns:
             The plan (sealed when the session has an audit key) and, when kept, its file's text.
@@ -216,24 +220,122 @@ class Session:
         Raises:
             PlanningError: a source that is not a key column, a subject value not of its type.
             BadKeyError: ``keep`` without an audit key or a master key.
+            IdentityRefusedError: ``by`` is not a proven person (a name), or ``keep`` under
+                ``policy.approval: required`` without one.
             RequestRefused: ``keep`` with a request that is closed, or in the store with other values.
         """
         from piitracer.api.plan import plan_erasure
 
         if keep:  # keys first: a plan that would be kept but cannot be recorded or encrypted is refused before work
             self.keys.need_audit(), self.keys.need_master()
+            self._proven(by, "plans", required=self._approval_required())
         plan = plan_erasure(self.workspace, sources, subjects, labels, audit_key=self.keys.audit)
         return Planned(plan, self._keep(plan, action, by) if keep else None)
 
-    def _keep(self, plan: "DeletionPlan", action: str, by: str | None = None) -> str:
+    def _keep(self, plan: "DeletionPlan", action: str, by: "ProvenPerson | None" = None) -> str:
         from piitracer.api.audit import record_plan
         from piitracer.api.plan import plan_file_text
         from piitracer.requests.approval import this_user
         from piitracer.requests.lifecycle import plan_request_ids
 
         self._register(plan, action)
-        record_plan(self.audit(), plan, by or this_user())
+        record_plan(self.audit(), plan, planner=by, policy=self._policy(), operator=None if by else this_user())
         return plan_file_text(plan, self.requests().cipher(plan_request_ids(plan)))
+
+    # ---- who acts ---------------------------------------------------------------------------
+
+    def person(self, token: str) -> "ProvenPerson":
+        """The person a token belongs to, their own signing key opened: who a rule counts (the
+        planner, an approver, an owner who attests, who executes).
+
+        Args:
+            token: the person's token (``piitracer owners add NAME`` printed it once).
+
+        Returns:
+            The proven person.
+
+        Raises:
+            IdentityRefusedError: the token is unknown, wrong, replaced or revoked, or its person is
+                no longer listed in the workspace in the role it was made for.
+        """
+        from piitracer.identity.people import prove_in
+        from piitracer.model.errors import IdentityRefusedError
+
+        found = prove_in(self.workspace, token) if token and token.strip() else None
+        if found is None:
+            raise IdentityRefusedError("the token given is no person's of this workspace (unknown, wrong, replaced or "
+                                       "revoked, or its name is no longer listed under owners:, viewers: or approvers:)")
+        return found
+
+    def add_person(self, name: str) -> "Credential":
+        """Make (or replace) ``name``'s credential (``piitracer owners add NAME``): a token shown
+        once and their own signing key, the private half sealed under the token. Needs the audit key
+        (the registration is recorded) and the signing key (it signs the registration); the old
+        credential's console sessions end.
+
+        Args:
+            name: a person listed under ``owners:``, ``viewers:`` or ``approvers:``.
+
+        Returns:
+            The token, the person's record and the audit entry that registers their key.
+
+        Raises:
+            PersonError: ``name`` is not listed in the workspace.
+            BadKeyError: no audit key or no signing key.
+        """
+        from piitracer.api.people import make_credential
+
+        self.keys.need_audit()
+        signing = self.keys.need_signing()
+        return make_credential(self.workspace, self.audit(), signing, name)
+
+    def revoke_person(self, name: str) -> "PersonRecord | None":
+        """Revoke ``name``'s credential (``piitracer owners revoke NAME``): their token opens nothing,
+        their console sessions end, and the audit log records that their key no longer counts.
+
+        Args:
+            name: the person.
+
+        Returns:
+            The record revoked, or None when ``name`` had none.
+
+        Raises:
+            BadKeyError: no audit key or no signing key.
+        """
+        from piitracer.api.people import revoke_credential
+
+        self.keys.need_audit()
+        signing = self.keys.need_signing()
+        return revoke_credential(self.workspace, self.audit(), signing, name)
+
+    def _proven(self, by: Any, what: str, required: bool = False) -> "ProvenPerson | None":
+        """``by`` when it is a proven person; refused when it is anything else (a typed name), or
+        missing where a rule needs it."""
+        from piitracer.identity.people import ProvenPerson
+        from piitracer.model.errors import IdentityRefusedError
+
+        if by is None and not required:
+            return None
+        if not isinstance(by, ProvenPerson):
+            said = f"a name ({by!r}) is not a proof of who " if by is not None else "nobody proved who "
+            raise IdentityRefusedError(f"{said}{what}: the person proves it with their own token "
+                                       "(session.person(token); --token-file FILE or $PIITRACER_TOKEN); nothing was changed")
+        return by
+
+    def _approval_required(self) -> bool:
+        return self.workspace.config.policy.approval == "required"
+
+    def _policy(self) -> dict[str, Any]:
+        from piitracer.requests.approval import policy_of
+
+        return policy_of(self.workspace.config.policy.approval, self.workspace.config.approvers)
+
+    def _registrar(self, required: bool = False) -> Any:
+        """The workspace signing key's public key, which signs every person's registration (None
+        without the signing key, unless ``required``)."""
+        if self.keys.signing_key_file is None and not required:
+            return None
+        return self.keys.need_signing().public_key()
 
     def _register(self, plan: "DeletionPlan", action: str) -> None:
         """Every request of the plan in the store (a plan made through the API adds its own), then
@@ -311,21 +413,22 @@ class Session:
             return BoardPage(query.checked(), [], 0, {})
         return self.requests().board_page(query)
 
-    def approve(self, plan: PlanOrFile, by: str) -> "AuditEntry":
+    def approve(self, plan: PlanOrFile, by: "ProvenPerson") -> "AuditEntry":
         """Approve a plan as a second person (``piitracer approve``, an approver in the console):
-        recorded in the audit log, bound to the plan's id and the approver's name.
+        their signed statement recorded in the audit log, bound to the plan's id and its planner.
 
         Args:
             plan: the plan, or its file.
-            by: the approver, listed under ``approvers:`` and not the plan's planner (the front
-                door authenticates them: a console sign-in, a token).
+            by: the approver, proven by their own token ([`person`][piitracer.api.session.Session.person]),
+                listed under ``approvers:`` and not the plan's planner.
 
         Returns:
             The approval's audit entry (the existing one when ``by`` approved the plan already).
 
         Raises:
+            IdentityRefusedError: ``by`` is a name, not a proven person.
             ApprovalRefused: ``by`` is not an approver, planned the plan, or the plan is not
-                recorded here with its planner.
+                recorded here with a proven planner.
             PlanSealError: the plan was altered after it was sealed.
             BadKeyError: no audit key.
         """
@@ -333,13 +436,14 @@ class Session:
         from piitracer.requests.approval import approve
 
         audit_key = self.keys.need_audit()
+        person = self._proven(by, "approves", required=True)
         loaded = self.load_plan(plan)
         check_plan_seal(loaded, audit_key, unsealed_ok=True)
         if not self.has_audit_log():
             from piitracer.requests.approval import ApprovalRefused
 
             raise ApprovalRefused(f"plan {loaded.plan_id[:16]} is not recorded here: this workspace has no audit log yet")
-        return approve(self.audit(create=False), loaded, by, self.workspace.config.approvers)
+        return approve(self.audit(create=False), loaded, person, self.workspace.config.approvers, self._registrar())
 
     def request(self, request_id: str) -> "ErasureRequest | None":
         """One request as the store holds it.
@@ -379,7 +483,7 @@ class Session:
 
     def batch_window(self, due_within: timedelta | None, sources: Sequence[str] = (), *, budget: float | None = None,
                      progress: "Progress | None" = None,
-                     over_budget_ok: bool = False, by: str | None = None) -> BatchWindow:
+                     over_budget_ok: bool = False, by: "ProvenPerson | None" = None) -> BatchWindow:
         """``batch plan``: plan every queued request due within ``due_within`` as one batch,
         estimated from table metadata.
 
@@ -395,7 +499,7 @@ class Session:
             progress: told of the planning and of each step estimated
                 ([`Progress`][piitracer.model.progress.Progress]).
             over_budget_ok: plan and record it even when the estimate is over ``budget``.
-            by: who plans (recorded with the plan); default: the operating system's user.
+            by: who plans, proven by their own token (required under ``policy.approval: required``).
 
         Returns:
             The requests chosen (and those that cannot wait for the next window), whether the
@@ -410,6 +514,7 @@ class Session:
         from piitracer.audit import record_estimate_entry
 
         audit_key = self.keys.need_audit()
+        self._proven(by, "plans", required=self._approval_required())
         store = self._sealed_store()
         chosen = batch_plan(self.workspace, store, due_within, sources, progress=progress)
         estimate = chosen.estimate
@@ -449,7 +554,8 @@ class Session:
 
     def execute(self, plan: PlanOrFile, options: "ExecuteOptions | None" = None, *,
                 on_start: Callable[["DeletionPlan"], None] | None = None,
-                on_step: Callable[["StepResult"], None] | None = None) -> "RunSummary":
+                on_step: Callable[["StepResult"], None] | None = None,
+                by: "ProvenPerson | None" = None) -> "RunSummary":
         """Run a plan on the lakehouse (``piitracer execute``).
 
         Everything is checked before the audit log, the request store or the journal is written, so
@@ -464,6 +570,8 @@ class Session:
             options: dry run, resume, rerun, concurrent writers, refs, unsealed.
             on_start: called with the plan once it runs (not for a dry run).
             on_step: called with each step's result (not for a dry run: its summary lists them).
+            by: who runs it, proven by their own token (recorded, signed, in the run's ``execution``
+                entry): required under ``policy.approval: required``.
 
         Returns:
             The run's summary (per step: state, rows, files, bytes).
@@ -472,13 +580,17 @@ class Session:
             PlanRefused: the plan does not match the workspace, acts outside its locations, or is
                 not one piitracer made here.
             PlanSealError: an altered plan, or an unsealed one without ``options.unsealed``.
-            BadKeyError: no audit key or no master key.
+            BadKeyError: no audit key or no master key (nor, under ``policy.approval: required``, the
+                signing key whose signature vouches for every person's key).
+            IdentityRefusedError: ``by`` is a name, or missing where the approval policy needs it.
+            PolicyChanged: the approval policy in force is not the one recorded with the plan.
             NeedsApprovalError: ``policy.approval: required`` and no approver other than the planner
-                approved the plan (a dry run needs no approval).
+                approved the plan with their own signature (a dry run needs no approval).
             ExecutionError: a step failed (the run is recorded first).
         """
         from piitracer.api.audit import record_plan, record_run
         from piitracer.api.execute import prepare_execution, run_execution
+        from piitracer.audit import record_execution_entry
         from piitracer.api.plan import check_plan_origin, check_plan_seal
         from piitracer.executor.preflight import PlanRefused
         from piitracer.executor.runner import ExecuteOptions, ExecutionError
@@ -488,6 +600,9 @@ class Session:
         options = options or ExecuteOptions()
         audit_key = self.keys.need_audit()
         self.keys.need_master()
+        required = self._approval_required()
+        person = self._proven(by, "executes", required=required and not options.dry_run)
+        registrar = self._registrar(required=required and not options.dry_run)
         plan = self.load_plan(plan)
         check_plan_seal(plan, audit_key, unsealed_ok=options.unsealed)
         # The run's cipher is the plan's requests' keys, asked for when the journal first needs them:
@@ -504,14 +619,17 @@ class Session:
         check_plan_origin(self.workspace, log, plan, replan=not (options.resume or options.rerun))
         if options.dry_run:
             return executor.run()
-        if self.workspace.config.policy.approval == "required":
-            from piitracer.requests.approval import require_approval
+        from piitracer.requests.approval import check_policy, require_approval, this_user
 
-            require_approval(log, plan.plan_id, self.workspace.config.approvers)
+        check_policy(log, plan.plan_id, self._policy())  # the policy it was planned under is the one in force
+        if required:
+            require_approval(log, plan.plan_id, self.workspace.config.approvers, registrar)
         self._register(plan, "planned (execute)")
-        record_plan(log, plan)
+        record_plan(log, plan, policy=self._policy(), operator=this_user())
         store = self.requests()
         how = "execute" + (" --resume" if options.resume else " --rerun" if options.rerun else "")
+        record_execution_entry(log, plan, executor=person, policy=self._policy(), how=how,
+                               operator=None if person else this_user())
         move_plan_requests(store, log, plan, RequestState.EXECUTING, how)
         if on_start is not None:
             on_start(plan)
@@ -528,7 +646,9 @@ class Session:
     # ---- verify and attest ------------------------------------------------------------------------
 
     def attested(self, plan: "DeletionPlan") -> dict[str, str]:
-        """The attestations the audit log holds for a plan's person steps.
+        """The attestations the audit log holds for a plan's person steps: each signed by the
+        owner's own registered key (the workspace signing key's signature on their registration
+        checked when the session has that key).
 
         Args:
             plan: the plan.
@@ -540,7 +660,7 @@ class Session:
 
         if self.keys.audit is None or not self.has_audit_log():
             return {}
-        return attested_steps(self.audit(create=False), plan)
+        return attested_steps(self.audit(create=False), plan, self._registrar())
 
     def verify(self, plan: PlanOrFile, *, record: bool = True, sweep: str | None = None,
                engine: "TaskEngine | None" = None, explain: str | None = None,
@@ -613,15 +733,18 @@ class Session:
         self.keys.need_audit()
         return reverify_requests(self.workspace, self._sealed_store(), self.audit(), sweep, progress)
 
-    def attest(self, plan: PlanOrFile, step_id: str, attested_by: str, evidence: "Evidence | str | None" = None,
+    def attest(self, plan: PlanOrFile, step_id: str, by: "ProvenPerson", evidence: "Evidence | str | None" = None,
                statement: str | None = None) -> "AuditEntry":
         """Record that a person did a ``manual``, ``manual_review`` or ``recompute`` step of a plan
-        (``piitracer attest``, an owner in the console), noted on the plan's requests the store holds.
+        (``piitracer attest``, an owner in the console), their signed statement bound to the plan, the
+        step and the evidence, noted on the plan's requests the store holds.
 
         Args:
             plan: the plan, or its file (an unsealed plan is attestable; an altered one is refused).
             step_id: the person step's id.
-            attested_by: who confirms it (a name or a team).
+            by: who confirms it, proven by their own token ([`person`][piitracer.api.session.Session.person]):
+                an owner listed under ``owners:`` and, where the step's dataset names an owner in the
+                catalog, that owner.
             evidence: a file's path or a text (only its SHA-256 is recorded), or an
                 [`Evidence`][piitracer.api.verify.Evidence], or None.
             statement: what the person says was done.
@@ -630,8 +753,9 @@ class Session:
             The attestation's audit entry.
 
         Raises:
-            AttestationError: no such step, not a person's step, unreadable evidence, no
-                ``attested_by``.
+            AttestationError: no such step, not a person's step, unreadable evidence, a person
+                who does not own the step's dataset.
+            IdentityRefusedError: ``by`` is a name, not a proven person.
             PlanSealError: the plan was altered after it was sealed.
             BadKeyError: no audit key.
         """
@@ -640,12 +764,13 @@ class Session:
         from piitracer.requests.lifecycle import note_on_requests, plan_request_ids
 
         audit_key = self.keys.need_audit()
+        person = self._proven(by, "attests", required=True)
         loaded = self.load_plan(plan)
         check_plan_seal(loaded, audit_key, unsealed_ok=True)
         proof = Evidence.of(evidence) if isinstance(evidence, str) else evidence
-        entry = attest_step(self.audit(), loaded, step_id, attested_by, proof, statement=statement)
+        entry = attest_step(self.audit(), loaded, step_id, person, proof, statement=statement, workspace=self.workspace)
         if self.has_requests():
-            note_on_requests(self.requests(), plan_request_ids(loaded), f"attested {step_id} by {attested_by.strip()}")
+            note_on_requests(self.requests(), plan_request_ids(loaded), f"attested {step_id} by {person.name}")
         return entry
 
     # ---- the audit trail --------------------------------------------------------------------------
@@ -666,7 +791,7 @@ class Session:
         """
         from piitracer.api.audit import verify_audit
 
-        return verify_audit(self.audit(create=False), self.workspace, expect_head=expect_head)
+        return verify_audit(self.audit(create=False), self.workspace, expect_head=expect_head, registrar=self._registrar())
 
     def report(self, request_id: str, fmt: str = "html", graph: Any = None) -> str:
         """The audit report of one request (``audit report``).
@@ -766,6 +891,42 @@ class Session:
         return self.requests()
 
 
+def execute_plan(
+    workspace: Workspace,
+    plan: PlanOrFile,
+    options: "ExecuteOptions | None" = None,
+    on_step: Callable[["StepResult"], None] | None = None,
+    keys: Any = None,
+    by: Any = None,
+) -> "RunSummary":
+    """Run a plan on the workspace's lakehouse exactly as ``piitracer execute`` does: through a
+    session ([`Session.execute`][piitracer.api.session.Session.execute]), so its seal, its origin
+    in the audit log, the approval policy recorded with it and its approval are checked before the
+    first step, and the run is recorded in the audit log. There is no public way to run a plan
+    outside those checks.
+
+    Args:
+        workspace: the loaded workspace.
+        plan: the plan, or its file.
+        options: dry run, resume (continue a killed run), rerun, concurrent writers, refs, unsealed.
+        on_step: called with each step's result as it finishes.
+        keys: the session's keys ([`Keys`][piitracer.api.keys.Keys]); default: the environment's.
+        by: who runs it, proven by their own token (``session.person(token)``); required under
+            ``policy.approval: required``.
+
+    Returns:
+        The run's summary (per step: state, rows, files, bytes).
+
+    Raises:
+        PlanRefused: the plan does not match the workspace, acts outside its locations, or is not
+            one piitracer made here.
+        NeedsApprovalError: ``policy.approval: required`` and no second person approved it.
+        ExecutionError: a step failed (the journal says which; ``options.resume`` continues).
+    """
+    with Session(workspace, keys if keys is not None else Keys.load()) as session:
+        return session.execute(plan, options, on_step=on_step, by=by)
+
+
 def _plan_owners(workspace: Workspace, plan: "DeletionPlan") -> list[str]:
     """The console users who own a dataset the plan reaches (the catalog ``owner:``'s first word)."""
     from piitracer.requests.board import owner_name
@@ -774,4 +935,4 @@ def _plan_owners(workspace: Workspace, plan: "DeletionPlan") -> list[str]:
     return sorted({name for entry in entries if entry is not None and (name := owner_name(entry.owner))})
 
 
-__all__ = ["BatchWindow", "Keys", "Planned", "Session", "Verified", "open"]
+__all__ = ["BatchWindow", "Keys", "Planned", "Session", "Verified", "execute_plan", "open"]

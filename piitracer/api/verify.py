@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from piitracer.api.wiring import execution_context, request_store, request_store_path
 from piitracer.api.audit import record_verification
@@ -192,25 +192,32 @@ class Evidence:
         return cls(hashlib.sha256(given.encode("utf-8")).hexdigest(), "text")
 
 
-def attest_step(log: AuditLog, plan: DeletionPlan, step_id: str, attested_by: str, evidence: Evidence | None,
-                statement: str | None = None) -> AuditEntry:
+def attest_step(log: AuditLog, plan: DeletionPlan, step_id: str, by: Any, evidence: Evidence | None,
+                statement: str | None = None, workspace: Workspace | None = None) -> AuditEntry:
     """Record in the audit log that a person did a ``manual``, ``manual_review`` or
-    ``recompute`` step of the plan (the plan itself is recorded first when it is not yet).
+    ``recompute`` step of the plan, their signed statement bound to the plan, the step and the
+    evidence (the plan itself is recorded first when it is not yet).
 
     Args:
         log: the workspace's audit log.
         plan: the plan.
         step_id: the person step's id.
-        attested_by: who confirms it (a name or a team).
+        by: who confirms it, proven by their own token (an ``identity.people.ProvenPerson``), in
+            the owner role; where the step's dataset names an owner in the catalog, that owner.
         evidence: what backs it (only its SHA-256 is recorded), or None.
         statement: what the person says was done; default: the evidence file's name.
+        workspace: the workspace (its catalog names each dataset's owner); None: not checked.
 
     Returns:
         The attestation's audit entry.
 
     Raises:
-        AttestationError: no such step, a step piitracer performs itself, or no ``attested_by``.
+        AttestationError: no such step, a step piitracer performs itself, or a person who is not
+            the step's owner.
     """
+    from piitracer.identity.people import OWNER
+    from piitracer.requests.board import owner_name
+
     step = next((s for s in plan.steps if s.id == step_id), None)
     if step is None:
         person = ", ".join(f"{s.id} ({s.action.value} {s.dataset})" for s in plan.steps if s.action in PERSON_ACTIONS)
@@ -218,30 +225,44 @@ def attest_step(log: AuditLog, plan: DeletionPlan, step_id: str, attested_by: st
     if step.action not in PERSON_ACTIONS:
         raise AttestationError(f"--step {step_id}: {step.action.value} on {step.dataset} is a step piitracer performs and "
                                "proves itself: only manual, manual_review and recompute steps are attested")
-    if not attested_by.strip():
-        raise AttestationError("--by: say who confirms the step (a name or a team)")
+    if by.role != OWNER:
+        raise AttestationError(f"{by.name} is {'an' if by.role == 'approver' else 'a'} {by.role}: only an owner (listed "
+                               "under owners:) attests a person's step")
+    if workspace is not None:
+        entry = workspace.config.catalog.get(step.dataset)
+        owner = owner_name(entry.owner) if entry is not None else None
+        if owner is not None and owner != by.name:
+            raise AttestationError(f"--step {step_id}: {step.dataset} belongs to {owner}, not {by.name}: an owner attests "
+                                   "only the steps of the datasets they own")
     record_plan_entry(log, plan)
     note = statement if statement is not None else (f"evidence file {evidence.name}" if evidence and evidence.name else None)
     return record_attestation_entry(log, plan, step_id=step.id, dataset=step.dataset, action=step.action.value,
-                                    attested_by=attested_by.strip(), evidence_sha256=evidence.sha256 if evidence else None,
-                                    evidence_kind=evidence.kind if evidence else None, statement=note)
+                                    attester=by, evidence_sha256=evidence.sha256 if evidence else None,
+                                    evidence_kind=evidence.kind if evidence else None, statement_text=note)
 
 
-def attested_steps(log: AuditLog, plan: DeletionPlan) -> dict[str, str]:
-    """The attestations the audit log holds for a plan's person steps.
+def attested_steps(log: AuditLog, plan: DeletionPlan, registrar: Any = None) -> dict[str, str]:
+    """The attestations the audit log holds for a plan's person steps: only those signed by the
+    attesting person's own registered key count (an entry written with the audit key alone, or by
+    a revoked key, does not).
 
     Args:
         log: the workspace's audit log.
         plan: the plan.
+        registrar: the workspace signing key's public key, which signed every person's registration
+            (None: registrations are taken from the log's integrity alone).
 
     Returns:
         Step id -> "by NAME at TIME" for every attested person step (manual, manual_review,
             recompute).
     """
+    from piitracer.audit.signatures import Registry, signer
+
+    registry = Registry(log.entries(kinds=(EntryKind.PERSON,)), registrar)
     found: dict[str, str] = {}
-    for entry in log.entries(plan_id=plan.plan_id):
-        if entry.kind is EntryKind.ATTESTATION:
-            body = entry.body
+    for entry in log.entries(plan_id=plan.plan_id, kinds=(EntryKind.ATTESTATION,)):
+        body = entry.body
+        if signer(entry, registry) == body.get("attested_by"):
             found[str(body.get("step_id"))] = f"by {body.get('attested_by')} at {body.get('attested_at')}"
     return found
 

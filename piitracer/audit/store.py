@@ -187,14 +187,22 @@ class AuditLog:
         return {rid: (root, leaves) for rid, root, leaves in
                 self._read("SELECT request_id, merkle_root, leaves FROM request_roots ORDER BY request_id")}
 
-    def entries(self, request_id: str | None = None, plan_id: str | None = None) -> list[AuditEntry]:
-        """Entries in sequence order, optionally only a request's or a plan's."""
+    def entries(self, request_id: str | None = None, plan_id: str | None = None,
+                kinds: tuple[EntryKind, ...] = ()) -> list[AuditEntry]:
+        """Entries in sequence order, optionally only a request's, a plan's, or of ``kinds``."""
+        where, args = [], []
+        if plan_id is not None:
+            where.append("plan_id = ?")
+            args.append(plan_id)
+        if kinds:
+            where.append(f"kind IN ({', '.join('?' * len(kinds))})")
+            args += [EntryKind(kind).value for kind in kinds]
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        rows = self._read(f"SELECT {', '.join(ENTRY_COLUMNS)} FROM entries{clause} ORDER BY seq", tuple(args))
         found = []
-        for row in self.raw_rows():
-            entry = entry_from_row(row)
+        for row in rows:
+            entry = entry_from_row(dict(zip(ENTRY_COLUMNS, row)))
             if request_id is not None and request_id not in entry.request_ids:
-                continue
-            if plan_id is not None and entry.plan_id != plan_id:
                 continue
             found.append(entry)
         return found

@@ -38,6 +38,36 @@ def open_session(ctx: click.Context, audit_key_file: Path | None = None, master_
                                                  signing_key_file or given.get("signing_key_file")))
 
 
+TOKEN_ENV = ("PIITRACER_TOKEN", "PIITRACER_CONSOLE_TOKEN")  # the second: its name before issue 50
+
+
+def given_token(token_file: Path | None) -> str:
+    """The token the command line gives: ``--token-file``'s contents, else ``$PIITRACER_TOKEN``
+    (or ``$PIITRACER_CONSOLE_TOKEN``); empty when none."""
+    import os
+
+    if token_file is not None:
+        return token_file.read_text(encoding="utf-8").strip()
+    return next((os.environ[name].strip() for name in TOKEN_ENV if os.environ.get(name, "").strip()), "")
+
+
+def proven_person(session, token_file: Path | None, by: str | None = None, what: str = "acts"):
+    """The person the given token proves (their key opened), or None when no token is given and no
+    ``--by`` names anyone; ``--by NAME`` must be the token's person (a typed name proves nothing)."""
+    from piitracer.model.errors import IdentityRefusedError
+
+    token = given_token(token_file)
+    if not token:
+        if by:
+            raise IdentityRefusedError(f"--by {by}: a name proves nothing: give {by}'s own token (--token-file FILE or "
+                                       f"$PIITRACER_TOKEN) to show who {what}")
+        return None
+    person = session.person(token)
+    if by and by != person.name:
+        raise IdentityRefusedError(f"--by {by}: the token given is {person.name}'s, not {by}'s; nothing was changed")
+    return person
+
+
 def open_workspace(ctx: click.Context) -> piitracer.Workspace:
     """The workspace of ``--workspace``; its warnings (missing locations, locations outside the
     warehouse roots) go to stderr once per command."""

@@ -19,7 +19,7 @@ import click
 # import the verifier or the executor's run wiring.
 import piitracer.api as api
 from piitracer.cli import params, suggest
-from piitracer.cli.common import EXIT_FOUND, EXIT_OK, aware, echo_json, labelled_subjects, open_session
+from piitracer.cli.common import EXIT_FOUND, EXIT_OK, aware, echo_json, labelled_subjects, open_session, proven_person
 
 # What the commands print with (rich, the models, the executor's options) is imported in their
 # bodies: `piitracer plan --help` and a usage mistake load click and this module only.
@@ -43,15 +43,16 @@ ENGINES = ("auto", "driver", "spark")
 @click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the plan JSON here (mode 0600).")
 @click.option("--explain", "explain_dataset", metavar="DATASET", help="Print the lineage path and rule that decided DATASET.")
 @click.option("--schema", is_flag=True, help="Print the plan's JSON Schema and exit.")
-@click.option("--by", "planned_by", metavar="NAME", help="Who plans (recorded with -o; under policy.approval: required "
-              "another person approves); default: the operating system's user.")
+@click.option("--by", "planned_by", metavar="NAME", help="Who plans: must be the person --token-file proves (recorded, "
+              "signed, with -o; under policy.approval: required another person approves).")
+@params.token_file
 @params.wide
 @params.output
 @params.workspace
 @params.keys
 @click.pass_context
 def plan_command(ctx, sources, subject_values, requests_file, request_id, received_at, out, explain_dataset, schema,
-                 planned_by, wide, output) -> None:
+                 planned_by, token_file, wide, output) -> None:
     """Plan the erasure of one subject or a batch: ordered, per-format steps and deadlines. Every
     subject value is parsed strictly as its source key column's type (a value that is not exactly
     one is refused, exit 2, naming its position, never the value). With -o the plan's requests are
@@ -59,7 +60,10 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
 
     Keys: with -o (and with --output json), the audit key seals the plan (execute refuses a sealed
     plan that was altered, and an unsealed one without --unsealed) and the master key encrypts its
-    subject values. The default output is one line per dataset; --wide adds every step."""
+    subject values. The default output is one line per dataset; --wide adds every step.
+
+    Who plans proves it with their own token (--token-file or $PIITRACER_TOKEN): under
+    policy.approval: required a kept plan needs it, and a second person approves it."""
     from piitracer.cli.terminal import err_console, print_plan, redacted_json
 
     if schema:
@@ -74,7 +78,8 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
     labels, subjects = labelled_subjects(subject_values, requests_file, request_id, aware(received_at), "cli")
     with open_session(ctx) as session:
         # With -o, keys first: a plan that would be kept but cannot be recorded or encrypted is refused before work.
-        planned = session.plan(sources, subjects, labels, keep=out is not None, by=planned_by)
+        person = proven_person(session, token_file, planned_by, "plans") if out is not None or planned_by else None
+        planned = session.plan(sources, subjects, labels, keep=out is not None, by=person)
         explained = api.named_dataset(session.workspace, explain_dataset) if explain_dataset else None
     plan, text = planned.plan, planned.text
     if plan.deadline_at < datetime.now(timezone.utc):
@@ -105,17 +110,19 @@ def plan_command(ctx, sources, subject_values, requests_file, request_id, receiv
 @click.option("--drop-refs", is_flag=True, help="Let release_ref steps drop the Iceberg tags/branches that retain pre-delete snapshots.")
 @click.option("--unsealed", is_flag=True, help="Run a plan that carries no seal (it was planned without an audit key); "
               "the audit log records that it was unsealed.")
+@params.token_file
 @params.output
 @params.workspace
 @params.keys
 @click.pass_context
 def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bool, no_concurrent_writers: bool,
-                    drop_refs: bool, unsealed: bool, output: str) -> None:
+                    drop_refs: bool, unsealed: bool, token_file: Path | None, output: str) -> None:
     """Run a plan on the lakehouse: one Spark session, every dataset touched once, journaled and
     recorded in the audit trail (an audit key and the master key are required before anything
     runs). The plan is checked first — its seal, its shape, every dataset against this workspace's
     catalog, every path its tables name against their catalogued locations — and a refused plan
-    writes nothing. The plan's requests move executing -> executed."""
+    writes nothing. The plan's requests move executing -> executed. Who runs it is recorded, signed
+    with their own token (--token-file or $PIITRACER_TOKEN): required under policy.approval: required."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from piitracer.cli.terminal import console, err_console, run_json, summary_table
@@ -143,7 +150,8 @@ def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bo
 
     try:
         with session:
-            summary = session.execute(plan_file, options, on_start=on_start, on_step=on_step)
+            person = proven_person(session, token_file, what="executes")
+            summary = session.execute(plan_file, options, on_start=on_start, on_step=on_step, by=person)
     finally:
         if task is not None:  # stopping a progress display that never started still prints a line
             progress.stop()
@@ -168,26 +176,31 @@ def execute_command(ctx, plan_file: Path, dry_run: bool, resume: bool, rerun: bo
                               f"{result.message}", highlight=False, markup=False)
         if awaiting:
             console.print("  when its owner has done the work: "
-                          + suggest.command_line("attest", "PLAN", step_id="ID", attested_by="NAME", evidence="FILE|TEXT"),
+                          + suggest.command_line("attest", "PLAN", step_id="ID", token_file="OWNER-TOKEN-FILE", evidence="FILE|TEXT"),
                           highlight=False, markup=False)
 
 
 @click.command("attest")
 @click.argument("plan_file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @click.option("--step", "step_id", required=True, metavar="ID", help="The manual, manual_review or recompute step done.")
-@click.option("--by", "attested_by", required=True, metavar="NAME", help="Who confirms it (a person or a team).")
+@click.option("--by", "attested_by", metavar="NAME", help="Who confirms it: must be the owner --token-file proves.")
+@params.token_file
 @click.option("--evidence", metavar="FILE|TEXT", help="A file (its SHA-256 is recorded) or a text (its SHA-256 is "
               "recorded): a ticket, a run log, a statement. Never stored itself: it may hold subject values.")
 @params.output
 @params.workspace
 @params.keys
 @click.pass_context
-def attest_command(ctx, plan_file: Path, step_id: str, attested_by: str, evidence: str | None, output: str) -> None:
+def attest_command(ctx, plan_file: Path, step_id: str, attested_by: str | None, token_file: Path | None,
+                   evidence: str | None, output: str) -> None:
     """Record in the audit log that a person did a step piitracer cannot (a Kafka topic erased, a
     masked table rebuilt, an aggregate recomputed): who, when, and the SHA-256 of the evidence.
-    verify counts the step's dataset as attested once nothing of the subjects is found in it."""
+    The owner proves who they are with their own token (--token-file or $PIITRACER_TOKEN), which
+    signs the attestation. verify counts the step's dataset as attested once nothing of the
+    subjects is found in it."""
     with open_session(ctx) as session:
-        entry = session.attest(plan_file, step_id, attested_by, evidence)
+        person = proven_person(session, token_file, attested_by, "attests")
+        entry = session.attest(plan_file, step_id, person, evidence)
     body = entry.body
     if output == "json":
         click.echo(json.dumps({"seq": entry.seq, "entry_hash": entry.entry_hash, **body}, indent=2))

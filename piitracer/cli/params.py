@@ -62,6 +62,9 @@ signing_key_file = _kept("--signing-key-file", "--signing-key", "signing_key_fil
                            type=click.Path(dir_okay=False, path_type=Path),
                            help="Ed25519 private key (PEM) that signs certificates (default: $PIITRACER_SIGNING_KEY_FILE; "
                                 "make one with `piitracer audit keygen`).")
+token_file = click.option("--token-file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+                          help="File holding your own token (`piitracer owners add NAME` printed it once); default: "
+                               "$PIITRACER_TOKEN. It proves who you are and signs what you do.")
 wide = click.option("--wide", is_flag=True, help="Every column, each row on one line however long (pipe into "
                                                  "`less -S`); the default fits the terminal, one line per row.")
 

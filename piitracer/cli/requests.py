@@ -13,7 +13,7 @@ import click
 
 from piitracer.api import write_private
 from piitracer.cli import params
-from piitracer.cli.common import EXIT_FOUND, EXIT_OK, aware, echo_json, labelled_subjects, open_session
+from piitracer.cli.common import EXIT_FOUND, EXIT_OK, aware, echo_json, labelled_subjects, open_session, proven_person
 from piitracer.cli.terminal import print_batch, print_board, progress_bars
 from piitracer.crypto.envelope import write_master_key
 from piitracer.model.requests import RequestState
@@ -141,14 +141,15 @@ def batch_group(output: str) -> None:
 @click.option("--over-budget", type=click.Choice(["OK"]), help="Write the plan even when the estimate is over --budget.")
 @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Write the batch's plan here (mode 0600, values encrypted).")
-@click.option("--by", "planned_by", metavar="NAME", help="Who plans (recorded; under policy.approval: required another "
-              "person approves); default: the operating system's user.")
+@click.option("--by", "planned_by", metavar="NAME", help="Who plans: must be the person --token-file proves (recorded, "
+              "signed; under policy.approval: required another person approves).")
+@params.token_file
 @params.output
 @params.workspace
 @params.keys
 @click.pass_context
 def batch_plan_command(ctx, due_within: int | None, all_open: bool, sources, budget: float | None, over_budget: str | None,
-                       out: Path, planned_by: str | None, output: str) -> None:
+                       out: Path, planned_by: str | None, token_file: Path | None, output: str) -> None:
     """Plan the due queued requests as one batch (one pass per table) and estimate it from table
     metadata and statistics: files and bytes to rewrite per step, archive objects, cost (the
     workspace's pricing) and run time (throughput measured on this lakehouse). Requests left out but
@@ -157,8 +158,9 @@ def batch_plan_command(ctx, due_within: int | None, all_open: bool, sources, bud
     if (due_within is None) == (not all_open):
         raise click.UsageError("give either --due-within DAYS or --all-open")
     with open_session(ctx) as session, progress_bars() as progress:
+        person = proven_person(session, token_file, planned_by, "plans")
         window = session.batch_window(timedelta(days=due_within) if due_within is not None else None, sources,
-                                      progress=progress, budget=budget, over_budget_ok=over_budget == "OK", by=planned_by)
+                                      progress=progress, budget=budget, over_budget_ok=over_budget == "OK", by=person)
     chosen, over, written = window.chosen, window.over_budget, window.text is not None
     estimate = chosen.estimate
     if written:

@@ -73,7 +73,7 @@ def console_commands() -> dict[str, str]:
                                     out="certificate.json"),
         "check_certificate": command_line("audit check-certificate", "certificate.json", public_key="KEY.pub"),
         "check_downloaded": command_line("audit check-certificate", "{certificate}", public_key="{public_key}"),
-        "attest": command_line("attest", "PLAN", step_id="{step_id}", attested_by="NAME"),
+        "attest": command_line("attest", "PLAN", step_id="{step_id}", token_file="YOUR-TOKEN-FILE"),
         "owners_add": command_line("owners add", "NAME"),
-        "approve": command_line("approve", "PLAN", approver="NAME"),
+        "approve": command_line("approve", "PLAN", token_file="YOUR-TOKEN-FILE"),
     }

@@ -25,7 +25,7 @@ from starlette.concurrency import run_in_threadpool
 from piitracer.audit.keys import AuditKey
 from piitracer.console import templates
 from piitracer.console.sessions import (PRE_SESSION_COOKIE, SESSION_COOKIE, Session, Sessions, SignInLimiter,
-                                        csrf_of, same_token, sessions_path)
+                                        csrf_of, proxy_proves, same_token, sessions_path)
 from piitracer.console.tokens import APPROVER, OWNER, ConsoleUser, check_token, role_of
 from piitracer.console.views import ConsoleRefused, attest, request_view, waiting_for
 from piitracer.workspace.model import Workspace
@@ -153,7 +153,7 @@ def create_server(config: ConsoleConfig, lineage_app: FastAPI) -> FastAPI:
         form = await request.form(max_fields=4)
         if not same_token(form.get("csrf"), session.csrf):
             return console.refused(request, 403, "the form's CSRF token is missing or wrong", session)
-        return await console.page(request, console.approve, plan_id)
+        return await console.page(request, console.approve, plan_id, str(form.get("token") or ""))
 
     @app.get(CONSOLE + "/requests/{request_id}/report.html")
     async def report_download(request: Request, request_id: str) -> Response:
@@ -195,7 +195,7 @@ def create_server(config: ConsoleConfig, lineage_app: FastAPI) -> FastAPI:
         if upload is not None and not isinstance(upload, str) and upload.filename:
             evidence_file = (Path(upload.filename).name, await upload.read())
         return await run_in_threadpool(console.attest, request, session, request_id, str(form.get("step_id") or ""),
-                                       str(form.get("evidence_text") or ""), evidence_file)
+                                       str(form.get("evidence_text") or ""), evidence_file, str(form.get("token") or ""))
 
     app.state.console = console
     return app
@@ -208,7 +208,8 @@ class _Console:
         self.config = config
         self.workspace = config.workspace
         self.commands = CommandLines(config.commands)
-        self.sessions = Sessions(sessions_path(self.workspace.root), config.workspace.config.console.session_hours * 3600)
+        self.sessions = Sessions(sessions_path(self.workspace.root), config.workspace.config.console.session_hours * 3600,
+                                 people_root=self.workspace.root)
         self.limiter = SignInLimiter()
         self._graph = None
         self._proxy_key = __import__("secrets").token_urlsafe(32)
@@ -225,9 +226,12 @@ class _Console:
         proxy = self.workspace.config.console.proxy_sign_in
         if proxy is not None and request.headers.get(proxy.header):
             client = request.client.host if request.client else None
-            if proxy.trusts(client):
+            # The header is believed only with the secret the proxy alone holds, from the proxy's
+            # address: any other process on that address can set a header, not know the secret.
+            if proxy.trusts(client) and proxy_proves(proxy, request.headers.get(proxy.secret_header)):
                 return self._proxy_session(request.headers[proxy.header].strip())
-            log.warning("console: ignored %s from %s (not a trusted proxy address)", proxy.header, client)
+            log.warning("console: ignored %s from %s (not the trusted proxy: address or shared secret)", proxy.header,
+                        client)
         session = self.sessions.get(request.cookies.get(SESSION_COOKIE))
         if session is not None and role_of(self.workspace, session.user.name) != session.user.role:
             return None  # the name left the workspace (or changed role): its sessions end with it
@@ -262,12 +266,13 @@ class _Console:
         if not same_token(csrf, request.cookies.get(PRE_SESSION_COOKIE)):
             return self.sign_in_page(request, "the sign-in form's CSRF token is missing or wrong: sign in from this "
                                               "page", 403)
-        user = check_token(self.workspace, token) if token else None
-        if user is None:
+        found = check_token(self.workspace, token) if token else None
+        if found is None:
             self.limiter.failed(client)
             log.warning("console: a sign-in with an unknown or wrong token from %s", client)
             return self.sign_in_page(request, "unknown or wrong token", 401)
-        session_id, _ = self.sessions.start(user)
+        user, person = found
+        session_id, _ = self.sessions.start(user, person)
         landing = {OWNER: f"{CONSOLE}/owners/{quote(user.name)}", APPROVER: f"{CONSOLE}/approvals"}
         response = RedirectResponse(landing.get(user.role, f"{CONSOLE}/board"), status_code=303)
         _cookie(response, request, SESSION_COOKIE, session_id, CONSOLE)
@@ -343,7 +348,8 @@ class _Console:
         notice = f"approved as {session.user.name}" if request.query_params.get("approved") else None
         return self._html("plan.html", session, status=status, plan=summary, error=error, notice=notice)
 
-    def approve(self, request: Request, session: Session, plan_id: str) -> Response:
+    def approve(self, request: Request, session: Session, plan_id: str, token: str = "") -> Response:
+        from piitracer.model.errors import IdentityRefusedError
         from piitracer.requests.approval import ApprovalRefused
 
         if not session.user.can_approve:
@@ -355,8 +361,9 @@ class _Console:
                 ids = lifecycle.requests().request_ids_of_plan(plan_id) if lifecycle.has_requests() else []
                 if not ids:
                     raise NotFoundError(f"no plan {plan_id[:16]} in the request store")
-                entry = lifecycle.approve(lifecycle.plan_of_request(ids[0]), session.user.name)
-        except ApprovalRefused as error:
+                person = self._person(lifecycle, session, token)
+                entry = lifecycle.approve(lifecycle.plan_of_request(ids[0]), person)
+        except (ApprovalRefused, IdentityRefusedError) as error:
             return self.plan_page(request, session, plan_id, error=str(error), status=403)
         log.info("console: %s approved plan %s (audit entry %d)", session.user.name, plan_id[:16], entry.seq)
         return RedirectResponse(f"{CONSOLE}/plans/{plan_id}?approved=1", status_code=303)
@@ -416,6 +423,19 @@ class _Console:
                           certificate_available=public_key is not None and self.config.audit_key is not None,
                           public_key_name="signing-key.pub", certificate_file=f"certificate-{_safe_name(request_id)}.json")
 
+    def _person(self, lifecycle, session: Session, token: str):
+        """Who acts, proven by their own key: the one the session's sign-in opened, or, in a session
+        a proxy vouched for, the one the token given on the form opens — the signed-in person's."""
+        from piitracer.model.errors import IdentityRefusedError
+
+        if session.person is not None:
+            return session.person
+        person = lifecycle.person(token) if token.strip() else None
+        if person is None or person.name != session.user.name:
+            raise IdentityRefusedError(f"{session.user.name}: give your own token on the form to sign this (the proxy "
+                                       "says who you are; your token proves it and opens your signing key)")
+        return person
+
     def owner_page(self, request: Request, session: Session, owner: str) -> Response:
         if session.user.role == OWNER and owner != session.user.name:
             return self.refused(request, 403, "an owner sees the steps waiting for them only", session)
@@ -450,16 +470,21 @@ class _Console:
                         headers={"Content-Disposition": 'attachment; filename="signing-key.pub"'})
 
     def attest(self, request: Request, session: Session, request_id: str, step_id: str, text: str,
-               upload: tuple[str, bytes] | None) -> Response:
+               upload: tuple[str, bytes] | None, token: str = "") -> Response:
+        from piitracer.model.errors import IdentityRefusedError
+
         if self.config.audit_key is None or self.config.master is None:
             return self.request_page(request, session, request_id, status=503, error=(
                 "this server has no " + ("audit key" if self.config.audit_key is None else "master key")
                 + ": attestations cannot be recorded here"))
         try:
             with self._open() as lifecycle:
-                entry = attest(lifecycle, session.user, request_id, step_id, text, upload)
+                person = self._person(lifecycle, session, token) if session.user.can_attest else None
+                entry = attest(lifecycle, session.user, person, request_id, step_id, text, upload)
         except ConsoleRefused as error:
             return self.request_page(request, session, request_id, error=str(error), status=error.status)
+        except IdentityRefusedError as error:
+            return self.request_page(request, session, request_id, error=str(error), status=403)
         log.info("console: %s attested step %s of request %s (audit entry %d)", session.user.name, step_id,
                  request_id, entry.seq)
         return RedirectResponse(f"{CONSOLE}/requests/{quote(request_id)}?attested={quote(step_id)}", status_code=303)

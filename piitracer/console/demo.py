@@ -9,7 +9,6 @@ from pathlib import Path
 import yaml
 
 from piitracer.console.app import ConsoleConfig
-from piitracer.console.tokens import add_token
 
 DEMO_VIEWER = "privacy-office"
 
@@ -30,7 +29,11 @@ def demo_console(folder: Path) -> tuple[ConsoleConfig, str]:
         # The demo folder is piitracer's own copy of the fixture workspace: say who reads the console.
         workspace_file.write_text(text.rstrip("\n") + "\n\n# piitracer demo --serve: the privacy office reads the console "
                                   f"(a viewer token)\nviewers: [{DEMO_VIEWER}]\n", encoding="utf-8")
+    from piitracer.api.session import Session
+
     workspace = load_workspace(root)
     keys = demo_keys(root)
     config = ConsoleConfig(workspace, audit_key=keys.audit, master=keys.master, signing_key_path=keys.signing_key_file)
-    return config, add_token(workspace, DEMO_VIEWER)
+    with Session(workspace, keys) as session:  # the viewer's credential, made with the demo's keys and recorded
+        token = session.add_person(DEMO_VIEWER).token
+    return config, token

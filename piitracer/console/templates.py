@@ -147,9 +147,11 @@ attestation's who, when and evidence SHA-256, and the latest verification (piitr
 <input type="hidden" name="csrf" value="{{ csrf }}"><input type="hidden" name="step_id" value="{{ s.step_id }}">
 <label for="evidence-{{ s.step_id }}">evidence: a ticket, a run log, a statement (only its SHA-256 is kept)</label><br>
 <textarea id="evidence-{{ s.step_id }}" name="evidence_text"></textarea><br>
-<label for="file-{{ s.step_id }}">or a file</label> <input type="file" id="file-{{ s.step_id }}" name="evidence_file"> <button type="submit" class="attest-button">Attest as {{ user.name }}</button></form>
+<label for="file-{{ s.step_id }}">or a file</label> <input type="file" id="file-{{ s.step_id }}" name="evidence_file">
+{% if user.credential is none %}<br><label for="token-{{ s.step_id }}">your token (it signs the attestation)</label> <input type="password" id="token-{{ s.step_id }}" name="token" autocomplete="current-password" required>{% endif %}
+<button type="submit" class="attest-button">Attest as {{ user.name }}</button></form>
 {% elif s.owner %}<span class="muted">to be attested by {{ s.owner }}</span>
-{% else %}<span class="muted">no owner in the catalog: a key holder attests it (<code>{{ commands.line('attest', step_id=s.step_id) or 'piitracer attest' }}</code>)</span>{% endif %}</td></tr>{% endfor %}
+{% else %}<span class="muted">no owner in the catalog: an owner attests it with their own token (<code>{{ commands.line('attest', step_id=s.step_id) or 'piitracer attest' }}</code>)</span>{% endif %}</td></tr>{% endfor %}
 </tbody></table>{% else %}<p id="no-open-steps">No person step is open.</p>{% endif %}
 {% set done = view.steps|selectattr('attested_by')|list %}
 {% if done %}<table id="attested-steps"><caption>Person steps attested</caption><thead><tr><th scope="col">step</th><th scope="col">dataset</th><th scope="col">action</th><th scope="col">state</th><th scope="col">by</th></tr></thead><tbody>
@@ -238,6 +240,7 @@ PLAN = """{% extends "base.html" %}{% block title %}Plan {{ plan.plan_id[:16] }}
 {% if user.can_approve and not plan.state.approved %}
 {% if user.name == plan.state.planned_by %}<p id="own-plan">You planned it: a second person approves it (who may: {{ plan.who_may_approve }}).</p>{% endif %}
 <form method="post" action="/console/plans/{{ plan.plan_id }}/approve"><input type="hidden" name="csrf" value="{{ csrf }}">
+{% if user.credential is none %}<label for="approve-token">your token (it signs the approval)</label> <input type="password" id="approve-token" name="token" autocomplete="current-password" required>{% endif %}
 <button type="submit" id="approve">Approve as {{ user.name }}</button></form>
 {% elif not user.can_approve %}<p class="muted">Only an approver (approvers: in piitracer.yaml) approves a plan.</p>{% endif %}
 <h2>What it will delete</h2>

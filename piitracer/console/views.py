@@ -186,11 +186,11 @@ def waiting_for(workspace: Workspace, log: AuditLog | None, requests: list[Erasu
     return found
 
 
-def attest(session, user: ConsoleUser, request_id: str, step_id: str, evidence_text: str,
+def attest(session, user: ConsoleUser, person, request_id: str, step_id: str, evidence_text: str,
            evidence_file: tuple[str, bytes] | None) -> AuditEntry:
     """Record ``user``'s attestation of a person step of the request's plan through the session
-    (:meth:`piitracer.api.session.Session.attest`): the same entry ``piitracer attest --by NAME
-    --evidence ...`` writes, the name taken from the signed-in token. Refused
+    (:meth:`piitracer.api.session.Session.attest`), signed with ``person``'s own key (the one their
+    token opened): the same entry ``piitracer attest --evidence ...`` writes with their token. Refused
     (:class:`ConsoleRefused`) for a viewer, a closed or unplanned request, a step that is not a
     person's step, a dataset the user does not own, or no evidence at all."""
     import hashlib
@@ -221,4 +221,4 @@ def attest(session, user: ConsoleUser, request_id: str, step_id: str, evidence_t
         evidence = Evidence(hashlib.sha256(evidence_text.encode("utf-8")).hexdigest(), "text")
     else:
         raise ConsoleRefused("give evidence: a text (a ticket, a statement) or a file; only its SHA-256 is kept", 400)
-    return session.attest(plan, step.id, user.name, evidence)
+    return session.attest(plan, step.id, person, evidence)

@@ -95,6 +95,10 @@ class Journal:
         """Every plan id this journal ran (each was recorded in the audit log before its first step)."""
         return {row[0] for row in self._db.execute("SELECT DISTINCT plan_id FROM runs")}
 
+    def finished_runs(self) -> set[str]:
+        """Every run that finished (complete, incomplete or failed), not one killed while running."""
+        return {row[0] for row in self._db.execute("SELECT run_id FROM runs WHERE finished_at IS NOT NULL")}
+
     def has_steps(self, plan_id: str) -> bool:
         return self._db.execute("SELECT 1 FROM steps WHERE plan_id = ? LIMIT 1", (plan_id,)).fetchone() is not None
 

@@ -29,6 +29,8 @@ class EntryKind(str, Enum):
     WORKSPACE = "workspace"  # the log's first entry: the id of the one workspace whose history it is
     APPROVAL = "approval"  # a second person approved a plan before it ran (who, when; bound to the plan id)
     DOWNLOAD = "download"  # someone downloaded an export from the console (what, who, when, its SHA-256)
+    PERSON = "person"  # a person's credential made, replaced or revoked (their public key, vouched for by the signing key)
+    EXECUTION = "execution"  # a run of a plan started: who ran it (signed), the policy in force
 
 
 class SubjectDigest(Frozen):

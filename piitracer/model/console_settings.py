@@ -20,12 +20,20 @@ Address = Annotated[str, Field(pattern=r"^[^\s@]+@[^\s@]+$")]
 class ProxySignIn(Frozen):
     """Sign-in through a reverse proxy that authenticates people (single sign-on): the proxy puts
     the person's console name in ``header``; piitracer believes the header only from ``trusted``
-    addresses (the proxy's), and only for a name the workspace lists under owners, viewers or
-    approvers."""
+    addresses (the proxy's) *and* with the secret only the proxy holds in ``secret_header`` (any
+    process on the proxy's machine can set a header; only the proxy knows the secret), and only for
+    a name the workspace lists under owners, viewers or approvers. The secret is read from
+    ``secret_file`` (0600) or ``$PIITRACER_PROXY_SECRET``; without one, the header is never believed.
+    A person the proxy vouches for still approves or attests with their own token (the form asks
+    for it): the proxy says who they are, their token proves it and opens their signing key."""
 
     header: HeaderName = Field(description="The header holding the signed-in person's console name (e.g. X-Forwarded-User).")
     trusted: tuple[str, ...] = Field(description="Addresses or networks (CIDR) of the proxy; the header from any other "
                                      "address is ignored.")
+    secret_header: HeaderName = Field("X-Piitracer-Proxy-Secret", description="The header in which the proxy sends the "
+                                      "shared secret with every request.")
+    secret_file: str | None = Field(None, description="The file holding the shared secret (mode 0600); default: "
+                                    "$PIITRACER_PROXY_SECRET.")
 
     @field_validator("trusted")
     @classmethod

@@ -95,6 +95,16 @@ class NeedsApprovalError(RefusedError):
     what_to_do = "one of the approvers named approves the plan (the console, or `piitracer approve`); then execute"
 
 
+class IdentityRefusedError(RefusedError):
+    """Who acts is not proven: a rule needs a person (the planner under ``policy.approval:
+    required``, an approver, an owner who attests, who executes) to prove who they are with their
+    own token, and a name, an account or a token that is not theirs was given."""
+
+    kind = "identity"
+    what_to_do = ("prove who you are with your own token (--token-file FILE or $PIITRACER_TOKEN; `piitracer owners "
+                  "add NAME` makes one, with the workspace's keys)")
+
+
 class NotNowError(PiitracerError):
     """A request or plan that is not in a state for what was asked (close before it is watched,
     a closed request planned again)."""
@@ -144,7 +154,7 @@ class NotCertifiableError(PiitracerError):
 def error_kinds() -> list[type[PiitracerError]]:
     """The named kinds, in the order of the documentation's table."""
     return [InputError, BadWorkspaceError, BadPlanFileError, BadKeyError, NotFoundError, CannotPlanError,
-            RefusedError, NeedsApprovalError, NotNowError, UnavailableError, StepFailedError, CannotVerifyError, AuditLogError,
+            RefusedError, NeedsApprovalError, IdentityRefusedError, NotNowError, UnavailableError, StepFailedError, CannotVerifyError, AuditLogError,
             NotCertifiableError]
 
 

@@ -25,9 +25,12 @@ class NotCertifiable(NotCertifiableError):
     """The request's trail does not prove a complete erasure (yet): no certificate."""
 
 
-def certificate_body(trail: RequestTrail, issued_at: datetime, audit_key_id: str) -> dict[str, Any]:
+def certificate_body(trail: RequestTrail, issued_at: datetime, audit_key_id: str,
+                     people: dict[str, Any] | None = None) -> dict[str, Any]:
     """The unsigned certificate of ``trail``'s request (deterministic for the same trail and time);
-    :class:`NotCertifiable` when the log is not intact or the latest verification is not complete."""
+    :class:`NotCertifiable` when the log is not intact or the latest verification is not complete.
+    ``people``: who planned, approved, attested and executed the request's plan, with their signed
+    statements and the workspace's registrations of their keys (``audit.signatures.people_of``)."""
     if not trail.chain_intact:
         raise NotCertifiable(f"request {trail.request_id}: the audit log is not intact ({trail.chain_problem})")
     facts = report_facts(trail, issued_at)
@@ -63,6 +66,7 @@ def certificate_body(trail: RequestTrail, issued_at: datetime, audit_key_id: str
         "audit": {"audit_key_id": audit_key_id, "merkle_root": trail.merkle_root,
                   "request_entries": len(trail.entries), "chain_head": trail.chain_head,
                   "chain_entries": trail.chain_entries},
+        **({"people": people} if people is not None else {}),
     }
 
 

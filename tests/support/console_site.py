@@ -6,6 +6,7 @@ restart keeps sessions)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import socket
 import threading
@@ -21,7 +22,6 @@ from audit_builders import FIXTURES, KEY, RAW_VALUES
 from piitracer.api import Keys, open as open_session
 from piitracer.audit import load_audit_key
 from piitracer.console.app import ConsoleConfig, create_server
-from piitracer.console.tokens import add_token
 from piitracer.crypto.envelope import write_master_key
 from piitracer.ingest.openlineage.received import ReceivedEvents
 from piitracer.model.plan import Subject
@@ -90,13 +90,16 @@ def build_site(folder: Path, volume: int = VOLUME, now: datetime | None = None) 
     text = config.read_text().replace("column_types: {user_id: bigint,", "column_types: {user_id: string,")
     text = text.replace("policy:\n  deadline: 30d\n", "policy:\n  deadline: 30d\n  approval: required\n")
     assert "approval: required" in text
+    text = re.sub(r"(?m)^owners: .*$", "", text)  # the fixture's owners: this site's own below
     config.write_text(text + f"\nowners: [{OWNER}, payments-platform]\nviewers: [{VIEWER}]\napprovers: [{PLANNER}, {APPROVER}]\n")
     workspace = piitracer.load_workspace(folder)
-    keys = Keys(audit=load_audit_key(KEY), master=write_master_key(folder.parent / "master.key"))
-    with open_session(workspace, keys) as session:
+    keys = Keys(audit=load_audit_key(KEY), master=write_master_key(folder.parent / "master.key"),
+                signing_key_file=_signing_key(folder.parent / "signing.key"))
+    with open_session(workspace, keys) as session:  # each person's credential, made with the keys and recorded
+        tokens = {name: session.add_person(name).token for name in (PLANNER, APPROVER, VIEWER, OWNER)}
         planned = session.plan(["prod.payments.user_id"], [Subject(value=PLANNED_VALUE, request_id=PLANNED_ID,
                                                                    received_at=now - timedelta(days=20))],
-                               keep=True, by=PLANNER)
+                               keep=True, by=session.person(tokens[PLANNER]))
         (folder / "plan.json").write_text(planned.text)
         # 10,000 queued requests, their deadlines 4 to 29 days away except the needle's (2 days).
         rows = []
@@ -105,5 +108,12 @@ def build_site(folder: Path, volume: int = VOLUME, now: datetime | None = None) 
             received = now - timedelta(days=(index % 26), hours=1) if request_id != NEEDLE else now - timedelta(days=28)
             rows.append((request_id, received, received + timedelta(days=30), ["prod.payments.user_id"], [bulk_value(index)]))
         session.requests().add_many(rows, action="imported")
-    tokens = {name: add_token(workspace, name) for name in (PLANNER, APPROVER, VIEWER, OWNER)}
     return ConsoleSite(folder, workspace, keys, tokens, planned.plan.plan_id)
+
+
+def _signing_key(path: Path) -> Path:
+    from piitracer.crypto.signing import generate_signing_key
+
+    if not path.exists():
+        generate_signing_key(path)
+    return path

@@ -100,7 +100,7 @@ def resolve(name: str, function: griffe.Function, module: str) -> type | None:
 def test_the_scope_is_the_session_and_the_use_cases() -> None:
     names = public_callables()
     for expected in ("session:open", "session:Session.plan", "session:Session.execute", "keys:Keys.load",
-                     "plan:plan_deletion", "plan:load_plan", "execute:execute_plan", "verify:verify_plan",
+                     "plan:plan_deletion", "plan:load_plan", "session:execute_plan", "verify:verify_plan",
                      "audit:audit_log", "demo:run_demo"):
         assert expected in names
     assert len(names) > 60

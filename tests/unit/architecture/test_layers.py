@@ -20,11 +20,15 @@ LOWER["crypto"] = {"model", "storage"}
 # piitracer's own files in it. Only frozen model types below it.
 LOWER["workspace"] = {"model"}
 LOWER["ingest"] = {"model", "storage", "workspace"}
+# Who acts (issue 50): the people file (each person's token hash and their own key, sealed under
+# it) and the statements they sign; below the audit log that records and checks their signatures.
+LOWER["identity"] = {"model", "crypto", "workspace"}
 LOWER["formats"] = {"model", "storage"}
 LOWER["planner"] = {"model", "graph"}
 for _layer in ("audit", "render"):
     LOWER[_layer] = {"model", "graph", "planner"}
-LOWER["audit"] = LOWER["audit"] | {"storage"}  # the anchor is written through the store (a locked bucket)
+LOWER["audit"] = LOWER["audit"] | {"storage", "identity", "crypto"}  # the anchor is written through the store (a locked bucket);
+# the people's signatures are checked with their registered keys
 # Crypto-shredding (issue 42): the key vault and the pipeline's encrypt/decrypt library, beside the
 # formats (the Delta vault is erased through formats.delta) and below the executor and the verifier
 # that erase and prove with it; a Spark job imports it, so it never reaches up to the API or a front door.
@@ -34,7 +38,7 @@ for _layer in ("executor", "verify"):
 # Catalog discovery reads tables through the storage layer and the formats' metadata readers.
 LOWER["discover"] = {"model", "storage", "formats"}
 # The request store: values under per-request keys, lifecycle, close; it records in the audit log.
-LOWER["requests"] = {"model", "crypto", "audit"}
+LOWER["requests"] = {"model", "crypto", "audit", "identity"}
 # The demo lakehouse builder is wiring for `piitracer demo` only (it builds tables with Spark and
 # delta-rs from the workspace's catalog and SQL): it may use every layer below the verifier. The
 # crypto-shredding demo (demo --shred) writes its ciphertext and reads it back with the shred
@@ -47,6 +51,7 @@ LOWER["serve"] = {"model", "workspace", "ingest"}
 # on top of the OpenLineage endpoint (it imports serve; serve never imports it). Only the CLI
 # imports the console (test_only_the_cli_imports_the_console).
 LOWER["console"] = {"model", "workspace", "ingest", "graph", "planner", "storage", "crypto", "audit", "render", "requests", "serve",
+                    "identity",
                     "api"}
 # The API wires the rooms: one module per use case, above every room, below the CLI and the console.
 LOWER["api"] = set(LOWER) - {"console"}

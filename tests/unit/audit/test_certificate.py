@@ -34,11 +34,24 @@ def run(*args: str, env: dict | None = None):
 
 @pytest.fixture()
 def completed(tmp_path: Path):
-    """A recorded trail whose person steps are attested and whose latest verification is complete."""
+    """A recorded trail whose person steps are attested, each by an owner with their own registered
+    key (registered under the signing key the certificate is signed with), and whose latest
+    verification is complete."""
+    from piitracer.audit import record_person_entry
+    from piitracer.crypto.signing import generate_signing_key
+    from piitracer.identity.people import add_person, prove
+
     trail = record_all(tmp_path, found=None)
-    for step in trail.plan.steps:
-        if step.action.value in PERSON:
-            attest_step(trail.log, trail.plan, step.id, f"owner of {step.dataset}", Evidence.of(f"ticket for {step.id}"))
+    generate_signing_key(tmp_path / "signing.key")
+    registrar = load_signing_key(tmp_path / "signing.key")
+    owners = {}
+    for number, step in enumerate(s for s in trail.plan.steps if s.action.value in PERSON):
+        name = f"owner-{number}"
+        token, record, _ = add_person(trail.workspace.root, name, "owner")
+        record_person_entry(trail.log, name=name, role="owner", change="added", public_key=record.public_key,
+                            registrar=registrar)
+        owners[step.id] = prove(trail.workspace.root, token)
+        attest_step(trail.log, trail.plan, step.id, owners[step.id], Evidence.of(f"ticket for {step.id}"))
     record_verification(trail.log, trail.plan, verification(trail.plan, found=None, attested=True))
     trail.log.close()
     return trail
@@ -46,6 +59,8 @@ def completed(tmp_path: Path):
 
 def keygen(folder: Path, name: str = "signing.key") -> tuple[Path, Path]:
     private = folder / name
+    if private.exists():  # the completed trail's: its people were registered under it
+        return private, Path(str(private) + ".pub")
     code, out, err = run("audit", "keygen", str(private))
     assert code == 0, err
     return private, Path(str(private) + ".pub")

@@ -67,7 +67,7 @@ def console_lines() -> list[str]:
 def test_every_command_line_the_console_shows_parses(tmp_path: Path) -> None:
     lines = console_lines()
     assert "piitracer audit certificate --request dsr-2026-0042 --signing-key-file KEY --out certificate.json" in lines
-    assert "piitracer attest PLAN --step s005 --by NAME" in lines
+    assert "piitracer attest PLAN --step s005 --token-file YOUR-TOKEN-FILE" in lines
     assert any(line.startswith("piitracer audit check-certificate certificate-dsr-2026-0042.json") for line in lines)
     assert len(set(lines)) == 5  # owners add, attest, certificate, check it, check the downloaded one
     for line in lines:
