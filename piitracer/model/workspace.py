@@ -464,9 +464,9 @@ class WorkspaceConfig(Frozen):
     classify: ClassifySettings = ClassifySettings()
     openlineage: LineageEmitSettings | None = None
     owners: tuple[ConsoleName, ...] = Field(
-        (), description="Console users who attest person steps: each attests only the steps of datasets whose "
-        "catalog 'owner:' names it (its first word). Their tokens are not here: `piitracer owners add NAME` keeps "
-        "only a hash, in .piitracer/console-tokens.json (0600).")
+        (), description="People who attest person steps: each attests only the steps of datasets whose catalog "
+        "'owner:' names it (its first word), with their own token. Their credentials are not here: `piitracer owners "
+        "add NAME` keeps only the token's hash and their signing key sealed under it, in .piitracer/people.json (0600).")
     viewers: tuple[ConsoleName, ...] = Field(
         (), description="Console users who only read (the privacy office); tokens as for owners.")
     approvers: tuple[ConsoleName, ...] = Field(

@@ -69,9 +69,9 @@ class StateLayout:
         return self.path("lineage")
 
     @property
-    def console_tokens(self) -> Path:
-        """Hashes of the console users' tokens."""
-        return self.path("console-tokens.json")
+    def people(self) -> Path:
+        """The people's credentials: their tokens' hashes and their signing keys sealed under them."""
+        return self.path("people.json")
 
     def demo_key(self, kind: str) -> Path:
         """The demo's own key of ``kind`` (audit, master, signing): made once per demo folder."""

@@ -3,8 +3,9 @@
 Before: ``execute`` said "complete" and ``verify`` exited 0 while ``manual`` (a Kafka topic),
 ``manual_review`` (a masked token table) and ``recompute`` (an aggregate) steps were open. Now
 execute ends ``incomplete: 3 step(s) awaiting attestation`` listing them, verify exits 1 while any
-is open, ``piitracer attest`` records who confirmed each step, when, and the SHA-256 of the
-evidence in the audit log, and verify exits 0 once every one is attested."""
+is open, ``piitracer attest`` records who confirmed each step — an owner proven by their own token,
+whose key signs the attestation (issue 50) — when, and the SHA-256 of the evidence in the audit log,
+and verify exits 0 once every one is attested."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import yaml
 from click.testing import CliRunner
 from spark_lakehouse import write_workspace, record_made_plan
 
@@ -23,6 +25,7 @@ import piitracer
 from piitracer.api import plan_deletion, seal_plan, write_private
 from piitracer.audit import load_audit_key
 from piitracer.cli.main import cli
+from piitracer.crypto.signing import generate_signing_key
 from piitracer.model.plan import Subject
 
 KEY = "attest-test-audit-key-0123456789"
@@ -48,12 +51,21 @@ def planned(tmp_path: Path, warehouse: Path):
     sql = ("INSERT INTO ml.tokens SELECT sha2(concat(CAST(user_id AS STRING), salt), 256) AS token FROM crm.users;\n"
            "INSERT INTO an.daily SELECT dt, count(user_id) AS users FROM crm.users GROUP BY dt;\n"
            "INSERT INTO stream.cdc SELECT user_id FROM crm.users;\n")
-    ws = piitracer.load_workspace(write_workspace(tmp_path / "ws", warehouse, catalog, sql))
+    folder = write_workspace(tmp_path / "ws", warehouse, catalog, sql)
+    config = yaml.safe_load((folder / "piitracer.yaml").read_text())
+    config["owners"] = ["streaming-team", "data-eng"]
+    (folder / "piitracer.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    ws = piitracer.load_workspace(folder)
     plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), ["crm.users.user_id"],
                          [Subject(value=str(SUBJECT), request_id="r1", received_at="2026-11-20T09:00:00Z")])
     plan = seal_plan(plan, load_audit_key(KEY))
     write_private(tmp_path / "plan.json", plan.to_json())
     record_made_plan(ws, plan, KEY)
+    generate_signing_key(tmp_path / "signing.key")
+    for name in ("streaming-team", "data-eng"):  # each owner's credential, as `owners add` makes it
+        code, out = cli_run(ws, "owners", "add", name, "--signing-key-file", str(tmp_path / "signing.key"))
+        assert code == 0, out
+        (tmp_path / f"{name}.token").write_text(out.strip().splitlines()[-1])
     person = {s.dataset: s.id for s in plan.steps if s.action.value in ("manual", "manual_review", "recompute")}
     assert {s.dataset: s.action.value for s in plan.steps if s.id in person.values()} == {
         "ml.tokens": "manual_review", "an.daily": "recompute", "stream.cdc": "manual"}
@@ -61,7 +73,8 @@ def planned(tmp_path: Path, warehouse: Path):
 
 
 def cli_run(ws, *args: str, key: str = KEY) -> tuple[int, str]:
-    result = CliRunner(env={"PIITRACER_AUDIT_KEY": key}).invoke(cli, ["--workspace", str(ws.root), *args])
+    result = CliRunner(env={"PIITRACER_AUDIT_KEY": key, "PIITRACER_TOKEN": None}).invoke(
+        cli, ["--workspace", str(ws.root), *args])
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     return result.exit_code, result.output
 
@@ -86,15 +99,15 @@ def test_person_steps_keep_the_erasure_open_until_attested(planned, tmp_path: Pa
     ticket = tmp_path / "ticket.txt"
     ticket.write_text("CDC topic compacted, tombstones written; see INC-2291\n")
     code, out = cli_run(ws, "attest", str(plan_file), "--step", person["stream.cdc"], "--by", "streaming-team",
-                        "--evidence", str(ticket))
+                        "--token-file", str(tmp_path / "streaming-team.token"), "--evidence", str(ticket))
     assert code == 0 and f"attested {person['stream.cdc']} manual stream.cdc by streaming-team" in out
     assert hashlib.sha256(ticket.read_bytes()).hexdigest() in out
     code, out = cli_run(ws, "verify", str(plan_file))
     assert code == 1 and states(out)["stream.cdc"] == "attested" and states(out)["ml.tokens"] == "awaiting attestation"
 
     for dataset in ("ml.tokens", "an.daily"):
-        code, out = cli_run(ws, "attest", str(plan_file), "--step", person[dataset], "--by", "data-eng",
-                            "--evidence", "rebuilt from the erased source", "--output", "json")
+        code, out = cli_run(ws, "attest", str(plan_file), "--step", person[dataset], "--token-file",
+                            str(tmp_path / "data-eng.token"), "--evidence", "rebuilt from the erased source", "--output", "json")
         assert code == 0 and json.loads(out)["evidence_kind"] == "text"
     code, out = cli_run(ws, "verify", str(plan_file))
     assert code == 0, out
@@ -118,14 +131,24 @@ def test_person_steps_keep_the_erasure_open_until_attested(planned, tmp_path: Pa
 def test_bad_attestations_are_one_clear_line(planned, tmp_path: Path) -> None:
     ws, plan, plan_file, person = planned
     delete = next(s.id for s in plan.steps if s.action.value == "rewrite_files")
+    owner = ["--token-file", str(tmp_path / "streaming-team.token")]
     for args, message in (
-        (["--step", "s999", "--by", "x"], "--step s999: no such step in plan"),
-        (["--step", delete, "--by", "x"], f"--step {delete}: rewrite_files on crm.users is a step piitracer performs"),
-        (["--step", person["an.daily"], "--by", "x", "--evidence", str(tmp_path)], "cannot read the evidence file"),
-        (["--step", person["an.daily"], "--by", "  "], "--by: say who confirms the step"),
+        (["--step", "s999", *owner], "--step s999: no such step in plan"),
+        (["--step", delete, *owner], f"--step {delete}: rewrite_files on crm.users is a step piitracer performs"),
+        (["--step", person["an.daily"], *owner, "--evidence", str(tmp_path)], "cannot read the evidence file"),
+        # A name is no identity: any name, listed or not, without its owner's token.
+        (["--step", person["an.daily"], "--by", "x"], "--by x: a name proves nothing"),
+        (["--step", person["stream.cdc"], "--by", "streaming-team"], "--by streaming-team: a name proves nothing"),
+        (["--step", person["stream.cdc"], "--by", "streaming-team", "--token-file", str(tmp_path / "data-eng.token")],
+         "the token given is data-eng's, not streaming-team's"),
+        (["--step", person["stream.cdc"], "--token-file", str(tmp_path / "data-eng.token")],
+         "stream.cdc belongs to streaming-team, not data-eng"),
+        (["--step", person["an.daily"]], "nobody proved who attests"),
     ):
         code, out = cli_run(ws, "attest", str(plan_file), *args)
         assert code == 2 and out.startswith("error: ") and message in out and len(out.strip().splitlines()) == 1, out
-    code, out = cli_run(ws, "attest", str(plan_file), "--step", person["an.daily"], "--by", "x",
+    code, out = cli_run(ws, "attest", str(plan_file), "--step", person["an.daily"], *owner,
                         key="another-audit-key-0123456789")
     assert code == 2 and "was sealed with another audit key" in out
+    db = sqlite3.connect(ws.root / ".piitracer" / "audit.sqlite")
+    assert db.execute("SELECT COUNT(*) FROM entries WHERE kind = 'attestation'").fetchone() == (0,)  # none recorded

@@ -5,9 +5,10 @@ One demo build for the module (``piitracer demo --no-attest --no-close`` in a ch
 own Spark and warehouse, so the suite's shared warehouse and test_demo's namespaces stay
 untouched), one server, one browser. The demo leaves its request awaiting three person steps; the
 module adds an overdue request, names the console's users in the demo's ``piitracer.yaml`` and
-gives them tokens. Tests run in file order: the owner attests the Kafka topic through the form,
-the two steps without an owner in the catalog are attested with ``piitracer attest`` (a key
-holder), then verify and close run and the board shows the closed request and its certificate.
+gives them credentials (tokens and keys, made with the demo's keys). Tests run in file order: the
+owner attests the Kafka topic through the form, the two steps without an owner in the catalog are
+attested with ``piitracer attest`` by an owner with their own token, then verify and close run and
+the board shows the closed request and its certificate.
 Every page served is searched for the subjects' values. The board and a request page are saved
 as screenshots for the docs (docs/assets/console-board.png, console-request.png) when
 PIITRACER_SCREENSHOTS=1 (a normal run must not write into the repository)."""
@@ -31,11 +32,10 @@ import requests
 import uvicorn
 
 import piitracer
-from piitracer.api import demo_audit_key, demo_master_key, demo_signing_key, request_store
+from piitracer.api import demo_audit_key, demo_keys, demo_master_key, demo_signing_key, request_store
 from piitracer.audit import AuditLog, load_audit_key
 from piitracer.console.app import ConsoleConfig, create_server
 from piitracer.ingest.openlineage.received import ReceivedEvents
-from piitracer.console.tokens import add_token
 from piitracer.crypto.envelope import load_master_key
 from piitracer.demo import SUBJECT_USER_ID
 from piitracer.model.audit import EntryKind
@@ -102,9 +102,11 @@ def site(tmp_path_factory):
                             "--no-attest", "--no-close"], capture_output=True, text=True, timeout=1500)
     assert built.returncode == 1, built.stderr[-3000:]  # 1: person steps still open (verify exits 1)
     workspace_file = folder / "piitracer.yaml"
-    workspace_file.write_text(workspace_file.read_text() + f"\nowners: [{OWNER}, {OTHER_OWNER}]\nviewers: [{VIEWER}]\n")
+    text = re.sub(r"(?m)^owners: .*$", "", workspace_file.read_text())  # the demo's owners: this module's instead
+    workspace_file.write_text(text + f"\nowners: [{OWNER}, {OTHER_OWNER}]\nviewers: [{VIEWER}]\n")
     workspace = piitracer.load_workspace(folder)
-    tokens = {name: add_token(workspace, name) for name in (OWNER, OTHER_OWNER, VIEWER)}
+    with piitracer.open(workspace, demo_keys(folder)) as session:  # each person's credential, with the demo's keys
+        tokens = {name: session.add_person(name).token for name in (OWNER, OTHER_OWNER, VIEWER)}
     master = load_master_key(demo_master_key(folder))
     received = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(days=45)
     with request_store(workspace, master) as store:  # queued 45 days ago, never planned: overdue
@@ -335,8 +337,9 @@ def test_an_owner_attests_a_step_through_the_form(site: Site, browser) -> None:
     assert evidence not in json.dumps(entry.body)
 
 
-def test_key_holders_attest_with_the_cli_and_the_entries_have_the_consoles_shape(site: Site) -> None:
-    """The two steps whose datasets have no owner in the catalog: ``piitracer attest`` as before."""
+def test_owners_attest_with_the_cli_and_the_entries_have_the_consoles_shape(site: Site, tmp_path: Path) -> None:
+    """The two steps whose datasets have no owner in the catalog: ``piitracer attest`` by an owner
+    with their own token, the same signed entry as the console's."""
     request_id = demo_request_id(site)
     page = site.signed_in(VIEWER).get(f"{site.base}/console/requests/{request_id}").text
     open_ids = re.findall(r'<table id="open-steps">(.*?)</table>', page, re.S)[0]
@@ -344,9 +347,11 @@ def test_key_holders_attest_with_the_cli_and_the_entries_have_the_consoles_shape
     assert len(left) == 2
     env = {**os.environ, "PIITRACER_AUDIT_KEY_FILE": str(demo_audit_key(site.folder)),
            "PIITRACER_MASTER_KEY_FILE": str(demo_master_key(site.folder))}
+    token = tmp_path / "owner.token"
+    token.write_text(site.tokens[OTHER_OWNER])
     for step in left:
         done = subprocess.run([sys.executable, "-m", "piitracer.cli.main", "--workspace", str(site.folder), "attest",
-                               str(site.folder / "plan.json"), "--step", step, "--by", "data-platform on-call",
+                               str(site.folder / "plan.json"), "--step", step, "--token-file", str(token),
                                "--evidence", "runbook RB-12 done"], capture_output=True, text=True, env=env, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
     entries = site.audit_entries(EntryKind.ATTESTATION)

@@ -282,11 +282,12 @@ CAPTURED: dict[str, list] = {}  # value set -> values of user 8841302, as the fi
 
 
 def demo_keys(root: Path) -> dict[str, str]:
-    """The demo's own audit and master keys, as a user would export them."""
-    from piitracer.api import demo_audit_key, demo_master_key
+    """The demo's own audit, master and signing keys, as a user would export them."""
+    from piitracer.api import demo_audit_key, demo_master_key, demo_signing_key
 
     return {"PIITRACER_AUDIT_KEY_FILE": str(demo_audit_key(root)), "PIITRACER_MASTER_KEY_FILE": str(demo_master_key(root)),
-            "PIITRACER_AUDIT_KEY": "", "PIITRACER_MASTER_KEY": ""}
+            "PIITRACER_SIGNING_KEY_FILE": str(demo_signing_key(root)[0]), "PIITRACER_AUDIT_KEY": "",
+            "PIITRACER_MASTER_KEY": "", "PIITRACER_TOKEN": ""}
 
 
 def resolved_forms(workspace, plan) -> dict[str, list]:
@@ -353,9 +354,21 @@ def test_run_demo_erases_the_subject_end_to_end(demo, warehouse: Path) -> None:
     runner = CliRunner(env=demo_keys(workspace.root))
     base = ["--workspace", str(workspace.root)]
     assert runner.invoke(cli, [*base, "verify", str(result.plan_path)]).exit_code == 1
-    for step in result.run.awaiting():
-        done = runner.invoke(cli, [*base, "attest", str(result.plan_path), "--step", step.step.id, "--by", "test-owner",
-                                   "--evidence", "confirmed in the test"])
+    from piitracer.requests.board import owner_name
+
+    tokens: dict[str, Path] = {}
+    for step in result.run.awaiting():  # each step's owner, with their own credential (made with the demo's keys)
+        owner = owner_name(step.step.owner) or "streaming-team"
+        if owner not in tokens:
+            made = runner.invoke(cli, [*base, "owners", "add", owner])
+            assert made.exit_code == 0, made.output
+            tokens[owner] = workspace.root / f"{owner}.token"
+            tokens[owner].write_text(made.stdout.strip())
+        typed = runner.invoke(cli, [*base, "attest", str(result.plan_path), "--step", step.step.id, "--by", owner,
+                                    "--evidence", "confirmed in the test"])
+        assert typed.exit_code == 2 and "a name proves nothing" in typed.output  # the owner's name alone: refused
+        done = runner.invoke(cli, [*base, "attest", str(result.plan_path), "--step", step.step.id, "--token-file",
+                                   str(tokens[owner]), "--evidence", "confirmed in the test"])
         assert done.exit_code == 0, done.output
     final = runner.invoke(cli, [*base, "verify", str(result.plan_path)])
     assert final.exit_code == 0, final.output
@@ -378,7 +391,8 @@ def test_the_demo_attests_its_simulated_owners_and_ends_complete(demo, warehouse
     assert result.subject_rows == 0
     assert result.first_verification is not None and not result.first_verification.complete
     assert {(e.body["dataset"], e.body["action"]) for e in result.attestations} == set(PERSON_STEPS.items())
-    assert all(e.body["attested_by"].endswith("(simulated)") and "SIMULATED" in e.body["statement"]
+    # Each simulated owner attests with a credential the demo makes with its keys, and says it is simulated.
+    assert all("SIMULATED" in e.body["statement"] and e.body["attester"]["statement"]["by"] == e.body["attested_by"]
                for e in result.attestations)
     assert result.verification.complete, [(d.dataset, d.state.value) for d in result.verification.open_items()]
     assert {d.state.value for d in result.verification.datasets} <= {"erased", "attested", "no_action"}

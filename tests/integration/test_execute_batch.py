@@ -10,7 +10,8 @@ from pyspark.sql import functions as F
 from spark_lakehouse import checksum, mor_properties, new_namespace, spark_for, table_rows, write_workspace
 
 import piitracer
-from piitracer.api import execute_plan, plan_deletion
+from piitracer.api import plan_deletion
+from executor_runs import run_plan as run_unrecorded
 from piitracer.model.plan import Action, Subject
 
 RECEIVED = "2026-11-20T09:00:00Z"
@@ -28,7 +29,7 @@ def run_plan(ws, source: str, values: list[str]):
     plan = plan_deletion(ws, graph, [source], [Subject(value=v, request_id=f"r{i}", received_at=RECEIVED) for i, v in enumerate(values)])
     from piitracer.executor.runner import ExecuteOptions
 
-    return plan, execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
+    return plan, run_unrecorded(ws, plan, ExecuteOptions(no_concurrent_writers=True))
 
 
 def data_files(spark, table: str) -> set[str]:

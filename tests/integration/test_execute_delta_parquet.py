@@ -17,7 +17,8 @@ from deltalake import DeltaTable, write_deltalake
 from spark_lakehouse import checksum, write_workspace
 
 import piitracer
-from piitracer.api import execute_plan, plan_deletion
+from piitracer.api import plan_deletion
+from executor_runs import run_plan
 from piitracer.formats import parquet as parquet_eraser
 from piitracer.executor.runner import ExecuteOptions
 from piitracer.model.plan import Action, Subject
@@ -59,7 +60,7 @@ def test_delta_parquet_and_archive_are_erased_to_the_bytes(tmp_path: Path, wareh
     assert 0 < len(holders) < len(cards_before)
 
     plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), ["crm.people.user_id"], subjects_of(SUBJECTS))
-    summary = execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
+    summary = run_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
 
     assert summary.status == "complete", [(r.step.id, r.state, r.message) for r in summary.results]
     deleted = {r.step.dataset: r.outcome.rows_deleted for r in summary.results if r.step.action in
@@ -95,7 +96,7 @@ def test_hostile_values_delete_exactly_the_intended_delta_rows(tmp_path: Path, w
     keep = checksum((r["handle"], r["note"]) for r in data if r["note"] == "other")
 
     plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), ["app.users.handle"], subjects_of(HOSTILE))
-    summary = execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
+    summary = run_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
 
     assert summary.status == "complete"
     assert checksum(delta_rows(location)) == keep
@@ -146,7 +147,7 @@ def test_delta_string_key_written_from_string_view_data(tmp_path: Path, warehous
     subjects = [phones[0], phones[150]]
 
     plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), ["support.phones.phone"], subjects_of(subjects))
-    summary = execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
+    summary = run_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
 
     assert summary.status == "complete"
     (delete,) = [r for r in summary.results if r.step.action is Action.DELETE_ROWS]

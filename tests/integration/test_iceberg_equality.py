@@ -16,7 +16,8 @@ import pytest
 from byte_scan import find_values
 from spark_lakehouse import SUBJECT_PANS, SUBJECTS, checksum, mor_properties, new_namespace, rows, single_source_plan, spark_for
 
-from piitracer.api import execute_plan, verify_plan
+from piitracer.api import verify_plan
+from executor_runs import run_plan
 from piitracer.executor.preflight import PlanRefused
 from piitracer.executor.runner import ExecuteOptions
 from piitracer.model.plan import Action
@@ -78,7 +79,7 @@ def test_a_table_with_equality_delete_files_is_erased_to_the_bytes(tmp_path: Pat
     keep = checksum(r for r in visible if r[0] not in erased)
 
     ws, plan = single_source_plan(tmp_path, warehouse, table, erased)
-    summary = execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
+    summary = run_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
 
     assert summary.status == "complete", [(r.step.id, r.state, r.message) for r in summary.results]
     rewrite = next(r for r in summary.results if r.step.action is Action.REWRITE_DATA_FILES)
@@ -108,7 +109,7 @@ def test_delete_mode_equality_writes_one_equality_delete_file_and_erases_to_the_
     keep = checksum(tuple(r) for r in spark.table(table).collect() if r[0] not in SUBJECTS)
     assert [s.action for s in plan.steps if s.dataset == f"{ns}.src"][1:3] == [Action.EQUALITY_DELETE, Action.REWRITE_DATA_FILES]
 
-    summary = execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
+    summary = run_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
 
     assert summary.status == "complete", [(r.step.id, r.state, r.message) for r in summary.results]
     logical = next(r for r in summary.results if r.step.action is Action.EQUALITY_DELETE)
@@ -127,7 +128,7 @@ def test_delete_mode_equality_on_a_partitioned_table_is_refused_before_anything_
     ns, table, location, ws, plan = equality_mode_lake(spark, warehouse, tmp_path, partitioned=True)
     before = checksum(tuple(r) for r in spark.table(table).collect())
     with pytest.raises(PlanRefused, match=r"delete_mode 'equality' needs an unpartitioned table; .* is partitioned by dt"):
-        execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
+        run_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
     assert checksum(tuple(r) for r in spark.table(table).collect()) == before
     assert not list(location.rglob("piitracer-equality-delete-*"))
     assert not (ws.root / ".piitracer" / "journal.sqlite").exists()  # refused before the first step

@@ -21,7 +21,8 @@ from deltalake import DeltaTable, write_deltalake
 from spark_lakehouse import checksum, mor_properties, new_namespace, single_source_plan, spark_for, table_rows
 
 import piitracer
-from piitracer.api import execute_plan, plan_deletion
+from piitracer.api import plan_deletion
+from executor_runs import run_plan
 from piitracer.executor.runner import ExecuteOptions
 from piitracer.formats import delta as delta_eraser
 from piitracer.formats import parquet as parquet_eraser
@@ -201,7 +202,7 @@ def test_verify_prepare_in_the_workspace_prepares_every_file_the_erasure_rewrite
 
     plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), ["crm.people.user_id"],
                          [Subject(value=str(v), request_id=f"r{i}", received_at=RECEIVED) for i, v in enumerate(SUBJECTS)])
-    summary = execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
+    summary = run_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
 
     assert summary.status == "complete", [(r.step.id, r.state, r.message) for r in summary.results]
     logical = {r.step.dataset: r.outcome.details.get("prepared_for_proof") for r in summary.results
@@ -262,7 +263,7 @@ def test_iceberg_rewrite_data_files_writes_bloom_filters_then_restores_the_table
     assert dictionaries == {"dt"}
     ws, plan = single_source_plan(tmp_path, warehouse, table, SUBJECTS, prepare_for_proof=True)
 
-    summary = execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
+    summary = run_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
 
     assert summary.status == "complete", [(r.step.id, r.state, r.message) for r in summary.results]
     rewrite = next(r for r in summary.results if r.step.action is Action.REWRITE_DATA_FILES)

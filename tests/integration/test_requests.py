@@ -13,10 +13,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import yaml
 from click.testing import CliRunner
 from spark_lakehouse import write_workspace
 
 from piitracer.cli.main import cli
+from piitracer.crypto.signing import generate_signing_key
 
 AUDIT = "requests-test-audit-key-0123456789"
 SUBJECT, PAN = 7_000_000_001, "SUBJ-PAN-000001"
@@ -40,9 +42,20 @@ def ws(tmp_path: Path, warehouse: Path):
     }
     sql = "INSERT INTO crm.cards SELECT pan, 1 AS n FROM crm.users;\nINSERT INTO stream.cdc SELECT user_id FROM crm.users;\n"
     root = write_workspace(tmp_path / "ws", warehouse, catalog, sql)
+    config = yaml.safe_load((root / "piitracer.yaml").read_text())
+    (root / "piitracer.yaml").write_text(yaml.safe_dump({**config, "owners": ["streaming-team"]}, sort_keys=False))
     master = tmp_path / "secrets" / "master.key"
     master.parent.mkdir()
+    generate_signing_key(tmp_path / "secrets" / "signing.key")  # the owner's credential is made with it
+    code, out = run(root, "owners", "add", "streaming-team", env={"PIITRACER_SIGNING_KEY_FILE": str(tmp_path / "secrets" / "signing.key")})
+    assert code == 0, out
+    (tmp_path / "secrets" / "owner.token").write_text(out.strip().splitlines()[-1])
     return root, master, lake
+
+
+def owner_token(root: Path) -> str:
+    """The streaming-team owner's token file (made by the fixture)."""
+    return str(root.parent / "secrets" / "owner.token")
 
 
 def run(root: Path, *args: str, master: Path | None = None, env: dict | None = None, input: str | None = None):
@@ -100,7 +113,7 @@ def test_a_request_walks_every_state_and_close_shreds_piitracers_copies(ws) -> N
     assert code == 1
     refused_close("awaiting_attestation")
     step = next(s["id"] for s in json.loads(plan_file.read_text())["steps"] if s["action"] == "manual")
-    assert run(root, "attest", str(plan_file), "--step", step, "--by", "streaming-team", "--evidence", "INC-1",
+    assert run(root, "attest", str(plan_file), "--step", step, "--token-file", owner_token(root), "--evidence", "INC-1",
                master=master)[0] == 0
     code, out = run(root, "verify", str(plan_file), master=master)
     assert code == 0, out
@@ -140,7 +153,7 @@ def test_reverify_catches_a_resurrected_row_and_moves_the_request_back(ws) -> No
                "-o", str(plan_file), master=master)[0] == 0
     assert run(root, "execute", str(plan_file), "--no-concurrent-writers", master=master)[0] == 0
     step = next(s["id"] for s in json.loads(plan_file.read_text())["steps"] if s["action"] == "manual")
-    run(root, "attest", str(plan_file), "--step", step, "--by", "streaming-team", master=master)
+    run(root, "attest", str(plan_file), "--step", step, "--token-file", owner_token(root), master=master)
     assert run(root, "verify", str(plan_file), master=master)[0] == 0
     assert board(root)["dsr-8"]["state"] == "watching"
     code, out = run(root, "requests", "reverify", master=master)
@@ -165,7 +178,7 @@ def test_a_lost_or_wrong_master_key_is_one_line_and_changes_nothing(ws, tmp_path
     run(root, "requests", "keygen", str(wrong))
     for args, extra in ((["execute", str(plan_file)], {}), (["execute", str(plan_file)], {"master": wrong}),
                         (["verify", str(plan_file)], {"master": wrong}),
-                        (["attest", str(plan_file), "--step", "s001", "--by", "x"], {"master": wrong}),
+                        (["attest", str(plan_file), "--step", "s001", "--token-file", owner_token(root)], {"master": wrong}),
                         (["plan", "--source", "crm.users.user_id", "--subject", "1", "-o", str(tmp_path / "p.json")], {})):
         code, out = run(root, *args, **extra)
         assert code == 2 and len(out.strip().splitlines()) == 1 and "--master-key-file" in out, (args, out)

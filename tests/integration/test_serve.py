@@ -180,7 +180,7 @@ def test_piitracer_reports_its_own_runs_as_openlineage_jobs(tmp_path: Path, ware
     from delta_parquet_lakehouse import SUBJECT_PANS, SUBJECTS, build
     from delta_parquet_lakehouse import workspace as lake_workspace
 
-    from piitracer.api import execute_plan
+    from executor_runs import run_plan
     from piitracer.executor.runner import ExecuteOptions
 
     receiver = workspace(tmp_path / "receiver")
@@ -193,7 +193,7 @@ def test_piitracer_reports_its_own_runs_as_openlineage_jobs(tmp_path: Path, ware
         ws = piitracer.load_workspace(folder)
         subjects = [Subject(value=str(v), request_id=f"dsr-{i}", received_at="2026-11-20T09:00:00Z") for i, v in enumerate(SUBJECTS)]
         plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), ["crm.people.user_id"], subjects)
-        summary = execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
+        summary = run_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
     assert summary.status == "complete"
     events = [json.loads(line) for line in (receiver / ".piitracer" / "lineage" / "events.jsonl").read_text().splitlines()]
     assert [e["eventType"] for e in events] == ["START", "COMPLETE"]
@@ -210,7 +210,7 @@ def test_piitracer_reports_its_own_runs_as_openlineage_jobs(tmp_path: Path, ware
     config["openlineage"]["transport"]["retry"] = {"total": 0}
     (folder / "piitracer.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     ws = piitracer.load_workspace(folder)
-    assert execute_plan(ws, plan, ExecuteOptions(rerun=True, no_concurrent_writers=True)).status == "complete"
+    assert run_plan(ws, plan, ExecuteOptions(rerun=True, no_concurrent_writers=True)).status == "complete"
 
 
 def test_credentials_in_the_openlineage_block_are_refused(tmp_path: Path) -> None:

@@ -20,7 +20,8 @@ from deltalake import DeltaTable, write_deltalake
 from spark_lakehouse import checksum, cow_properties, mor_properties, new_namespace, spark_for, table_rows, write_workspace
 
 import piitracer
-from piitracer.api import execute_plan, plan_deletion, write_private
+from piitracer.api import plan_deletion, write_private
+from executor_runs import run_plan
 from piitracer.cli.main import cli
 from piitracer.formats.values import typed_values
 from piitracer.executor.preflight import PlanRefused
@@ -146,7 +147,7 @@ def test_an_edited_plan_with_a_hostile_value_is_refused_and_nothing_changes(lake
             data["subjects"][0]["value"] = value
             edited = DeletionPlan.model_validate(data).with_id()  # an attacker can recompute the id
             with pytest.raises(PlanRefused, match="subject #1 .*the value .*the plan was altered"):
-                execute_plan(ws, edited, ExecuteOptions(no_concurrent_writers=True))
+                run_plan(ws, edited, ExecuteOptions(no_concurrent_writers=True))
     assert everything(lakehouse) == before
     assert not (ws.root / ".piitracer" / "journal.sqlite").exists()  # refused runs journal nothing
 
@@ -191,14 +192,14 @@ def test_string_keys_are_compared_exactly_unless_the_catalog_normalises_them(tmp
     rows = lambda: sorted(DeltaTable(str(location)).to_pyarrow_table().column("email").to_pylist())  # noqa: E731
     before = rows()
     plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), ["crm.contacts.email"], subjects(" bob@x.com", "BOB@X.COM"))
-    execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
+    run_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
     assert rows() == before  # neither near-miss is anybody's exact e-mail: nothing deleted
 
     normalised = {**entry, "normalised": {"email": ["trim", "lower"]}}
     ws2 = piitracer.load_workspace(write_workspace(tmp_path / "ws2", warehouse, {"crm.contacts": normalised}, "-- none\n"))
     plan = plan_deletion(ws2, piitracer.build_lineage_graph(ws2), ["crm.contacts.email"], subjects(" BOB@x.com "))
     assert plan.resolve[0].normalised == {"email": ("trim", "lower")}
-    execute_plan(ws2, plan, ExecuteOptions(no_concurrent_writers=True))
+    run_plan(ws2, plan, ExecuteOptions(no_concurrent_writers=True))
     assert rows() == sorted(e for e in before if e != "bob@x.com")  # exactly the normalised value, not "Bob@X.com"
 
 

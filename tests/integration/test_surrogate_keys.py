@@ -27,7 +27,8 @@ from byte_scan import find_values
 from spark_lakehouse import checksum, spark_for, write_workspace
 
 import piitracer
-from piitracer.api import execute_plan, execution_context, plan_deletion, request_store, verify_plan
+from piitracer.api import execution_context, plan_deletion, request_store, verify_plan
+from executor_runs import run_plan
 from piitracer.crypto.envelope import write_master_key
 from piitracer.executor.journal import Journal
 from piitracer.executor.runner import ExecuteOptions, ExecutionError
@@ -167,7 +168,7 @@ def test_a_star_schema_is_erased_by_its_surrogate_keys(tmp_path: Path, warehouse
         store.add("r1", datetime(2026, 11, 20, 9, tzinfo=timezone.utc), plan.deadline_at, ["raw.customers.customer_id"],
                   [str(SUBJECT)])
         cipher = store.cipher(["r1"])
-    summary = execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True), cipher=cipher)
+    summary = run_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True), cipher=cipher)
     assert summary.status == "complete", [(r.step.id, r.state, r.message) for r in summary.results]
     journal_path = execution_context(ws).journal_path
     journal = Journal(journal_path)
@@ -241,6 +242,6 @@ def test_a_surrogate_value_another_person_holds_stops_the_run_before_any_delete(
 
     with pytest.raises(ExecutionError, match=r"surrogate key dw\.dim_customer\.customer_sk: rows of 1 other customer_id value\(s\) of dw\.dim_customer "
                                              r"\(no subject.s, or none\) hold one of the subjects. customer_sk values"):
-        execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
+        run_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
     for name, table in tables.items():
         assert pq.read_table(lake / name.replace(".", "/")).equals(table), name

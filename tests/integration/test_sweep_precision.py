@@ -21,7 +21,8 @@ from deltalake import write_deltalake
 from spark_lakehouse import write_workspace
 
 import piitracer
-from piitracer.api import execute_plan, plan_deletion, seal_plan, write_private
+from piitracer.api import plan_deletion, seal_plan, write_private
+from executor_runs import run_plan
 from piitracer.audit import load_audit_key
 from piitracer.cli.main import cli
 from piitracer.executor.runner import ExecuteOptions
@@ -58,7 +59,7 @@ def lake(tmp_path: Path, warehouse: Path):
                          [Subject(value=str(SUBJECT), request_id="r1", received_at="2026-11-20T09:00:00Z")])
     plan = seal_plan(plan, load_audit_key(KEY))
     write_private(tmp_path / "plan.json", plan.to_json())
-    execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
+    run_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
     # A table nobody catalogued, under the warehouse root: a Delta table partitioned by country.
     write_deltalake(str(root / "exports/contacts"), neighbours(), partition_by=["country"])
     write_deltalake(str(root / "exports/contacts"), neighbours().slice(0, 1), mode="append")

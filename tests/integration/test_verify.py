@@ -281,13 +281,13 @@ def test_iceberg_delete_without_maintenance_leaves_data_files_bounds_and_snapsho
 
 
 def test_iceberg_after_execute_is_erased_and_orphans_step_is_judged_by_what_remains(tmp_path: Path, warehouse: Path) -> None:
-    from piitracer.api import execute_plan
+    from executor_runs import run_plan
     from piitracer.executor.runner import ExecuteOptions
     from piitracer.model.settings import TaskEngine
     from piitracer.verify.engines import JOB_GROUP
 
     spark, ns, ws, plan = iceberg_setup(tmp_path, warehouse, "vexec")
-    summary = execute_plan(ws, plan, ExecuteOptions())  # no --no-concurrent-writers: orphan steps pending
+    summary = run_plan(ws, plan, ExecuteOptions())  # no --no-concurrent-writers: orphan steps pending
     assert summary.status == "incomplete"
     step = {(s.dataset, s.action): s.id for s in plan.steps}
     report = verify_plan(ws, plan)
@@ -316,7 +316,7 @@ def test_iceberg_after_execute_is_erased_and_orphans_step_is_judged_by_what_rema
     assert len(tracker.getJobIdsForGroup(JOB_GROUP)) == before + 1  # one job for every dataset's files
     assert in_tasks.model_copy(update={"checked_at": report.checked_at}) == report
 
-    resumed = execute_plan(ws, plan, ExecuteOptions(resume=True, no_concurrent_writers=True))
+    resumed = run_plan(ws, plan, ExecuteOptions(resume=True, no_concurrent_writers=True))
     assert resumed.status == "complete"
     final = verify_plan(ws, plan)
     assert {d.dataset: d.state for d in final.datasets} == {d: ErasureState.ERASED for d in states_seen}
