@@ -24,7 +24,7 @@ from piitracer.api import Keys, open as open_session
 from piitracer.audit.signatures import Registry, signer
 from piitracer.cli.main import cli
 from piitracer.model.audit import EntryKind
-from piitracer.model.errors import IdentityRefusedError, NeedsApprovalError
+from piitracer.model.errors import IdentityRefusedError, NeedsApprovalError, PiitracerError
 from piitracer.model.plan import Subject
 from piitracer.model.requests import RequestState
 from piitracer.requests.approval import ApprovalRefused, PolicyChanged, approval_state
@@ -236,3 +236,21 @@ def test_the_cli_asks_each_person_for_their_own_token(lake: Lake, tmp_path: Path
     approved = runner.invoke(cli, [*root, "approve", "r1", "--token-file", str(tokens["bo"]), "--output", "json", *keys])
     assert approved.exit_code == 0, approved.output
     assert '"approved_by": "bo"' in approved.output and '"planned_by": "ana"' in approved.output
+
+
+def test_an_approved_plan_edited_afterwards_is_no_approved_plan(lake: Lake, tmp_path: Path) -> None:
+    import json as jsonlib
+
+    from piitracer.api.plan import plan_file_text
+
+    plan = lake.plan("ana")
+    with lake.session() as session:
+        session.approve(plan, session.person(lake.tokens["bo"]))
+        text = plan_file_text(plan, session.requests().cipher(["r1"]))
+    edited = jsonlib.loads(text)
+    edited["datasets"][0]["reason"] += " (edited after approval)"
+    (tmp_path / "edited.json").write_text(jsonlib.dumps(edited))
+    before = len(lake.entries())
+    with lake.session() as session, pytest.raises(PiitracerError) as refused:
+        session.execute(tmp_path / "edited.json", by=session.person(lake.tokens["ana"]))
+    assert refused.value.exit_code == 2 and "edited after planning" in str(refused.value) and len(lake.entries()) == before
