@@ -50,9 +50,10 @@ def pytest_collection_modifyitems(config, items) -> None:
 # of 1,711 s; the cluster, the browser, the notebooks and the S3 modules here, most of the
 # in-process Spark work in the first). A module not named here runs in the first worker.
 SECOND_INTEGRATION_WORKER = frozenset({
-    "test_attest.py", "test_batch.py", "test_console_at_volume.py", "test_console_browser.py",
-    "test_copied_workspace.py", "test_discover.py", "test_errors.py", "test_iceberg_catalog_s3.py",
-    "test_iceberg_s3_pyiceberg.py", "test_join_equivalence.py", "test_notebooks.py", "test_object_storage.py",
+    "test_attest.py", "test_batch.py", "test_catalog_asks.py", "test_console_at_volume.py",
+    "test_console_browser.py", "test_copied_workspace.py", "test_discover.py", "test_errors.py",
+    "test_four_eyes.py", "test_iceberg_catalog_s3.py", "test_iceberg_s3_pyiceberg.py",
+    "test_join_equivalence.py", "test_lifecycle_without_java.py", "test_notebooks.py", "test_object_storage.py",
     "test_plan_origin.py", "test_replicas.py", "test_requests.py", "test_roots_always.py", "test_serve.py",
     "test_serve_limits.py", "test_shred_erasure.py", "test_spark_cluster.py", "test_sweep_precision.py",
     "test_tutorial.py", "test_verify_scope.py",

@@ -14,8 +14,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from piitracer.api.wiring import (audit_log_path, dataset_locations, execution_context, journal_steps, warehouse_roots,
-                                   workspace_store)
+from piitracer.api.lakehouse import Lakehouse, lakehouse_of
+from piitracer.api.wiring import audit_log_path, journal_steps
 from piitracer.api.lineage import build_lineage_graph
 from piitracer.audit import (AnchorFile, AuditError, AuditKey, AuditLog, AuditProblem, VerifyResult, load_audit_key,
                              record_plan_entry, record_step_entries, record_verification_entry)
@@ -41,7 +41,8 @@ from piitracer.model.errors import InputError
 
 
 def audit_log(workspace: Workspace | str | os.PathLike[str], key: str | bytes | AuditKey | None = None,
-              key_file: str | os.PathLike[str] | None = None, create: bool = True) -> AuditLog:
+              key_file: str | os.PathLike[str] | None = None, create: bool = True,
+              lakehouse: Lakehouse | None = None) -> AuditLog:
     """Open (or create) the workspace's audit log. There is no default key.
 
     Args:
@@ -50,6 +51,7 @@ def audit_log(workspace: Workspace | str | os.PathLike[str], key: str | bytes | 
         key_file: the audit key's file, when no ``key`` is given; with neither,
             ``$PIITRACER_AUDIT_KEY`` or ``$PIITRACER_AUDIT_KEY_FILE``.
         create: create the log when the workspace has none yet.
+        lakehouse: the session's lakehouse (the anchor is checked against its places); default: a new one.
 
     Returns:
         The audit log, with its anchor and the workspace's id; close it (it is a context manager).
@@ -63,7 +65,7 @@ def audit_log(workspace: Workspace | str | os.PathLike[str], key: str | bytes | 
     if not isinstance(workspace, Workspace):
         workspace = load_workspace(workspace)
     path = audit_log_path(workspace)
-    anchor = audit_anchor(workspace)
+    anchor = audit_anchor(workspace, lakehouse)
     if not create and not path.exists():
         raise AuditError(f"{path}: no audit log in this workspace (nothing has been recorded yet)")
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -102,11 +104,12 @@ def workspace_identity(workspace: Workspace) -> str:
     return identity
 
 
-def audit_anchor(workspace: Workspace) -> AnchorFile | None:
+def audit_anchor(workspace: Workspace, lakehouse: Lakehouse | None = None) -> AnchorFile | None:
     """The workspace's ``audit.anchor`` (a relative path against the workspace folder), or None.
 
     Args:
         workspace: the loaded workspace.
+        lakehouse: the session's lakehouse (its datasets' places); default: a new one.
 
     Returns:
         The anchor file, or None when the workspace names none.
@@ -124,9 +127,10 @@ def audit_anchor(workspace: Workspace) -> AnchorFile | None:
     if is_under(location, Location.parse(str(workspace.root))):
         raise AuditError(f"audit.anchor: {text} is inside the workspace ({workspace.root}); expected a path or URI "
                          "outside it (a separate mount, a bucket with object lock)")
-    lakehouse = [(f"dataset {dataset}'s location", place) for dataset, place in sorted(dataset_locations(workspace).items())]
-    lakehouse += [("warehouse root", root) for root in warehouse_roots(workspace)]
-    for what, place in lakehouse:
+    places = lakehouse_of(workspace, lakehouse)
+    lakehouse_places = [(f"dataset {dataset}'s location", place) for dataset, place in places.locations.items()]
+    lakehouse_places += [("warehouse root", root) for root in places.roots]
+    for what, place in lakehouse_places:
         if is_under(location, place):
             raise AuditError(f"audit.anchor: {text} is inside {what} ({place}); expected a path or URI outside the "
                              "lakehouse: the anchor is replaced at every append and must never touch table files")
@@ -157,7 +161,7 @@ def record_plan(log: AuditLog, plan: DeletionPlan, planner: Any = None, policy: 
 
 
 def record_run(log: AuditLog, plan: DeletionPlan, run: RunSummary | Sequence[StepRecord],
-               workspace: Workspace) -> list[AuditEntry]:
+               workspace: Workspace, lakehouse: Lakehouse | None = None) -> list[AuditEntry]:
     """Append a step entry per step of a run (the plan entry first when it is missing).
 
     Each entry carries the SHA-256 of the dataset's newest table metadata file at recording time.
@@ -170,6 +174,7 @@ def record_run(log: AuditLog, plan: DeletionPlan, run: RunSummary | Sequence[Ste
             add start and finish times and original run ids), or the journal's records
             (``piitracer.api.wiring.journal_steps``: a run that stopped with an error).
         workspace: the loaded workspace (the tables' metadata files).
+        lakehouse: the session's lakehouse; default: a new one.
 
     Returns:
         The entries appended.
@@ -193,7 +198,7 @@ def record_run(log: AuditLog, plan: DeletionPlan, run: RunSummary | Sequence[Ste
     records = []
     for record in by_id.values():
         if record.dataset not in fingerprints:
-            fingerprints[record.dataset] = table_metadata_hash(workspace, record.dataset)
+            fingerprints[record.dataset] = table_metadata_hash(workspace, record.dataset, lakehouse)
         metadata_file, metadata_hash = fingerprints[record.dataset] or (None, None)
         records.append(record.model_copy(update={"metadata_file": metadata_file, "metadata_hash": metadata_hash}))
     return record_step_entries(log, plan, records)
@@ -254,7 +259,7 @@ def verify_audit(log: AuditLog, workspace: Workspace | None = None, expect_head:
         + ("" if registrar is None else ", every registration by the workspace signing key"),))
     if workspace is None:
         return result
-    journal_path = execution_context(workspace).journal_path
+    journal_path = StateLayout(workspace.root).journal
     if not journal_path.exists():
         return result
     with Journal(journal_path) as journal:
@@ -409,23 +414,25 @@ def check_certificate(path: Path, public_key_path: Path) -> tuple[dict[str, Any]
     return document, problem
 
 
-def table_metadata_hash(workspace: Workspace, dataset: str) -> tuple[str, str] | None:
+def table_metadata_hash(workspace: Workspace, dataset: str, lakehouse: Lakehouse | None = None) -> tuple[str, str] | None:
     """A table's newest metadata file and its SHA-256 (its format's ``newest_metadata``:
     Iceberg's current ``metadata.json``, Delta's last ``_delta_log`` commit).
 
     Args:
         workspace: the loaded workspace.
         dataset: the catalogued dataset.
+        lakehouse: the session's lakehouse; default: a new one.
 
     Returns:
         (the file relative to the table's location, its SHA-256); None for formats without one or
             when the table is not there.
     """
     entry = workspace.config.catalog.get(dataset)
-    location = dataset_locations(workspace).get(dataset)
+    places = lakehouse_of(workspace, lakehouse)
+    location = places.location(dataset)
     if entry is None or location is None:
         return None
-    store = workspace_store(workspace)
+    store = places.store
     newest = support_for(entry.format).newest_metadata(location, store)
     if newest is None:
         return None

@@ -8,7 +8,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Callable, Sequence
 
-from piitracer.api.wiring import dataset_locations, execution_context, journal_steps
+from piitracer.api.lakehouse import Lakehouse, lakehouse_of
+from piitracer.api.wiring import execution_context, journal_steps
 from piitracer.crypto.envelope import KeyWrapper, ValueCipher
 from piitracer.executor.runner import ExecuteOptions, ExecutionError, PlanExecutor, RunSummary, StepResult
 from piitracer.workspace.model import Workspace
@@ -16,7 +17,7 @@ from piitracer.model.plan import NO_FILE_WORK, Action, DeletionPlan
 from piitracer.serve.emit import ChangedDataset, emit_run_event, run_uuid
 
 
-def run_execution(workspace: Workspace, executor: PlanExecutor) -> RunSummary:
+def run_execution(workspace: Workspace, executor: PlanExecutor, lakehouse: Lakehouse | None = None) -> RunSummary:
     """(The session's, after its checks: not a public way in.) Run a prepared executor, reported as an OpenLineage job when the workspace has an
     ``openlineage:`` block: START before, COMPLETE (the datasets changed as outputs) or FAIL
     after. A dry run is not reported.
@@ -24,6 +25,7 @@ def run_execution(workspace: Workspace, executor: PlanExecutor) -> RunSummary:
     Args:
         workspace: the loaded workspace.
         executor: the executor [`prepare_execution`][piitracer.api.execute.prepare_execution] gave.
+        lakehouse: the session's lakehouse (the changed datasets' places); default: a new one.
 
     Returns:
         The run's summary.
@@ -40,18 +42,20 @@ def run_execution(workspace: Workspace, executor: PlanExecutor) -> RunSummary:
     try:
         summary = executor.run()
     except ExecutionError as error:
-        changed = _changed_datasets(workspace, [(r.dataset, r.action, r.state) for r in journal_steps(workspace, plan_id)])
+        changed = _changed_datasets(workspace, [(r.dataset, r.action, r.state) for r in journal_steps(workspace, plan_id)],
+                                    lakehouse)
         emit_run_event(settings, "FAIL", run, plan_id, changed, error=str(error))
         raise
-    changed = _changed_datasets(workspace, [(r.step.dataset, r.step.action.value, r.state) for r in summary.results])
+    changed = _changed_datasets(workspace, [(r.step.dataset, r.step.action.value, r.state) for r in summary.results],
+                                lakehouse)
     emit_run_event(settings, "COMPLETE", run, plan_id, changed)
     return summary
 
 
-def _changed_datasets(workspace: Workspace, states: Sequence[tuple[str, str, str]]):
+def _changed_datasets(workspace: Workspace, states: Sequence[tuple[str, str, str]], lakehouse: Lakehouse | None = None):
     """The datasets a run wrote: a committed step that rewrites, deletes or expires something."""
     touching_nothing = {action.value for action in NO_FILE_WORK | {Action.RESOLVE}}  # resolve only reads
-    locations = dataset_locations(workspace)
+    locations = lakehouse_of(workspace, lakehouse).locations
     names = sorted({dataset for dataset, action, state in states if state == "committed" and action not in touching_nothing})
     return [ChangedDataset(name, str(locations[name]) if name in locations else None) for name in names]
 
@@ -64,6 +68,7 @@ def prepare_execution(
     attested: Sequence[str] = (),
     cipher: ValueCipher | None = None,
     master: KeyWrapper | None = None,
+    lakehouse: Lakehouse | None = None,
 ) -> PlanExecutor:
     """(The session's, before its checks: not a public way in.) An executor whose preflight already
     passed: the session checks everything else before it records anything in the audit log, then runs it ([`run_execution`][piitracer.api.execute.run_execution]).
@@ -76,6 +81,7 @@ def prepare_execution(
         attested: ids of person steps their owners attested.
         cipher: the journal's cipher (or a function giving it): seals the values the journal keeps.
         master: the master key, for a key destruction in the workspace's key vault.
+        lakehouse: the session's lakehouse (its places resolved once); default: a new one.
 
     Returns:
         The executor, ready to run.
@@ -83,6 +89,6 @@ def prepare_execution(
     Raises:
         PlanRefused: the plan does not match the workspace or acts outside its locations.
     """
-    executor = PlanExecutor(plan, execution_context(workspace, attested, cipher, master), options, on_step)
+    executor = PlanExecutor(plan, execution_context(workspace, attested, cipher, master, lakehouse), options, on_step)
     executor.preflight()
     return executor

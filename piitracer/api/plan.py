@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from pydantic import ValidationError
 
-from piitracer.api.wiring import dataset_locations, workspace_store
+from piitracer.api.lakehouse import Lakehouse, lakehouse_of
 from piitracer.api.lineage import lineage_graph_for, parse_column
 from piitracer.crypto.envelope import MasterKeyError, ValueCipher, is_sealed
 from piitracer.executor.preflight import PlanRefused
@@ -43,6 +43,7 @@ def plan_deletion(
     table_states: Mapping[str, TableState] | None = None,
     labels: Sequence[str] = (),
     live_types: Mapping[str, str] | None = None,
+    lakehouse: Lakehouse | None = None,
 ) -> DeletionPlan:
     """Plan the erasure of ``subjects`` whose key is in the ``sources`` columns.
 
@@ -62,6 +63,7 @@ def plan_deletion(
         labels: each subject's position for error messages (``--subject #2``), never its value.
         live_types: ``dataset.column`` -> key type, overriding what the live tables' schemas give
             ([`source_key_types`][piitracer.api.plan.source_key_types]).
+        lakehouse: the session's lakehouse (its places resolved once); default: a new one.
 
     Returns:
         The plan: resolve steps, per-dataset decisions and ordered physical steps, deadlines.
@@ -71,6 +73,7 @@ def plan_deletion(
             subject value not of its key column's type, a table whose state cannot be read.
     """
     refuse_missing_lineage_sources(workspace)
+    lakehouse = lakehouse_of(workspace, lakehouse)
     refs = []
     for text in sources:
         try:
@@ -87,9 +90,9 @@ def plan_deletion(
         refs.append(parsed)
     request = PlanRequest(sources=tuple(refs), subjects=tuple(subjects))
     if table_states is None:
-        table_states = live_table_states(workspace)
+        table_states = live_table_states(workspace, lakehouse)
     if live_types is None:
-        live_types = source_key_types(workspace, refs)
+        live_types = source_key_types(workspace, refs, lakehouse)
     plan = build_plan(graph, workspace.config.catalog, workspace.config.policy, request, table_states,
                       live_types, tuple(labels), iceberg=workspace.config.iceberg, spark=workspace.config.spark)
     shredded = [d.dataset for d in plan.datasets if d.status is DatasetStatus.SHRED]
@@ -99,16 +102,17 @@ def plan_deletion(
     # Planned again with the stored schemas of the datasets it would shred (pure and deterministic).
     return build_plan(graph, workspace.config.catalog, workspace.config.policy, request, table_states,
                       live_types, tuple(labels), iceberg=workspace.config.iceberg, spark=workspace.config.spark,
-                      stored=stored_schemas(workspace, shredded))
+                      stored=stored_schemas(workspace, shredded, lakehouse))
 
 
-def stored_schemas(workspace: Workspace, datasets: Sequence[str]) -> dict[str, StoredSchema]:
+def stored_schemas(workspace: Workspace, datasets: Sequence[str], lakehouse: Lakehouse | None = None) -> dict[str, StoredSchema]:
     """The columns each of ``datasets`` stores, from its table's own metadata: names as stored,
     types, and whether a type can hold the shred library's ciphertext.
 
     Args:
         workspace: the loaded workspace.
         datasets: catalog datasets.
+        lakehouse: the session's lakehouse; default: a new one.
 
     Returns:
         dataset -> its stored schema; a dataset with no table there yet is absent.
@@ -118,7 +122,8 @@ def stored_schemas(workspace: Workspace, datasets: Sequence[str]) -> dict[str, S
     """
     from piitracer.shred.cipher import holds_ciphertext
 
-    locations, store = dataset_locations(workspace, set(datasets)), workspace_store(workspace)
+    lakehouse = lakehouse_of(workspace, lakehouse)
+    locations, store = lakehouse.locations_of(set(datasets)), lakehouse.store
     found = {}
     for dataset in sorted(datasets):
         entry = workspace.config.catalog.get(dataset)
@@ -148,12 +153,13 @@ def refuse_missing_lineage_sources(workspace: Workspace) -> None:
                          "path (relative to the workspace folder); a plan without it would miss the datasets it names")
 
 
-def source_key_types(workspace: Workspace, sources: Sequence[ColumnRef]) -> dict[str, str]:
+def source_key_types(workspace: Workspace, sources: Sequence[ColumnRef], lakehouse: Lakehouse | None = None) -> dict[str, str]:
     """The key type the live table's own schema gives each source column.
 
     Args:
         workspace: the loaded workspace.
         sources: the source key columns.
+        lakehouse: the session's lakehouse; default: a new one.
 
     Returns:
         ``dataset.column`` -> key type name (absent when the table is not there yet).
@@ -164,8 +170,9 @@ def source_key_types(workspace: Workspace, sources: Sequence[ColumnRef]) -> dict
     """
     found: dict[str, str] = {}
     # Only the sources' locations: parsing all of a 100k-dataset catalog's cost a cold plan ~0.6 s.
-    locations = dataset_locations(workspace, {ref.dataset for ref in sources})
-    store = workspace_store(workspace)
+    lakehouse = lakehouse_of(workspace, lakehouse)
+    locations = lakehouse.locations_of({ref.dataset for ref in sources})
+    store = lakehouse.store
     for ref in sources:
         entry = workspace.config.catalog.get(ref.dataset)
         if entry is None:
@@ -191,12 +198,13 @@ def source_key_types(workspace: Workspace, sources: Sequence[ColumnRef]) -> dict
     return found
 
 
-def live_table_states(workspace: Workspace) -> dict[str, TableState]:
+def live_table_states(workspace: Workspace, lakehouse: Lakehouse | None = None) -> dict[str, TableState]:
     """Tags and branches of every catalogued table whose format has them (Iceberg) and that
     exists (local or object store).
 
     Args:
         workspace: the loaded workspace.
+        lakehouse: the session's lakehouse; default: a new one.
 
     Returns:
         dataset -> its table state (refs and the snapshots they hold).
@@ -205,7 +213,8 @@ def live_table_states(workspace: Workspace) -> dict[str, TableState]:
         PlanningError: a table's metadata or its store cannot be read.
     """
     states = {}
-    locations, store = dataset_locations(workspace), workspace_store(workspace)
+    lakehouse = lakehouse_of(workspace, lakehouse)
+    locations, store = lakehouse.locations, lakehouse.store
     for dataset, entry in sorted(workspace.config.catalog.items()):
         location, support = locations.get(dataset), support_for(entry.format)
         if location is None or not support.keeps_refs:
@@ -350,7 +359,8 @@ def check_plan_seal(plan: DeletionPlan, key: AuditKey | None, unsealed_ok: bool)
                             "sealed: refusing it")
 
 
-def check_plan_origin(workspace: Workspace, log: AuditLog, plan: DeletionPlan, replan: bool = True) -> None:
+def check_plan_origin(workspace: Workspace, log: AuditLog, plan: DeletionPlan, replan: bool = True,
+                      lakehouse: Lakehouse | None = None) -> None:
     """Refuse, before anything is journaled, a plan piitracer did not make here or that this
     workspace would not make now.
 
@@ -368,6 +378,7 @@ def check_plan_origin(workspace: Workspace, log: AuditLog, plan: DeletionPlan, r
         plan: the plan to run.
         replan: plan again and compare; a resumed or re-run plan skips it (its first run was
             checked; its own steps changed the live tables since).
+        lakehouse: the session's lakehouse; default: a new one.
 
     Raises:
         PlanRefused: not recorded here, other subjects than recorded, or planning it again gives
@@ -382,18 +393,19 @@ def check_plan_origin(workspace: Workspace, log: AuditLog, plan: DeletionPlan, r
     if digests != {(digest.request_id, digest.hmac) for digest in recorded[0].subjects}:
         raise PlanRefused(f"plan {short}: its subjects are not the ones recorded when it was planned: plan again")
     if replan:
-        difference = planning_difference(workspace, plan)
+        difference = planning_difference(workspace, plan, lakehouse)
         if difference is not None:
             raise PlanRefused(f"plan {short}: {difference}: the lineage or catalog changed since planning (or the plan "
                               "was altered): plan again")
 
 
-def planning_difference(workspace: Workspace, plan: DeletionPlan) -> str | None:
+def planning_difference(workspace: Workspace, plan: DeletionPlan, lakehouse: Lakehouse | None = None) -> str | None:
     """How ``plan`` differs from planning its sources and subjects again now.
 
     Args:
         workspace: the loaded workspace.
         plan: the plan.
+        lakehouse: the session's lakehouse; default: a new one.
 
     Returns:
         The first differing step, else the first differing resolve capture, in one line; None when
@@ -401,7 +413,7 @@ def planning_difference(workspace: Workspace, plan: DeletionPlan) -> str | None:
     """
     sources = [f"{ref.dataset}.{ref.column}" for ref in plan.sources]
     try:
-        fresh = plan_deletion(workspace, lineage_graph_for(workspace, sources), sources, plan.subjects)
+        fresh = plan_deletion(workspace, lineage_graph_for(workspace, sources), sources, plan.subjects, lakehouse=lakehouse)
     except PlanningError as error:
         return f"planning its sources and subjects again fails ({error})"
     if fresh.plan_id == plan.plan_id:
@@ -441,7 +453,7 @@ def plan_requests(plan: DeletionPlan) -> list[str]:
 
 
 def plan_erasure(workspace: Workspace, sources: Sequence[str], subjects: Sequence[Subject], labels: Sequence[str] = (),
-                 audit_key: "AuditKey | None" = None) -> DeletionPlan:
+                 audit_key: "AuditKey | None" = None, lakehouse: Lakehouse | None = None) -> DeletionPlan:
     """``piitracer plan``: plan the erasure on the part of the lineage the sources reach
     ([`lineage_graph_for`][piitracer.api.lineage.lineage_graph_for]), sealed when an audit key is given.
 
@@ -451,6 +463,7 @@ def plan_erasure(workspace: Workspace, sources: Sequence[str], subjects: Sequenc
         subjects: the subjects, each with its key value, request id and arrival time.
         labels: each subject's position for error messages, never its value.
         audit_key: seal the plan under this key (None: unsealed).
+        lakehouse: the session's lakehouse; default: a new one.
 
     Returns:
         The plan, sealed when ``audit_key`` is given.
@@ -458,5 +471,6 @@ def plan_erasure(workspace: Workspace, sources: Sequence[str], subjects: Sequenc
     Raises:
         PlanningError: see [`plan_deletion`][piitracer.api.plan.plan_deletion].
     """
-    plan = plan_deletion(workspace, lineage_graph_for(workspace, sources), sources, subjects, labels=labels)
+    plan = plan_deletion(workspace, lineage_graph_for(workspace, sources), sources, subjects, labels=labels,
+                         lakehouse=lakehouse)
     return seal_plan(plan, audit_key) if audit_key is not None else plan

@@ -88,7 +88,7 @@ def batch_plan(workspace: Workspace, store, due_within: timedelta | None, source
 
 
 def add_requests(workspace: Workspace, store, log: AuditLog, sources: Sequence[str], subjects: Sequence[Subject],
-                 labels: Sequence[str] = (), action: str = "added") -> list[ErasureRequest]:
+                 labels: Sequence[str] = (), action: str = "added", lakehouse=None) -> list[ErasureRequest]:
     """Queue requests, their values checked strictly against the source key columns' types
     exactly as ``plan`` checks them, and recorded in the audit log.
 
@@ -101,6 +101,7 @@ def add_requests(workspace: Workspace, store, log: AuditLog, sources: Sequence[s
         subjects: the subjects; those with the same request id are one request.
         labels: each subject's position for error messages, never its value.
         action: what the request history says of the queueing.
+        lakehouse (Lakehouse): the session's places (default: the workspace's, resolved afresh).
 
     Returns:
         The requests queued.
@@ -115,7 +116,7 @@ def add_requests(workspace: Workspace, store, log: AuditLog, sources: Sequence[s
         if dataset not in workspace.config.catalog:
             raise PlanningError(f"--source {text}: dataset {dataset!r} is not in the catalog")
         refs.append(ColumnRef(dataset=dataset, column=column))
-    live = source_key_types(workspace, refs)
+    live = source_key_types(workspace, refs, lakehouse)
     try:
         types = {ref: key_type_of(ref, workspace.config.catalog[ref.dataset], live) for ref in refs}
         check_subjects(subjects, refs, types, workspace.config.catalog, labels)

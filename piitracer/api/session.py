@@ -29,6 +29,7 @@ from piitracer.workspace.layout import StateLayout
 from piitracer.workspace.model import Workspace
 
 if TYPE_CHECKING:
+    from piitracer.api.lakehouse import Lakehouse
     from piitracer.api.requests import BatchPlan
     from piitracer.api.people import Credential
     from piitracer.identity.people import PersonRecord, ProvenPerson
@@ -113,6 +114,7 @@ class Session:
         self._stack = ExitStack()
         self._store: RequestStore | None = None
         self._log: AuditLog | None = None
+        self._lakehouse: Lakehouse | None = None
 
     def __enter__(self) -> "Session":
         return self
@@ -121,10 +123,22 @@ class Session:
         self.end()
 
     def end(self) -> None:
-        """Close the request store and the audit log (a session may be used again: they reopen)."""
+        """Close the request store and the audit log (a session may be used again: they reopen,
+        and the lakehouse's places are resolved afresh)."""
         self._stack.close()
         self._stack = ExitStack()
-        self._store, self._log = None, None
+        self._store, self._log, self._lakehouse = None, None, None
+
+    @property
+    def lakehouse(self) -> "Lakehouse":
+        """The workspace's places, resolved once for the session's use cases
+        ([`Lakehouse`][piitracer.api.lakehouse.Lakehouse]): each catalog asked once, each table
+        loaded once per command."""
+        if self._lakehouse is None:
+            from piitracer.api.lakehouse import Lakehouse
+
+            self._lakehouse = Lakehouse(self.workspace)
+        return self._lakehouse
 
     # ---- the stores, opened once ------------------------------------------------------------
 
@@ -163,7 +177,8 @@ class Session:
         if self._log is None:
             from piitracer.api.audit import audit_log
 
-            self._log = self._stack.enter_context(audit_log(self.workspace, key=self.keys.need_audit(), create=create))
+            self._log = self._stack.enter_context(audit_log(self.workspace, key=self.keys.need_audit(), create=create,
+                                                            lakehouse=self.lakehouse))
         return self._log
 
     def has_audit_log(self) -> bool:
@@ -229,7 +244,8 @@ class Session:
         if keep:  # keys first: a plan that would be kept but cannot be recorded or encrypted is refused before work
             self.keys.need_audit(), self.keys.need_master()
             self._proven(by, "plans", required=self._approval_required())
-        plan = plan_erasure(self.workspace, sources, subjects, labels, audit_key=self.keys.audit)
+        plan = plan_erasure(self.workspace, sources, subjects, labels, audit_key=self.keys.audit,
+                            lakehouse=self.lakehouse.fresh())
         return Planned(plan, self._keep(plan, action, by) if keep else None)
 
     def _keep(self, plan: "DeletionPlan", action: str, by: "ProvenPerson | None" = None) -> str:
@@ -348,7 +364,7 @@ class Session:
         missing = [s for s in plan.subjects if not store.has(s.request_id)]
         if missing:
             add_requests(self.workspace, store, log, [str(ref) for ref in plan.sources], missing,
-                         action=f"{action} (from the plan)")
+                         action=f"{action} (from the plan)", lakehouse=self.lakehouse)
         mark_planned(store, log, plan, lambda: plan_file_text(plan, store.cipher(plan_request_ids(plan))), action)
         store.set_plan_owners(plan.plan_id, _plan_owners(self.workspace, plan))
 
@@ -376,7 +392,8 @@ class Session:
         """
         from piitracer.api.requests import add_requests
 
-        return add_requests(self.workspace, self._sealed_store(), self.audit(), sources, subjects, labels)
+        return add_requests(self.workspace, self._sealed_store(), self.audit(), sources, subjects, labels,
+                            lakehouse=self.lakehouse.fresh())
 
     def board(self, state: "RequestState | str | None" = None, overdue: bool = False,
               now: datetime | None = None) -> list["ErasureRequest"]:
@@ -611,12 +628,12 @@ class Session:
         executor = prepare_execution(self.workspace, plan, options, None if options.dry_run else on_step,
                                      attested=self.attested(plan),
                                      cipher=lambda: self.requests().cipher(plan_request_ids(plan)),
-                                     master=self.keys.master)
+                                     master=self.keys.master, lakehouse=self.lakehouse.fresh())
         if not self.has_audit_log():  # opening would create it: a refusal leaves no trace
             raise PlanRefused(f"plan {plan.plan_id[:16]} is not recorded in this workspace's audit log (there is none "
                               "yet): plan again with `piitracer plan -o`")
         log = self.audit(create=False)
-        check_plan_origin(self.workspace, log, plan, replan=not (options.resume or options.rerun))
+        check_plan_origin(self.workspace, log, plan, replan=not (options.resume or options.rerun), lakehouse=self.lakehouse)
         if options.dry_run:
             return executor.run()
         from piitracer.requests.approval import check_policy, require_approval, this_user
@@ -634,12 +651,12 @@ class Session:
         if on_start is not None:
             on_start(plan)
         try:
-            summary = run_execution(self.workspace, executor)
+            summary = run_execution(self.workspace, executor, self.lakehouse)
         except ExecutionError as error:
-            record_run(log, plan, journal_steps(self.workspace, plan.plan_id), self.workspace)  # the failed step too
+            record_run(log, plan, journal_steps(self.workspace, plan.plan_id), self.workspace, self.lakehouse)  # the failed step too
             move_plan_requests(store, log, plan, RequestState.EXECUTING, "execute failed", reason=str(error)[:300])
             raise
-        record_run(log, plan, summary, self.workspace)
+        record_run(log, plan, summary, self.workspace, self.lakehouse)
         move_plan_requests(store, log, plan, RequestState.EXECUTED, f"executed: {summary.status}")
         return summary
 
@@ -705,7 +722,8 @@ class Session:
         closed = [r for r in requests if store.has(r) and store.get(r).state is RequestState.CLOSED]
         report = verify_plan(self.workspace, loaded, attested=self.attested(loaded), sweep=sweep, progress=progress,
                              cipher=store.cipher(requests), skip_requests=closed, engine=engine,
-                             explain=(explain,) if explain else (), master=self.keys.master)
+                             explain=(explain,) if explain else (), master=self.keys.master,
+                             lakehouse=self.lakehouse.fresh())
         if record:
             log = self.audit()
             record_verification(log, loaded, report)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from piitracer.api.lakehouse import Lakehouse
 from piitracer.api.wiring import execution_context, request_store, request_store_path
 from piitracer.api.audit import record_verification
 from piitracer.api.plan import parse_plan, plan_requests
@@ -64,6 +65,7 @@ def verify_plan(
     explain: Sequence[str] = (),
     progress: Progress | None = None,
     master: KeyWrapper | None = None,
+    lakehouse: Lakehouse | None = None,
 ) -> VerificationReport:
     """Check that no file and no retained snapshot or version of the plan's datasets still holds
     a subject value.
@@ -91,6 +93,7 @@ def verify_plan(
             ([`Progress`][piitracer.model.progress.Progress]).
         master: the master key, which proves a crypto-shredded dataset (the subjects' entries in
             the key vault are found by a hash keyed from it); default: the environment's, when set.
+        lakehouse: the session's lakehouse (its places resolved once); default: a new one.
 
     Returns:
         The report: per dataset erased, not yet (with the step that will erase it) or found (with
@@ -100,7 +103,7 @@ def verify_plan(
         VerificationError: the plan never ran here (no journal, or no resolved values).
         ShreddedError: every request of the plan is closed (its values are shredded).
     """
-    context = execution_context(workspace)
+    context = execution_context(workspace, lakehouse=lakehouse)
     if cipher is None and value_sets is None and request_store_path(workspace).exists() and has_master_key():
         with request_store(workspace, load_master_key()) as store:
             cipher = store.cipher(plan_requests(plan))

@@ -18,7 +18,7 @@ from piitracer.storage.failpoints import during, failpoint
 from piitracer.executor.journal import ATTESTED, AWAITING, BLOCKED, COMMITTED, FAILED, PENDING, RUNNING, Journal, JournaledStep
 from piitracer.model.outcome import Attempt, SafetyError, StepOutcome
 from piitracer.executor.preflight import Preflight, preflight
-from piitracer.executor.resolve import resolve_values, union_of, values_for
+from piitracer.executor.resolve import resolve_values, spark_needed, union_of, values_for
 from piitracer.executor.shred_check import check_ciphertext
 from piitracer.executor.shred_step import destroy_subject_keys
 from piitracer.shred.place import VaultPlace
@@ -152,7 +152,8 @@ class PlanExecutor:
         started = time.monotonic()
         self.preflight()
         if self.options.dry_run:
-            results = [StepResult(step, "dry-run", message=describe(step, self.context.catalog)) for step in self.plan.steps]
+            results = [StepResult(step, "dry-run", message=describe(step, self.context.catalog, self.plan))
+                       for step in self.plan.steps]
             for result in results:
                 self.on_step(result)
             return RunSummary("dry-run", self.plan.plan_id, "dry-run", results, time.monotonic() - started)
@@ -228,6 +229,8 @@ class PlanExecutor:
             log.warning("step %s failed: %s", step.id, message)
             return StepResult(step, FAILED, message=message, seconds=time.monotonic() - began)
         journal.mark(self.plan.plan_id, run_id, step, COMMITTED, outcome.as_dict())
+        if entry is not None and support_for(entry.format).runs_on_spark(step) and step.dataset in self.context.locations:
+            self.context.store.committed(self.context.locations[step.dataset])  # Spark changed it: ask its catalog again
         log.info("step %s committed in %.1f s", step.id, time.monotonic() - began)
         log.debug("step %s outcome: %s", step.id, outcome.as_dict())
         failpoint("executor.after_commit", step.id)
@@ -302,7 +305,7 @@ class PlanExecutor:
             # A rerun reads the sources again: a subject's late rows may hold identifier values
             # the first run never saw. The first run's values stay (their rows are gone from the
             # sources, but a copy downstream may still hold them).
-            found = resolve_values(self.spark(), self.plan, self._source_frame)
+            found = resolve_values(self.plan, self._subject_rows, self.spark, self._source_frame)
             # Before any key is destroyed: the shredded datasets' ciphertext opens under the subjects'
             # keys, and its plaintext joins their values (executor/shred_check.py).
             self._ciphertext = self._check_ciphertext(journal, found)
@@ -340,6 +343,17 @@ class PlanExecutor:
                 raise SafetyError("the subjects' values were never resolved: run the resolve step first")
         return self._value_sets
 
+    def _subject_rows(self, dataset: str, key: str, values: list[Any], columns: list[str]):
+        """A source's rows of ``values`` in its ``key`` column, read by the dataset's own engine
+        (no Spark: ``formats/subject_rows.py``)."""
+        from piitracer.formats.subject_rows import subject_rows
+
+        entry = self.context.catalog[dataset]
+        location = self.context.locations.get(dataset)
+        if location is None:
+            raise SafetyError(f"cannot read source {dataset}: no location in the catalog")
+        return subject_rows(entry, location, self.context.store, key, values, columns)
+
     def _source_frame(self, dataset: str):
         entry = self.context.catalog[dataset]
         location = self.context.locations.get(dataset)
@@ -365,9 +379,10 @@ class PlanExecutor:
         return choose_file_tasks(self.context.rewrite, files, size, SparkFileTasks(lambda: self.spark().sparkContext))
 
 
-def describe(step: Step, catalog: Mapping[str, CatalogDataset]) -> str:
+def describe(step: Step, catalog: Mapping[str, CatalogDataset], plan: DeletionPlan | None = None) -> str:
     """What a step would do, with subject values redacted (for --dry-run): a lookup by the
-    dataset's format and the step's action, like the performers."""
+    dataset's format and the step's action, like the performers (``plan``: says whether the resolve
+    step starts Spark)."""
     entry = catalog.get(step.dataset)
     table = entry.table if entry and entry.table else step.dataset
     shown = Shown(step, table, _quoted(step.key_column), " + ".join(f"<{v.name}>" for v in step.values_from) or "<no values>")
@@ -378,8 +393,12 @@ def describe(step: Step, catalog: Mapping[str, CatalogDataset]) -> str:
         return (f"destroy the keys of the subjects in {shown.values} in the key vault (its files rewritten, its old "
                 f"versions removed); nothing of {', '.join(step.params.datasets)} is rewritten")
     if step.action is Action.RESOLVE:
-        engine = f"[{step.engine.value}] " if step.engine else ""  # which engine reads the source
-        return f"{engine}capture identifiers and computed keys of the subjects' rows in {table} (values bound as a broadcast view)"
+        if plan is not None and step.dataset in spark_needed(plan):
+            return (f"[spark] capture identifiers and computed keys of the subjects' rows in {table} (starts Spark: a "
+                    "computed key is evaluated by Spark's own functions; values bound as a broadcast view)")
+        said = (f"capture the identifiers of the subjects' rows in {table}, read by its own engine with no Spark "
+                "(values bound as typed data)")
+        return f"[{step.engine.value}] {said}" if step.engine else said
     if step.action in PERSON_ACTIONS:
         return f"{step.action.value}: {step.reason or ''}".strip()
     text = support_for(entry.format).describe.get(step.action) if entry else None

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 
 from piitracer.formats import FormatError, FormatSupport, TableFacts, TableFiles, VersionRows, hidden, may_hold, relative_to
 from piitracer.formats import delta_history
+from piitracer.formats.delta_tables import arrow_table, is_table, open_table  # noqa: F401  (the Delta module's own API too)
 from piitracer.formats.prepare import BLOOM_FPP, file_columns, proof_columns
 from piitracer.formats.values import SUBJECT_COLUMN, arrow_frame, typed_values
 from piitracer.model.outcome import Attempt, SafetyError, StepOutcome
@@ -28,21 +29,6 @@ from piitracer.storage.store import Store
 
 LOG_RETENTION = "delta.logRetentionDuration"
 DEFAULT_LOG_RETENTION = "interval 30 days"  # Delta's default when the table does not set one
-
-
-def is_table(location: Location, store: Store) -> bool:
-    """Whether a ``_delta_log`` with at least one commit is there."""
-    return any(entry.relative.endswith(".json") for entry in store.list_files(location.child("_delta_log")))
-
-
-def open_table(location: Location, store: Store, version: int | None = None):
-    """The ``DeltaTable`` (delta-rs) at a location, with the workspace's storage options."""
-    from deltalake import DeltaTable
-
-    try:
-        return DeltaTable(location.uri, version=version, storage_options=store.delta_options(location) or None)
-    except Exception as error:  # delta-rs raises its own error types for a broken or missing log
-        raise FormatError(f"{location}: cannot read the Delta log: {type(error).__name__}: {error}") from error
 
 
 def arrow_schema(location: Location, store: Store):
@@ -335,13 +321,6 @@ def file_removers(found: TableFiles, path: str) -> list[Action]:
 def logical_removers(current: bool, held_by_ref: bool) -> list[Action]:
     """The planned actions that remove a version still holding a subject's row."""
     return [Action.DELETE_ROWS, Action.PURGE_DELETION_VECTORS] if current else [Action.VACUUM, Action.CLEAN_DELTA_LOG]
-
-
-def arrow_table(stream) -> pa.Table:
-    """A pyarrow table of what delta-rs returns (an arro3 table or stream), read through the Arrow C
-    stream interface. Not ``pa.table(...)``: for an object it does not know, that asks whether it is
-    a pandas DataFrame, importing pandas (half a second of a verify process)."""
-    return pa.RecordBatchReader.from_stream(stream).read_all()
 
 
 def candidate_files(location: Location, store: Store, key_column: str | None, values: list[Any] | None):

@@ -23,6 +23,7 @@ from typing import Any, Collection, Iterator
 from urllib.parse import unquote
 
 from piitracer.formats import TableFiles, relative_to
+from piitracer.formats.delta_tables import arrow_table, open_table
 from piitracer.formats.history import DataFile, HistoryVersion, KeyColumn, TableHistory
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
@@ -62,8 +63,6 @@ def _path(raw: str) -> str:
 
 def history(root: Location, store: Store, key_column: str | None) -> "DeltaHistory | None":
     """The table's current files and, with ``key_column``, its retained versions (module docstring)."""
-    from piitracer.formats.delta import arrow_table, open_table
-
     latest_table = open_table(root, store)
     latest = latest_table.version()
     result = DeltaHistory(root, store, latest_table, key=KeyColumn(key_column) if key_column else None)
@@ -220,8 +219,6 @@ class DeltaHistory(TableHistory):
         """Data file URI -> keep mask of every file with a deletion vector at ``version`` (delta-rs)."""
         if version not in self._vectors:
             import numpy as np
-
-            from piitracer.formats.delta import arrow_table, open_table
 
             found: dict[str, Any] = {}
             table = self._latest if version == self._latest.version() else open_table(self.root, self.store, version=version)

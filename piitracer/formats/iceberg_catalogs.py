@@ -94,7 +94,13 @@ class IcebergCatalogs:
     once on first use, and which catalogued table location each table of theirs is bound to.
 
     ``bindings`` maps a table's catalogued location to its identifier ``<catalog>.<namespace>.<table>``:
-    asked what the current metadata of a location is, the catalog of its binding answers."""
+    asked what the current metadata of a location is, the catalog of its binding answers.
+
+    Each table is loaded from its catalog once per instance (a session's command: on a Glue or REST
+    catalog every load is a round trip) and the same pyiceberg table object is handed out after:
+    piitracer's own pyiceberg commits go through it, so it follows them (pyiceberg updates it in
+    place, and an eraser refreshes it after its commit and before it removes files). A commit made
+    elsewhere — by Spark for a step on the Spark engine — is followed by :meth:`forget`."""
 
     def __init__(self, settings: IcebergSettings | None = None, bindings: Mapping[Location, str] | None = None) -> None:
         self.settings = settings or IcebergSettings()
@@ -103,6 +109,8 @@ class IcebergCatalogs:
         self._definitions: dict[str, dict[str, str]] | None = None
         self._places: _Places | None = None
         self._resolved: dict[str, Mapping[str, str]] = {}  # a place (or "<folder>/*") -> its storage properties
+        self._tables: dict[str, Table] = {}  # identifier (lower case) -> the table as loaded, kept (class docstring)
+        self.loads = 0  # tables loaded from a catalog by this instance (a benchmark and a test read it)
         self._lock = threading.Lock()
 
     @classmethod
@@ -122,7 +130,7 @@ class IcebergCatalogs:
         # Sent to a Spark task inside a Store: loaded catalogs (connections, credentials) stay here.
         # pyiceberg's own configuration (credentials among it) is read again where the task runs.
         return {"settings": self.settings, "_bindings": self._bindings, "_loaded": {}, "_definitions": None,
-                "_places": None, "_resolved": {}, "_lock": None}
+                "_places": None, "_resolved": {}, "_tables": {}, "loads": 0, "_lock": None}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -179,15 +187,35 @@ class IcebergCatalogs:
             return self._loaded[key]
 
     def load_table(self, identifier: str) -> "Table":
-        """The table ``<catalog>.<namespace>.<table>`` as its catalog has it now."""
+        """The table ``<catalog>.<namespace>.<table>``: loaded from its catalog the first time it is
+        asked for (or after :meth:`forget`), the same object after (class docstring)."""
+        key = identifier.lower()
+        kept = self._tables.get(key)
+        if kept is not None:
+            return kept
         name, table = split_identifier(identifier)
         try:
-            return self.catalog(name).load_table(table)
+            loaded = self.catalog(name).load_table(table)
         except CatalogError:
             raise
         except Exception as error:
             raise CatalogError(f"Iceberg catalog {name!r}: cannot load table {table}: "
                                f"{type(error).__name__}: {self.reason(name, error)}") from None
+        self.loads += 1
+        self._tables[key] = loaded
+        return loaded
+
+    def forget(self, location: Location) -> None:
+        """Forget the loaded table bound to ``location`` (something other than this instance's
+        table object committed to it: Spark): the next ask loads it again from its catalog."""
+        identifier = self.identifier_at(location)
+        if identifier is not None:
+            self._tables.pop(identifier.lower(), None)
+
+    def forget_tables(self) -> None:
+        """Forget every loaded table (the catalogs stay open): a new use case reads each table's
+        state as its catalog gives it now, not as an earlier one saw it."""
+        self._tables.clear()
 
     def list_tables(self, name: str) -> list[str]:
         """Every table of catalog ``name`` as ``<namespace>.<table>`` (nested namespaces

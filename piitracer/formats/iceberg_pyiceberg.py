@@ -87,7 +87,10 @@ class PyicebergEraser:
 
         for number in range(1, COMMIT_ROUNDS + 1):
             try:
-                return work(self.table())
+                table = self.table()
+                if number > 1:  # the commit was lost to another writer: its state, from the catalog
+                    table.refresh()
+                return work(table)
             except (CommitFailedException, ValidationException) as error:
                 if number == COMMIT_ROUNDS:
                     raise SafetyError(f"{self.identifier}: {what} lost the race with another writer {number} times "
@@ -135,7 +138,8 @@ class PyicebergEraser:
         failpoint("iceberg.pyiceberg.before_commit")  # test-only: another writer commits here
         transaction.commit_transaction()
         failpoint("iceberg.delete.after_commit")  # test-only: committed, the journal does not know
-        table.refresh()
+        # No reload: pyiceberg's commit leaves the table object at the metadata the catalog answered
+        # the commit with (the catalog's state after it, another writer's commits before it included).
         base, mine = self._committed(table, token, branch)
         before, after = count(table, base), count(table, mine)
         matched_before, matched_after = count(table, base, predicate), count(table, mine, predicate)
@@ -207,8 +211,7 @@ class PyicebergEraser:
                                                               write_uuid=uuid.uuid4(), counter=counter):
                         overwrite.append_data_file(data_file)
                         written += 1
-            transaction.commit_transaction()
-            table.refresh()
+            transaction.commit_transaction()  # the table object follows the commit: no reload
             base, mine = self._committed(table, token, "main")
             if count(table, base) != count(table, mine):
                 raise SafetyError(f"{self.identifier}: rewriting {len(tasks)} data file(s) changed the table's row count "
@@ -222,8 +225,7 @@ class PyicebergEraser:
         """One commit whose data manifests keep only live entries (see :func:`drop_tombstones`)."""
         def once(table: "Table") -> StepOutcome:
             before = _head(table, branch)
-            rewritten, kept = drop_tombstones(table, branch)
-            table.refresh()
+            rewritten, kept = drop_tombstones(table, branch)  # committed through the table object: it follows
             details = {"engine": "pyiceberg", "manifests_rewritten": rewritten}
             if kept:
                 details["delete_manifests_keeping_tombstones"] = kept
@@ -379,7 +381,11 @@ class PyicebergEraser:
         and that no snapshot of the table references now, each checked inside the location."""
         failpoint("iceberg.pyiceberg.before_removal")  # test-only: listed and journaled, nothing deleted yet
         present = set(self.store.sizes(self.location))
-        referenced = self._referenced(self.table())
+        # Asked of the catalog again right before files go (the one reload of a step): a writer may
+        # have registered one of them since it was listed (add_files), or a resumed run's listing is old.
+        table = self.table()
+        table.refresh()
+        referenced = self._referenced(table)
         doomed = [path for path in candidates if path in present and path not in referenced and not _kept(path)]
         self._inside(self.location.child(path).uri for path in doomed)
         for number, path in enumerate(doomed, start=1):

@@ -72,4 +72,6 @@ def arrow_frame(spark: "SparkSession", table) -> "DataFrame":
     Spark cannot read itself here (Delta without Delta jars, object storage without S3A)."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    return spark.createDataFrame(table.to_pandas(types_mapper=None), schema=from_arrow_schema(table.schema))
+    # integer_object_nulls: an integer column with a null stays Python ints (pandas would make it
+    # float64: a bigint above 2**53 changed, and refused by Spark's LongType)
+    return spark.createDataFrame(table.to_pandas(integer_object_nulls=True), schema=from_arrow_schema(table.schema))

@@ -66,6 +66,9 @@ class MetadataPointers(Protocol):
         catalog that keeps ``location``, credentials included; empty when no catalog keeps it.
         Read from configuration only (no catalog is asked)."""
 
+    def forget(self, location: Location) -> None:
+        """Forget what was read of the table at ``location``: something else committed to it."""
+
 
 
 def _walk_local(location: Location, limit: int | None = None) -> Iterator[FileEntry]:
@@ -122,6 +125,12 @@ class Store:
         # .pyiceberg.yaml), as pyiceberg on that executor would: a serialized task is no place for
         # a key (it crosses the network unencrypted unless Spark's RPC is, and may be kept).
         return {"settings": self.settings, "pointers": self.pointers, "_filesystems": {}, "_access_cache": {}}
+
+    def committed(self, location: Location) -> None:
+        """Say that a table at ``location`` was committed to by something other than this store's
+        catalogs' own table objects (a Spark step): its catalog is asked afresh next time."""
+        if self.pointers is not None:
+            self.pointers.forget(location)
 
     def current_metadata(self, location: Location) -> str | None:
         """The metadata file a catalog names as current for the table at ``location`` (None: no

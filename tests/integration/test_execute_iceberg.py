@@ -9,8 +9,9 @@ from pathlib import Path
 from byte_scan import find_values
 from spark_lakehouse import SUBJECT_PANS, SUBJECTS, build, checksum, new_namespace, spark_for, table_rows, workspace
 
+from executor_runs import run_plan
 import piitracer
-from piitracer.api import execute_plan, plan_deletion
+from piitracer.api import plan_deletion
 from piitracer.executor.runner import ExecuteOptions
 from piitracer.model.plan import Action, Subject
 
@@ -28,7 +29,7 @@ def test_iceberg_mor_cow_and_shallow_clone_are_erased_to_the_bytes(tmp_path: Pat
     subjects = [Subject(value=str(u), request_id=f"r{u}", received_at="2026-11-20T09:00:00Z") for u in SUBJECTS]
     plan = plan_deletion(ws, graph, [f"{ns}.src.user_id"], subjects)
     assert plan.decision(f"{ns}.cow").key_column == "customer_id"
-    summary = execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
+    summary = run_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
 
     assert summary.status == "complete", [(r.step.id, r.state, r.message) for r in summary.results]
     deletes = [r for r in summary.results if r.step.action is Action.DELETE_ROWS]
@@ -50,7 +51,7 @@ def test_shallow_clone_expiry_leaves_the_sources_files_alone(tmp_path: Path, war
     ws = piitracer.load_workspace(workspace(tmp_path, warehouse, ns))
     subjects = [Subject(value=str(u), request_id=f"r{u}", received_at="2026-11-20T09:00:00Z") for u in SUBJECTS]
     plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), [f"{ns}.src.user_id"], subjects)
-    summary = execute_plan(ws, plan, ExecuteOptions())
+    summary = run_plan(ws, plan, ExecuteOptions())
 
     states = {(r.step.dataset, r.step.action): r.state for r in summary.results}
     assert states[(f"{ns}.clone", Action.EXPIRE_SNAPSHOTS)] == "committed"

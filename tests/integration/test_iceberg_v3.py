@@ -10,7 +10,8 @@ from pathlib import Path
 from byte_scan import find_values
 from spark_lakehouse import SUBJECT_PANS, SUBJECTS, checksum, new_namespace, rows, single_source_plan, spark_for
 
-from piitracer.api import execute_plan, verify_plan
+from executor_runs import run_plan
+from piitracer.api import verify_plan
 from piitracer.executor.runner import ExecuteOptions
 from piitracer.model.plan import Action
 from piitracer.model.verification import ErasureState
@@ -47,7 +48,7 @@ def test_a_v3_table_with_deletion_vectors_is_erased_to_the_bytes(tmp_path: Path,
         Action.DELETE_ROWS, Action.REWRITE_DATA_FILES, Action.REWRITE_MANIFESTS, Action.EXPIRE_SNAPSHOTS,
         Action.REMOVE_ORPHAN_FILES]
 
-    summary = execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
+    summary = run_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
 
     assert summary.status == "complete", [(r.step.id, r.state, r.message) for r in summary.results]
     rewrite = next(r for r in summary.results if r.step.action is Action.REWRITE_DATA_FILES)

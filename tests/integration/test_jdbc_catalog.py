@@ -19,8 +19,9 @@ from byte_scan import find_values
 from spark_lakehouse import (SUBJECT_PANS, SUBJECTS, checksum, cow_properties, mor_properties, new_namespace, rows,
                              settings, spark_for, table_rows, write_workspace)
 
+from executor_runs import run_plan
 import piitracer
-from piitracer.api import execute_plan, plan_deletion, verify_plan
+from piitracer.api import plan_deletion, verify_plan
 from piitracer.executor.runner import ExecuteOptions
 from piitracer.executor.spark_session import SparkSetupError, spark_session
 from piitracer.formats.iceberg_catalogs import IcebergCatalogs
@@ -107,8 +108,11 @@ def test_spark_and_pyiceberg_read_one_table_state_from_the_postgresql_catalog(jd
     # plan, execute and verify read the state the catalog names (formats/iceberg_table.py)
     assert newest_metadata_file(Location.parse(folder / ns / "src"), Store(pointers=catalogs)).uri.removeprefix("file:") \
         == pointer.removeprefix("file:")
-    spark.sql(f"DELETE FROM {table} WHERE user_id = {SUBJECTS[0]}")  # Spark commits; pyiceberg sees the new pointer
+    spark.sql(f"DELETE FROM {table} WHERE user_id = {SUBJECTS[0]}")  # Spark commits behind the loaded table's back:
+    assert catalogs.load_table(table).metadata_location == pointer  # loaded once, kept (one ask per use case) ...
+    Store(pointers=catalogs).committed(Location.parse(folder / ns / "src"))  # ... until the committing step says so
     assert catalogs.load_table(table).metadata_location == metadata_location(spark, table) != pointer
+    assert catalogs.loads == 2
     # Where Spark shows configuration (its UI, event log), the catalog's credential keys are redacted.
     redaction = re.compile(spark.sparkContext.getConf().get("spark.redaction.regex"))
     assert all(redaction.search(f"spark.sql.catalog.{CATALOG}.{key}") for key in ("jdbc.password", "credential", "token"))
@@ -130,7 +134,7 @@ def test_the_erasure_runs_on_spark_through_the_jdbc_catalog_to_the_bytes(tmp_pat
     assert plan.decision(f"{ns}.cow").key_column == "customer_id"
     assert {getattr(s.engine, "value", "spark") for s in plan.steps if s.dataset in (f"{ns}.src", f"{ns}.cow")} == {"spark"}
     caplog.set_level("DEBUG")
-    summary = execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
+    summary = run_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
 
     assert summary.status == "complete", [(r.step.id, r.state, r.message) for r in summary.results]
     deletes = {r.step.dataset: r.outcome.rows_deleted for r in summary.results if r.step.action is Action.DELETE_ROWS}
@@ -184,7 +188,7 @@ def test_execute_gives_spark_the_workspaces_catalog_for_tables_pyiceberg_wrote(t
 
     subjects = [Subject(value=str(u), request_id=f"r{u}", received_at="2026-11-20T09:00:00Z") for u in SUBJECTS]
     plan = plan_deletion(ws, piitracer.build_lineage_graph(ws), [f"{ns}.src.user_id"], subjects)
-    summary = execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
+    summary = run_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
 
     assert summary.status == "complete", [(r.step.id, r.state, r.message) for r in summary.results]
     assert {r.step.dataset: r.outcome.rows_deleted for r in summary.results if r.step.action is Action.DELETE_ROWS} == \

@@ -22,8 +22,9 @@ import pyarrow.parquet as pq
 from byte_scan import find_values
 from spark_lakehouse import write_workspace
 
+from executor_runs import run_plan
 import piitracer
-from piitracer.api import execute_plan, plan_deletion, verify_plan
+from piitracer.api import plan_deletion, verify_plan
 from piitracer.executor.runner import ExecuteOptions
 from piitracer.model.plan import DatasetStatus, Subject
 
@@ -75,7 +76,7 @@ def test_a_grouped_table_downstream_of_an_equi_join_is_planned_and_erased(tmp_pa
                                          "t.account_ref = a.account_id]-> risk.holders.holder")
     assert plan.decision("risk.holders").key_column == "holder"
 
-    summary = execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
+    summary = run_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
     assert summary.status == "complete", [(r.step.id, r.state, r.message) for r in summary.results]
     report = verify_plan(ws, plan)
     assert report.result("risk.by_holder").state.value == "erased" and report.complete

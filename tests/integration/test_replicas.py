@@ -19,8 +19,9 @@ from byte_scan import find_values
 from deltalake import DeltaTable, write_deltalake
 from spark_lakehouse import SUBJECT_PANS, SUBJECTS, checksum, rows, write_workspace
 
+from executor_runs import run_plan
 import piitracer
-from piitracer.api import execute_plan, plan_deletion, verify_plan
+from piitracer.api import plan_deletion, verify_plan
 from piitracer.executor.preflight import PlanRefused
 from piitracer.executor.runner import ExecuteOptions
 from piitracer.workspace.model import WorkspaceError
@@ -135,7 +136,7 @@ def test_pipeline_replica_is_erased_and_a_stale_replicated_one_is_a_replication_
         assert find_values(folder, SUBJECTS + SUBJECT_PANS), name
     eu_before = digests(where["crm.people@eu"])
 
-    summary = execute_plan(ws, plan, ExecuteOptions())
+    summary = run_plan(ws, plan, ExecuteOptions())
     assert summary.status == "complete", [(r.step.id, r.state, r.message) for r in summary.results]
 
     for name in ("crm.people", "crm.people@dr"):
@@ -164,7 +165,7 @@ def test_pipeline_replica_is_erased_and_a_stale_replicated_one_is_a_replication_
 def test_a_replica_inside_its_propagation_wait_is_pending_not_failed(tmp_path: Path, warehouse: Path) -> None:
     ws_folder, where = lake(tmp_path, warehouse, propagation_wait="6h")
     ws, plan = plan_for(ws_folder)
-    summary = execute_plan(ws, plan, ExecuteOptions())
+    summary = run_plan(ws, plan, ExecuteOptions())
     assert summary.status == "incomplete"
     wait = next(r for r in summary.results if r.step.action is Action.AWAIT_REPLICATION)
     assert wait.state == "pending" and "has until" in wait.message and "6h after its erasure" in wait.message
@@ -188,5 +189,5 @@ def test_a_replica_step_the_catalog_no_longer_matches_is_refused_before_anything
     (ws_folder / "piitracer.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     before = {name: digests(folder) for name, folder in where.items()}
     with pytest.raises(PlanRefused, match=refusal):
-        execute_plan(piitracer.load_workspace(ws_folder), plan, ExecuteOptions())
+        run_plan(piitracer.load_workspace(ws_folder), plan, ExecuteOptions())
     assert {name: digests(folder) for name, folder in where.items()} == before

@@ -14,7 +14,8 @@ from byte_scan import find_values
 from spark_lakehouse import (SUBJECT_PANS, SUBJECTS, checksum, mor_properties, new_namespace, record_made_plan, rows,
                              single_source_plan, spark_for)
 
-from piitracer.api import execute_plan, verify_plan, write_private
+from executor_runs import run_plan
+from piitracer.api import verify_plan, write_private
 from piitracer.executor.runner import ExecuteOptions
 from piitracer.model.plan import Action
 from piitracer.model.verification import ErasureState
@@ -82,7 +83,7 @@ def test_a_tag_and_a_branch_keep_their_rows_minus_the_subjects_and_no_byte_is_le
     spark = spark_for(warehouse)
     table, ws, plan, keep, old_tag = setup(spark, warehouse, tmp_path)
 
-    summary = execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))  # no --drop-refs
+    summary = run_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))  # no --drop-refs
 
     assert summary.status == "complete", [(r.step.id, r.state, r.message) for r in summary.results]
     assert_refs_kept_without_the_subjects(spark, warehouse, table, ws, plan, keep)

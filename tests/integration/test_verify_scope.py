@@ -23,8 +23,9 @@ import pytest
 from click.testing import CliRunner
 from spark_lakehouse import write_workspace
 
+from executor_runs import run_plan
 import piitracer
-from piitracer.api import execute_plan, plan_deletion, seal_plan, verify_plan, write_private
+from piitracer.api import plan_deletion, seal_plan, verify_plan, write_private
 from piitracer.audit import load_audit_key
 from piitracer.cli.main import cli
 from piitracer.executor.runner import ExecuteOptions
@@ -69,7 +70,7 @@ def lake(tmp_path: Path, warehouse: Path):
                          [Subject(value=str(SUBJECT), request_id="r1", received_at="2026-11-20T09:00:00Z")])
     plan = seal_plan(plan, load_audit_key(KEY))
     write_private(tmp_path / "plan.json", plan.to_json())
-    execute_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
+    run_plan(ws, plan, ExecuteOptions(no_concurrent_writers=True))
     return root, ws, plan, tmp_path / "plan.json"
 
 

@@ -80,10 +80,15 @@ def imported_modules(source: str, package: str = "piitracer") -> list[tuple[int,
                 base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
                 if node.module:
                     found.append((node.lineno, ".".join(base + [node.module])))
+                    found.extend((node.lineno, ".".join(base + [node.module, alias.name])) for alias in node.names
+                                 if alias.name != "*")
                 else:  # from . import x, y: each name is a module of that package
                     found.extend((node.lineno, ".".join(base + [alias.name])) for alias in node.names)
             elif node.module:
                 found.append((node.lineno, node.module))
+                # `from a.b import c` imports the module a.b.c when there is one (a caller that
+                # needs modules drops the names that are not)
+                found.extend((node.lineno, f"{node.module}.{alias.name}") for alias in node.names if alias.name != "*")
         elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
                 and isinstance(node.args[0].value, str):
             func = node.func
@@ -104,11 +109,13 @@ def violations(layer: str, source: str, where: str, package: str | None = None) 
         return []
     allowed = LOWER[layer] | {layer}
     problems = []
+    seen = set()  # one problem per line and layer (`from a.b import c` is listed as a.b and a.b.c)
     for line, module in imported_modules(source, package or f"piitracer.{layer}"):
         parts = module.split(".")
         if parts[0] == "piitracer":
             target = parts[1] if len(parts) > 1 else "__init__"
-            if target not in allowed:
+            if target not in allowed and (line, target) not in seen:
+                seen.add((line, target))
                 problems.append(f"{where}:{line}: layer '{layer}' imports '{module}' (allowed: {sorted(allowed)})")
         elif layer in PURE_LAYERS and parts[0] in IMPURE_MODULES:
             problems.append(f"{where}:{line}: pure layer '{layer}' imports '{module}'")

@@ -85,10 +85,11 @@ def test_plan_reads_the_catalogs_state_not_a_stray_newer_file(tmp_path: Path, mo
     assert rewrites == [("fintech.payments", "eoy", built.tagged_snapshot)]  # the stray file has no tag
 
     # The same plan with the table read from its folder follows the stray file: no tag planned.
-    from piitracer.api import plan as plan_api
+    from piitracer.api.lakehouse import Lakehouse
 
-    monkeypatch.setattr(plan_api, "workspace_store", lambda ws: Store(ws.config.storage))
-    from_folder = plan_erasure(workspace, [SOURCE], SUBJECTS)
+    folder_only = Lakehouse(workspace)
+    folder_only._store = Store(workspace.config.storage)  # no catalog keeps any pointer: the folders say
+    from_folder = plan_erasure(workspace, [SOURCE], SUBJECTS, lakehouse=folder_only)
     assert not [s for s in from_folder.steps if s.action is Action.REWRITE_REF]
 
 
