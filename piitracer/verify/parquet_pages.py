@@ -1,7 +1,7 @@
 """Reading a Parquet file's parts by their offsets, for :mod:`~piitracer.verify.parquet_proofs`:
 a file that counts the bytes read through it, the footer, a column chunk's page headers and its
-dictionary page (decoded by pyarrow from a one-page file built around its bytes). Nothing here
-decides whether a chunk is proven: that is the prover's."""
+dictionary page (decompressed, and decoded by pyarrow from a one-page file built around its
+bytes). Nothing here decides whether a chunk is proven: that is the prover's."""
 
 from __future__ import annotations
 
@@ -180,17 +180,33 @@ def read_page_headers(handle: CountingFile, chunk, until_plain: bool = False) ->
 DECOMPRESS = {"SNAPPY": "snappy", "GZIP": "gzip", "BROTLI": "brotli", "ZSTD": "zstd", "LZ4_RAW": "lz4_raw"}
 
 
+def decompress_page(body: bytes, compression: str, uncompressed_size: int) -> bytes | None:
+    """A page's bytes as they were before compression (``body`` itself when uncompressed); None
+    when its codec is not one :data:`DECOMPRESS` reads, or its bytes are not as long as its header
+    says (the caller then leaves the page to pyarrow's own reader)."""
+    if compression == "UNCOMPRESSED":
+        raw = body
+    elif compression in DECOMPRESS:
+        raw = pa.decompress(body, uncompressed_size, codec=DECOMPRESS[compression], asbytes=True)
+    else:
+        return None
+    return raw if len(raw) == uncompressed_size else None
+
+
 # ---- dictionary pages -----------------------------------------------------------------------------
 
-def decode_dictionary(body: bytes, chunk, page: PageHeader, descr, kind: pa.DataType) -> pa.Array | None:
+def decode_dictionary(body: bytes, chunk, page: PageHeader, descr, kind: pa.DataType,
+                      compression: str | None = None) -> pa.Array | None:
     """The dictionary page's values as Arrow type ``kind``: its bytes (``body``, as stored,
-    compressed) are wrapped as the one PLAIN data page of a required column in a one-row-group
-    file, which pyarrow decodes; None when the codec or type is not one pyarrow reads."""
-    codec = CODECS.get(chunk.compression)
+    compressed with the chunk's codec, or with ``compression``: ``"UNCOMPRESSED"`` for a page
+    the caller has already decompressed) are wrapped as the one PLAIN data page of a required
+    column in a one-row-group file, which pyarrow decodes; None when the codec or type is not one
+    pyarrow reads."""
+    codec = CODECS.get(compression or chunk.compression)
     physical = PHYSICAL.get(descr.physical_type)
     if codec is None or physical is None or page.num_values < 0:
         return None
-    header = write_struct([(1, I32, DATA_PAGE), (2, I32, page.uncompressed_size), (3, I32, page.compressed_size),
+    header = write_struct([(1, I32, DATA_PAGE), (2, I32, page.uncompressed_size), (3, I32, len(body)),
                            (5, STRUCT, [(1, I32, page.num_values), (2, I32, PLAIN), (3, I32, 3), (4, I32, 3)])])
     leaf = [(1, I32, physical)] + ([(2, I32, descr.length)] if physical == PHYSICAL["FIXED_LEN_BYTE_ARRAY"] else []) \
         + [(3, I32, 0), (4, BINARY, "v")]

@@ -18,9 +18,14 @@ A chunk (one flat column of one row group) is proven, in this order, by:
   is searched for the whole values of its own value sets only, so its filter is probed with those;
 - ``dictionary``: a chunk whose every data page is dictionary-encoded — read from the page headers
   themselves, not guessed from the footer's ``encodings`` — and whose dictionary holds no searched
-  value, whole or inside text (the same :func:`~piitracer.verify.columns.column_hits` search).
-  The dictionary page is decoded by pyarrow from a one-page file built around its bytes (still
-  compressed): the rows' indices are never read;
+  value, whole or inside text (what :func:`~piitracer.verify.columns.column_hits` finds). The
+  dictionary page is decompressed once and settled from its PLAIN bytes when they suffice: no
+  literal of a searched string in them (:class:`LiteralFinder`; for whole values only, a string
+  or binary value as the page stores it, its 4-byte length then its bytes), or an integer or date
+  page read as one NumPy array and looked up in the sorted searched values of its type. Else it
+  is decoded by pyarrow from a one-page file built around those bytes and searched: whole values
+  by one ``is_in`` of the column's typed candidates, values inside text by the token rule on the
+  entries holding a literal only. The rows' indices are never read;
 - ``pages``: a string chunk that is plain-encoded, or whose dictionary fell back to plain pages,
   whose every data page is PLAIN or dictionary-encoded and whose dictionary page and PLAIN pages,
   decompressed, hold no literal of a searched value (a PLAIN page stores each string's bytes
@@ -32,11 +37,9 @@ Everything else is decoded (``decoded``), with why. Nested columns are always de
 
 from __future__ import annotations
 
-import functools
-import re
 import struct
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
@@ -46,19 +49,21 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from piitracer.verify.columns import candidates_for, column_hits, plain_type
+from piitracer.verify.literals import LiteralFinder, holds_literal, literal_prefilter, may_hold, prefilter_finder
 from piitracer.verify.parquet_bloom import bloom_may_hold, xxhash64_of
 from piitracer.verify.parquet_pages import (DATA_PAGE, DATA_PAGE_V2, DECOMPRESS, DICTIONARY_PAGE, PLAIN,
                                             PLAIN_DICTIONARY, RLE_DICTIONARY, CountingFile, PageHeader,
-                                            BytesAt, chunk_start, decode_dictionary, parse_footer,
-                                            read_page_headers)
+                                            BytesAt, chunk_start, decode_dictionary, decompress_page,
+                                            parse_footer, read_page_headers)
 from piitracer.verify.parquet_thrift import ThriftError, read_struct
-from piitracer.verify.values import FEW_LITERALS, ValueIndex
+from piitracer.verify.values import ValueIndex
 
 METHODS = ("type", "statistics", "page_index", "bloom", "dictionary", "pages", "decoded")
 PROVING_METHODS = METHODS[:-1]
 
 
 FALLBACK = "plain-encoded data pages (dictionary fallback)"
+HOLDS = "its dictionary holds a searched value"
 
 
 @dataclass(frozen=True)
@@ -209,7 +214,7 @@ class ParquetProver:
             if len(values) != expected:
                 return "page size does not match its header"
             texts.append(values)
-        if texts and _holds_literal(texts, prefilter):
+        if texts and holds_literal(texts, prefilter):
             return "a page holds a searched value's text"
         return None
 
@@ -217,33 +222,54 @@ class ParquetProver:
 
     def _dictionary_verdict(self, chunk, column: "_Column", index: ValueIndex) -> str | None:
         """None when every data page is dictionary-encoded and the dictionary holds no searched
-        value of ``index``; else why the chunk must be decoded."""
+        value of ``index``; else why the chunk must be decoded. The page is decompressed once and
+        settled from its bytes when they suffice (no literal of a searched value in them; an
+        integer or date page read as one NumPy array); else decoded to Arrow (from the bytes
+        already decompressed) and searched as :func:`~piitracer.verify.columns.column_hits`
+        searches a column."""
         start = chunk_start(chunk)
         if start not in self._dictionaries:
             self._dictionaries[start] = self._dictionary(chunk, column)
         found = self._dictionaries[start]
         if isinstance(found, str):
             return found
-        body, page, values = found
-        # Values inside text: one pass of the literals over the page's bytes settles most free
-        # text. Whole values only (an identifier column, a key): decoding the dictionary and one
-        # hash lookup costs no more, and compiles no pattern of every searched value per chunk.
-        if column.inside_text and column.prefilter is not None and \
-                not _may_hold(body, chunk.compression, page, column.prefilter):
-            return None
-        if values is None:  # decoded on first need only (the prefilter above often settles it)
-            values = decode_dictionary(body, chunk, page, self.metadata.schema.column(column.leaf), column.dictionary_type)
-            if values is None:
+        raw = found.decompressed(chunk.compression)  # None: a codec read by pyarrow's reader only
+        finder = None
+        if raw is not None:
+            if column.inside_text:
+                # Values inside text: the literals of every searched string, over the page's bytes.
+                finder = prefilter_finder(column.prefilter) if column.prefilter is not None else None
+                if finder is not None and not may_hold(raw, finder):
+                    return None
+            elif column.ordered:
+                held = _integers_held(raw, found.page, column)
+                if held is not None:
+                    return HOLDS if held else None
+            else:
+                # Whole values only (an identifier column, a key): a dictionary entry equal to a
+                # searched string is stored as its 4-byte length and its bytes, so the page holds
+                # that literal; its absence proves the chunk without decoding it.
+                entries = column.entry_finder()
+                if entries is not None and not entries.holds(raw):
+                    return None
+        if found.values is None:  # decoded on first need only (the bytes above often settle it)
+            found.values = decode_dictionary(raw if raw is not None else found.body, chunk, found.page,
+                                             self.metadata.schema.column(column.leaf), column.dictionary_type,
+                                             "UNCOMPRESSED" if raw is not None else None)
+            if found.values is None:
                 self._dictionaries[start] = "dictionary page not decodable"
                 return "dictionary page not decodable"
-            self._dictionaries[start] = (body, page, values)
-        if any(True for _ in column_hits(column.name, values, index)):
-            return "its dictionary holds a searched value"
+        if finder is not None:
+            held = _strings_held(found.values, raw, finder, column, index)
+            if held is not None:
+                return HOLDS if held else None
+        if any(True for _ in column_hits(column.name, found.values, index)):
+            return HOLDS
         return None
 
-    def _dictionary(self, chunk, column: "_Column"):
-        """(page body, page header, None: not decoded yet) of a chunk whose every data page is
-        dictionary-encoded, or why it is not one."""
+    def _dictionary(self, chunk, column: "_Column") -> "_Dictionary | str":
+        """The dictionary page (read, not yet decompressed nor decoded) of a chunk whose every data
+        page is dictionary-encoded, or why it is not one."""
         pages = read_page_headers(self.handle, chunk, until_plain=True)
         if pages is None:
             return "page headers do not add up to the chunk"
@@ -262,7 +288,7 @@ class ParquetProver:
         body = self.handle.read_at(page.compressed_size, page.offset + page.header_size)
         if len(body) != page.compressed_size:
             return "dictionary page truncated"
-        return body, page, None
+        return _Dictionary(body, page)
 
     # ---- exact string bounds --------------------------------------------------------------------
 
@@ -328,11 +354,24 @@ class _Column:
     prefilter: str | None  # a string column: RE2 literals found in any text holding a searched value
     byte_values: list[bytes] | None  # a string or binary column: the candidates' bytes (exact bounds), sorted
     value_array: Any = None  # ``values`` as a NumPy array of the bounds' type (the page index's, at once)
+    # What is built on first need, once for every column of the type (shared, not copied).
+    memo: dict = field(default_factory=dict)
 
     def shared(self) -> tuple:
         """Every field but the column's name and leaf (the same for every column of its type)."""
         return (self.physical, self.candidates, self.inside_text, self.values, self.ordered, self.bound_format,
-                self.hashes, self.dictionary_type, self.prefilter, self.byte_values, self.value_array)
+                self.hashes, self.dictionary_type, self.prefilter, self.byte_values, self.value_array, self.memo)
+
+    def entry_finder(self) -> "LiteralFinder | None":
+        """A string or binary column searched for whole values: the finder of each candidate as a
+        PLAIN dictionary page stores it (its 4-byte little-endian length, then its bytes); None
+        for any other column."""
+        if "entries" not in self.memo:
+            finder = None
+            if self.physical == "BYTE_ARRAY" and self.byte_values:
+                finder = LiteralFinder(struct.pack("<I", len(value)) + value for value in self.byte_values)
+            self.memo["entries"] = finder
+        return self.memo["entries"]
 
     @classmethod
     def of(cls, index: ValueIndex, name: str, leaf: int, kind: pa.DataType, descr) -> "_Column":
@@ -400,6 +439,86 @@ def _any_in_ranges(ordered, lows, highs) -> bool:
 
 # ---- dictionary pages -----------------------------------------------------------------------------
 
+@dataclass
+class _Dictionary:
+    """A chunk's dictionary page, read once per file whatever index the chunk is proven with: its
+    bytes as stored and its header; its bytes decompressed and its values decoded on first need."""
+
+    body: bytes
+    page: PageHeader
+    values: pa.Array | None = None
+    _raw: bytes | None = None
+    _decompressed: bool = False
+
+    def decompressed(self, compression: str) -> bytes | None:
+        """The page's PLAIN values as bytes (None: its codec is not one read here)."""
+        if not self._decompressed:
+            self._raw = decompress_page(self.body, compression, self.page.uncompressed_size)
+            self._decompressed = True
+        return self._raw
+
+
+def _integers_held(raw: bytes, page: PageHeader, column: "_Column") -> bool | None:
+    """Whether an integer or date dictionary page holds a searched value: its PLAIN values, read
+    at once as a NumPy array of their stored width (a date as its days, an unsigned integer
+    unsigned: the bounds' format), looked up in the column's sorted values by one vectorised
+    binary search. The typed rule is :func:`~piitracer.verify.columns.exact_hits`' (the values are
+    those of the column's type, so an integer never meets a float, a text or a boolean here).
+    None (decode, and say why) when the page is not exactly ``num_values`` such values, or holds
+    one outside a narrow type's range (pyarrow's checked cast refuses it)."""
+    if column.bound_format is None or column.value_array is None:
+        return None
+    dtype = np.dtype(column.bound_format)
+    if page.num_values < 0 or len(raw) != page.num_values * dtype.itemsize:
+        return None
+    stored = np.frombuffer(raw, dtype=dtype)
+    kind = column.dictionary_type
+    if len(stored) and pa.types.is_integer(kind) and kind.bit_width < 32:
+        bits = kind.bit_width
+        low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if pa.types.is_signed_integer(kind) else (0, (1 << bits) - 1)
+        if int(stored.min()) < low or int(stored.max()) > high:
+            return None
+    ordered = column.value_array
+    if not len(ordered) or not len(stored):
+        return False
+    at = np.minimum(np.searchsorted(ordered, stored), len(ordered) - 1)
+    return bool(np.any(ordered[at] == stored))
+
+
+def _strings_held(values: pa.Array, raw: bytes, finder: "LiteralFinder", column: "_Column",
+                  index: ValueIndex) -> bool | None:
+    """Whether a decoded string dictionary holds a searched value, whole or inside text, as
+    :func:`~piitracer.verify.columns.column_hits` finds them: whole, one ``is_in`` of the column's
+    typed candidates (``candidates_for`` of its type: what ``exact_hits`` matches it with); inside
+    text, the token rule (:meth:`~piitracer.verify.values.ValueIndex.search_text`) decides on the
+    entries that hold a literal of the prefilter only (every token it finds is one), found in the
+    page's bytes (``raw``) by ``finder`` and placed in their entries by the decoded offsets: no
+    pattern of every searched value is compiled for the chunk. None (search it as a column) when
+    the page is not laid out as its decoded values say."""
+    if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)) or values.null_count \
+            or values.buffers()[1] is None:
+        return None
+    width = 8 if pa.types.is_large_string(values.type) else 4
+    offsets = np.frombuffer(values.buffers()[1], dtype=f"<i{width}", count=len(values) + 1,
+                            offset=values.offset * width).astype(np.int64)
+    lengths = np.diff(offsets)
+    # Entry i's bytes follow its own and every earlier entry's 4-byte length.
+    starts = 4 * np.arange(1, len(values) + 1, dtype=np.int64) + (offsets[:-1] - offsets[0])
+    if 4 * len(values) + int(offsets[-1] - offsets[0]) != len(raw):
+        return None
+    if column.candidates is not None and pc.any(pc.is_in(values, value_set=column.candidates)).as_py():
+        return True
+    found = finder.occurrences(raw)
+    if not found:
+        return False
+    at = np.array([start for start, _ in found], dtype=np.int64)
+    ends = np.array([end for _, end in found], dtype=np.int64)
+    entry = np.searchsorted(starts, at, side="right") - 1
+    within = (entry >= 0) & (ends <= starts[np.maximum(entry, 0)] + lengths[np.maximum(entry, 0)])
+    admitted = values.take(pa.array(np.unique(entry[within])))
+    return any(index.search_text(text) for text in set(admitted.to_pylist()))
+
+
 def _dictionary_type(kind: pa.DataType, physical: str) -> pa.DataType | None:
     """The Arrow type a dictionary of this column decodes to exactly (None: decode the chunk)."""
     if physical == "BYTE_ARRAY" and (pa.types.is_string(kind) or pa.types.is_large_string(kind)
@@ -416,106 +535,3 @@ def _dictionary_type(kind: pa.DataType, physical: str) -> pa.DataType | None:
     if physical == "FIXED_LEN_BYTE_ARRAY" and pa.types.is_fixed_size_binary(kind):
         return kind
     return None
-
-
-def literal_prefilter(whole: list[str], re2: str | None) -> str | None:
-    """An RE2 pattern of plain literals that occurs in any bytes holding a searched string, whole
-    (``whole``) or as the Python rule finds it inside text (``re2``, the index's pattern with its
-    digit-boundary classes dropped: a superset). None when the pattern holds anything but escaped
-    literals and alternations once those are dropped (then no prefilter: decode)."""
-    if "" in whole:
-        return None  # an empty value is in every text
-    parts = [_re2_literal(value) for value in whole]
-    if re2:
-        bare = re2.replace("(?:^|[^0-9])", "").replace("(?:$|[^0-9])", "")
-        structure = re.sub(r"\\.", "", bare).replace("(?:", "").replace(")", "").replace("|", "")
-        if any(c in structure for c in "^$[]().*+?{}\\"):
-            return None
-        parts += _alternatives(bare)
-    return "|".join(sorted(set(parts), key=lambda part: (-len(part), part))) if parts else None
-
-
-def _alternatives(pattern: str) -> list[str]:
-    """The literals of ``a|(?:b|c)|d`` (groups only as whole alternatives, not nested), else the
-    pattern itself as one alternative."""
-    parts, current, depth, index = [], "", 0, 0
-    while index < len(pattern):
-        if pattern[index] == "\\":
-            current += pattern[index:index + 2]
-            index += 2
-        elif pattern.startswith("(?:", index):
-            if depth or current:
-                return [pattern]
-            depth, index = 1, index + 3
-        elif pattern[index] == ")":
-            if not depth or pattern[index + 1:index + 2] not in ("", "|"):
-                return [pattern]
-            depth, index = 0, index + 1
-        elif pattern[index] == "|":
-            if current:
-                parts.append(current)
-            current, index = "", index + 1
-        else:
-            current += pattern[index]
-            index += 1
-    if depth:
-        return [pattern]
-    return parts + ([current] if current else [])
-
-
-def _re2_literal(text: str) -> str:
-    return "".join("\\" + c if (c.isascii() and not c.isalnum() and c.isprintable() and c != " ") else c for c in text)
-
-
-def _may_hold(body: bytes, compression: str, page: PageHeader, prefilter: str) -> bool:
-    """Whether the dictionary page's bytes (decompressed, length prefixes and all) hold any literal
-    of ``prefilter``: no means no dictionary value is or contains a searched string. True when the
-    page cannot be decompressed here (the caller decodes)."""
-    if compression == "UNCOMPRESSED":
-        raw = body
-    elif compression in DECOMPRESS:
-        raw = pa.decompress(body, page.uncompressed_size, codec=DECOMPRESS[compression], asbytes=True)
-    else:
-        return True
-    return _holds_literal([raw], prefilter)
-
-
-def _holds_literal(texts: list[bytes], prefilter: str) -> bool:
-    """Whether any of ``texts`` holds a literal of ``prefilter`` (escaped literals and alternations,
-    :func:`literal_prefilter`): a substring search per literal when they are few (a one-value
-    dictionary of a small file cost ~50 us of pattern compiling per chunk), else one RE2 pass."""
-    literals = prefilter_literals(prefilter)
-    if literals is not None:
-        return any(literal in text for text in texts for literal in literals)
-    whole = pa.array(texts, pa.large_binary())
-    return bool(pc.any(pc.match_substring_regex(whole, prefilter)).as_py())
-
-
-@functools.lru_cache(maxsize=64)
-def prefilter_literals(prefilter: str) -> tuple[bytes, ...] | None:
-    """The UTF-8 literals of a :func:`literal_prefilter` pattern, when it is a few escaped
-    literals joined by ``|`` (an escape of a letter or digit is a class, not a literal: None then,
-    as for a group or more than :data:`~piitracer.verify.values.FEW_LITERALS` of them); a text
-    holds one exactly when the pattern matches it."""
-    literals, current, index = [], [], 0
-    while index < len(prefilter):
-        char = prefilter[index]
-        if char == "\\":
-            escaped = prefilter[index + 1:index + 2]
-            if not escaped or escaped.isascii() and escaped.isalnum():
-                return None
-            current.append(escaped)
-            index += 2
-            continue
-        if char == "|":
-            literals.append("".join(current))
-            current = []
-        elif char in "^$[]().*+?{}":
-            return None
-        else:
-            current.append(char)
-        index += 1
-    literals.append("".join(current))
-    if "" in literals or len(literals) > FEW_LITERALS:
-        return None
-    return tuple(literal.encode("utf-8") for literal in literals)

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from piitracer.verify.parquet_proofs import _holds_literal, literal_prefilter, prefilter_literals
+from piitracer.verify.literals import holds_literal, literal_prefilter, prefilter_literals
 from piitracer.verify.values import ValueIndex
 
 PIECES = ["a", "Z", "7", "42", "-", ".", "+", "(", ")", "[", "|", "\\", "*", "?", "$", "^", "{", "}", " ", "@",
@@ -40,7 +40,7 @@ def test_substring_search_agrees_with_re2(seed: int) -> None:
             texts.append("".join(parts).encode("utf-8"))
         for sample in [[text] for text in texts] + [texts]:
             expected = bool(pc.any(pc.match_substring_regex(pa.array(sample, pa.large_binary()), prefilter)).as_py())
-            assert _holds_literal(sample, prefilter) is expected, (prefilter, sample)
+            assert holds_literal(sample, prefilter) is expected, (prefilter, sample)
             checked += 1
     assert checked > 200 and with_literals > 10  # the substring path was taken, not only RE2's
 
@@ -50,4 +50,4 @@ def test_patterns_that_are_not_plain_literals_use_re2() -> None:
     assert prefilter_literals("名前|x") == ("名前".encode(), b"x")
     for pattern in [r"a\d", r"(?:a|b)", "a.b", "a|", "[ab]", "|".join(f"v{n}" for n in range(25)), "a\\"]:
         assert prefilter_literals(pattern) is None, pattern
-    assert _holds_literal([b"xa7y"], r"a\d") and not _holds_literal([b"xady"], r"a\d")
+    assert holds_literal([b"xa7y"], r"a\d") and not holds_literal([b"xady"], r"a\d")
