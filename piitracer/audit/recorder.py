@@ -123,9 +123,25 @@ def record_request_entry(log: AuditLog, request_id: str, subjects: list[tuple[st
                          details: dict | None = None) -> AuditEntry:
     """Append a ``request`` entry: one request's state change (``subjects`` are its (request id,
     value) pairs: only their HMACs are stored)."""
+    return log.append(*request_entry(request_id, subjects, from_state=from_state, to_state=to_state, action=action,
+                                     plan_id=plan_id, reason=reason, details=details))
+
+
+def request_entry(request_id: str, subjects: list[tuple[str, str]], *, from_state: str | None, to_state: str,
+                  action: str, plan_id: str | None = None, reason: str | None = None,
+                  details: dict | None = None) -> tuple[EntryKind, str, list[tuple[str, str]], dict[str, Any]]:
+    """The (kind, plan id, subjects, body) of a ``request`` entry, as :func:`record_request_entry`
+    appends it; :func:`record_request_entries` appends many of them in one transaction."""
     body = {"request_id": request_id, "from_state": from_state, "to_state": to_state, "action": action,
             "plan_id": plan_id, "reason": reason, "at": utc_now(), **(details or {})}
-    return log.append(EntryKind.REQUEST, plan_id or "", subjects or [(request_id, "")], body)
+    return EntryKind.REQUEST, plan_id or "", subjects or [(request_id, "")], body
+
+
+def record_request_entries(log: AuditLog, entries: Iterable[tuple[EntryKind, str, list[tuple[str, str]], dict[str, Any]]]
+                           ) -> list[AuditEntry]:
+    """Append many ``request`` entries (each made by :func:`request_entry`) in one transaction,
+    chained and sealed exactly as appending them one by one (``AuditLog.append_many``)."""
+    return log.append_many(list(entries))
 
 
 def attestations(log: AuditLog, plan_id: str) -> list[AuditEntry]:

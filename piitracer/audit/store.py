@@ -118,45 +118,92 @@ class AuditLog:
     def append(self, kind: EntryKind, plan_id: str, subjects: Sequence[tuple[str, str]], body: dict[str, Any]) -> AuditEntry:
         """Append one entry. ``subjects`` are (request id, raw value) pairs: only their HMACs are
         stored. Chaining, sealing and the request roots are updated in one transaction."""
+        return self.append_many([(kind, plan_id, subjects, body)])[0]
+
+    def append_many(self, entries: Sequence[tuple[EntryKind, str, Sequence[tuple[str, str]], dict[str, Any]]]
+                    ) -> list[AuditEntry]:
+        """Append entries ((kind, plan id, subjects, body) each, as :meth:`append` takes one) in
+        order, in one transaction: each is numbered, chained, sealed and counted in its requests'
+        Merkle roots exactly as appending them one by one would (the same rows, roots and sealed
+        head, recording times aside), and the anchor is written once, with the last head. All or
+        nothing: an entry that cannot be appended leaves the log as it was.
+
+        Args:
+            entries: the entries; ``subjects`` are (request id, raw value) pairs: only their HMACs
+                are stored.
+
+        Returns:
+            The entries appended, in order (not the workspace's first entry, when a new log gets it).
+
+        Raises:
+            AuditError: the log is damaged or unreadable (nothing is appended).
+        """
         if self.damage:
             raise AuditError(f"audit log {self.path} is damaged ({', '.join(self.damage)} missing): nothing is "
                              "appended to it; run `piitracer audit verify` and restore it from a copy")
-        digests = sorted({(rid, self.key.subject_hmac(value)) for rid, value in subjects})
-        request_ids = sorted({rid for rid, _ in digests})
-        if self.workspace_id is not None and kind != EntryKind.WORKSPACE and self.head()[0] == 0:
-            # A new log's history starts with the workspace it belongs to: a log copied into
-            # another workspace, or one made elsewhere, is told apart by its first entry.
-            self.append(EntryKind.WORKSPACE, "", (), {"workspace_id": self.workspace_id})
+        # HMACs and canonical bodies are computed before the write lock is taken: only the
+        # numbering and chaining need it.
+        prepared = [self._prepared(kind, plan_id, subjects, body) for kind, plan_id, subjects, body in entries]
+        if not prepared:
+            return []
         self._db.execute("BEGIN IMMEDIATE")  # one writer at a time: seq and prev_hash stay a chain
         try:
             last = self._db.execute("SELECT seq, entry_hash FROM entries ORDER BY seq DESC LIMIT 1").fetchone()
             seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS_HASH)
-            fields = {
-                "schema_version": AUDIT_SCHEMA_VERSION, "seq": seq, "kind": EntryKind(kind).value,
-                "recorded_at": utc_now(), "plan_id": plan_id, "request_ids": request_ids,
-                "subjects": [{"request_id": rid, "hmac": mac} for rid, mac in digests],
-                "body": json.loads(canonical_json(body)), "prev_hash": prev,
-            }
-            digest = entry_hash(fields)
-            self._db.execute(
-                f"INSERT INTO entries ({', '.join(ENTRY_COLUMNS)}) VALUES ({', '.join('?' * len(ENTRY_COLUMNS))})",
-                (seq, fields["schema_version"], fields["kind"], fields["recorded_at"], plan_id,
-                 canonical_json(request_ids), canonical_json(fields["subjects"]), canonical_json(fields["body"]),
-                 prev, digest, self.key.seal(digest)),
-            )
-            for request_id in request_ids:
-                hashes = self._request_hashes(request_id)
-                self._db.execute("INSERT OR REPLACE INTO request_roots VALUES (?, ?, ?, ?)",
-                                 (request_id, merkle_root(hashes), len(hashes), seq))
-            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('head', ?)", (f"{seq}:{digest}",))
-            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('head_seal', ?)", (self.key.seal(f"{seq}:{digest}"),))
+            opening = []
+            if self.workspace_id is not None and last is None and prepared[0][0] != EntryKind.WORKSPACE:
+                # A new log's history starts with the workspace it belongs to: a log copied into
+                # another workspace, or one made elsewhere, is told apart by its first entry.
+                opening = [self._prepared(EntryKind.WORKSPACE, "", (), {"workspace_id": self.workspace_id})]
+            # Each request's root covers all its entries: those already in the log (read once for
+            # the whole batch, as append read them for one entry), then the batch's own.
+            touched = sorted({request_id for entry in prepared for request_id in entry[3]})
+            hashes: dict[str, list[str]] = {request_id: [] for request_id in touched}
+            if touched:
+                for request_id, digest in self._read(
+                        "SELECT r.value, e.entry_hash FROM entries e, json_each(e.request_ids) r "
+                        "WHERE r.value IN (SELECT value FROM json_each(?)) ORDER BY e.seq", (canonical_json(touched),)):
+                    hashes[request_id].append(digest)
+            last_seq: dict[str, int] = {}
+            rows, appended = [], []
+            for kind, plan_id, digests, request_ids, body, body_text in opening + prepared:
+                fields = {
+                    "schema_version": AUDIT_SCHEMA_VERSION, "seq": seq, "kind": kind.value,
+                    "recorded_at": utc_now(), "plan_id": plan_id, "request_ids": request_ids,
+                    "subjects": [{"request_id": rid, "hmac": mac} for rid, mac in digests],
+                    "body": body, "prev_hash": prev,
+                }
+                digest = entry_hash(fields)
+                rows.append((seq, fields["schema_version"], fields["kind"], fields["recorded_at"], plan_id,
+                             canonical_json(request_ids), canonical_json(fields["subjects"]), body_text,
+                             prev, digest, self.key.seal(digest)))
+                for request_id in request_ids:
+                    hashes[request_id].append(digest)
+                    last_seq[request_id] = seq
+                appended.append(AuditEntry(**{**fields, "entry_hash": digest}))
+                seq, prev = seq + 1, digest
+            head = f"{seq - 1}:{prev}"
+            self._db.executemany(
+                f"INSERT INTO entries ({', '.join(ENTRY_COLUMNS)}) VALUES ({', '.join('?' * len(ENTRY_COLUMNS))})", rows)
+            self._db.executemany("INSERT OR REPLACE INTO request_roots VALUES (?, ?, ?, ?)",
+                                 [(rid, merkle_root(hashes[rid]), len(hashes[rid]), last_seq[rid]) for rid in touched])
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('head', ?)", (head,))
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('head_seal', ?)", (self.key.seal(head),))
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
         if self.anchor is not None:
-            self.anchor.write(self.key, seq, digest, self.bound_workspace())
-        return AuditEntry(**{**fields, "entry_hash": digest})
+            self.anchor.write(self.key, seq - 1, prev, self.bound_workspace())
+        return appended[len(opening):]
+
+    def _prepared(self, kind: EntryKind, plan_id: str, subjects: Sequence[tuple[str, str]], body: dict[str, Any]
+                  ) -> tuple[EntryKind, str, list[tuple[str, str]], list[str], Any, str]:
+        """(kind, plan id, sorted (request id, HMAC) pairs, sorted request ids, the body as its
+        canonical JSON reads back, and the canonical JSON of that) of one entry to append."""
+        digests = sorted({(rid, self.key.subject_hmac(value)) for rid, value in subjects})
+        loaded = json.loads(canonical_json(body))  # what the hash covers and a reader gets back (keys made text)
+        return EntryKind(kind), plan_id, digests, sorted({rid for rid, _ in digests}), loaded, canonical_json(loaded)
 
     def bound_workspace(self) -> str | None:
         """The workspace id the log's first entry binds it to (None: the log is empty, or was

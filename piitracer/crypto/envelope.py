@@ -26,7 +26,7 @@ import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Protocol
+from typing import Mapping, Protocol, Sequence
 
 from piitracer.model.errors import BadKeyError, CannotVerifyError
 from piitracer.storage.key_files import read_key_file, write_key_file
@@ -79,11 +79,20 @@ class MasterKey:
         return hashlib.sha256(_hkdf(self.secret, b"fingerprint")).hexdigest()[:16]
 
     def wrap(self, data_key: bytes, context: str) -> str:
+        """``data_key`` encrypted under the master key for ``context`` (its request id), base64."""
+        return self.wrap_many([(data_key, context)])[0]
+
+    def wrap_many(self, keys: Sequence[tuple[bytes, str]]) -> list[str]:
+        """Wrap many data keys, each for its own context (its request id), as :meth:`wrap` wraps
+        one: the wrapping key is derived once for the batch, every key gets its own random nonce."""
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-        nonce = secrets.token_bytes(12)
-        sealed = AESGCM(_hkdf(self.secret, b"wrap")).encrypt(nonce, data_key, context.encode())
-        return base64.b64encode(nonce + sealed).decode("ascii")
+        cipher = AESGCM(_hkdf(self.secret, b"wrap"))
+        wrapped = []
+        for data_key, context in keys:
+            nonce = secrets.token_bytes(12)
+            wrapped.append(base64.b64encode(nonce + cipher.encrypt(nonce, data_key, context.encode())).decode("ascii"))
+        return wrapped
 
     def unwrap(self, blob: str, context: str) -> bytes:
         from cryptography.exceptions import InvalidTag
@@ -95,6 +104,15 @@ class MasterKey:
         except InvalidTag:
             raise MasterKeyError(f"the master key ({self.source}) does not open the data key of {context}: it is not "
                                  f"the master key the values were stored with (check {self.option}); nothing was changed") from None
+
+
+def wrap_many(wrapper: KeyWrapper, keys: Sequence[tuple[bytes, str]]) -> list[str]:
+    """Wrap many (data key, context) pairs under ``wrapper``: in one call when it wraps batches
+    (:meth:`MasterKey.wrap_many`; a KMS may too), else one :meth:`KeyWrapper.wrap` each."""
+    batched = getattr(wrapper, "wrap_many", None)
+    if batched is not None:
+        return list(batched(keys))
+    return [wrapper.wrap(data_key, context) for data_key, context in keys]
 
 
 def load_master_key(key_file: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None,
@@ -160,6 +178,13 @@ class DataKey:
     @classmethod
     def generate(cls) -> "DataKey":
         return cls(secrets.token_bytes(32))
+
+    @classmethod
+    def generate_many(cls, count: int) -> list["DataKey"]:
+        """``count`` fresh data keys, one per request (one read of the system's random source,
+        cut in 32-byte keys: as random as ``count`` calls of :meth:`generate`)."""
+        raw = secrets.token_bytes(32 * count)
+        return [cls(raw[32 * index:32 * (index + 1)]) for index in range(count)]
 
     @property
     def fingerprint(self) -> str:

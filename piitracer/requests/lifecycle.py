@@ -12,7 +12,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Callable, Iterable, Sequence
 
-from piitracer.audit import AuditLog, record_request_entry
+from piitracer.audit import AnchorError, AuditLog, record_request_entry
+from piitracer.audit.recorder import record_request_entries, request_entry
 from piitracer.crypto.envelope import ShreddedError
 from piitracer.model.errors import NotNowError
 from piitracer.model.plan import DeletionPlan, Subject
@@ -55,19 +56,38 @@ def move_request(store: RequestStore, log: AuditLog, request_id: str, to: Reques
 def queue(store: RequestStore, log: AuditLog, subjects: Sequence[Subject], sources: Sequence[str], deadline: timedelta,
           action: str = "added") -> list[ErasureRequest]:
     """Queue requests (``subjects`` grouped by request id, values already checked against their key
-    types), each recorded in the audit log with its deadline (``deadline`` after its arrival)."""
+    types), each recorded in the audit log with its deadline (``deadline`` after its arrival).
+
+    A file of 10,000 requests is one transaction in each store, not 10,000: the requests are
+    written to the request store (each under its own data key), their entries appended to the
+    audit log in one transaction (in request id order, as one append each would write them), and
+    only then is the store's transaction committed, so a failed append keeps no request unrecorded.
+    An id already in the store refuses the whole batch before anything is written."""
     grouped: dict[str, list[Subject]] = {}
     for subject in subjects:
         grouped.setdefault(subject.request_id, []).append(subject)
-    added = []
-    for request_id, members in sorted(grouped.items()):
+    members_of = sorted(grouped.items())
+    batch = []
+    for request_id, members in members_of:
         received = min(s.received_at for s in members)
-        request = store.add(request_id, received, received + deadline, list(sources), [s.value for s in members],
-                            action=action)
-        record_request_entry(log, request_id, [(request_id, s.value) for s in members], from_state=None,
-                             to_state=request.state.value, action=action,
-                             details={"deadline_at": request.deadline_at.isoformat(), "subjects": len(members)})
-        added.append(request)
+        batch.append((request_id, received, received + deadline, list(sources), [s.value for s in members]))
+    unanchored: list[AnchorError] = []
+
+    def record(added: list[ErasureRequest]) -> None:
+        try:
+            record_request_entries(log, [
+                request_entry(request_id, [(request_id, s.value) for s in members], from_state=None,
+                              to_state=request.state.value, action=action,
+                              details={"deadline_at": request.deadline_at.isoformat(), "subjects": len(members)})
+                for request, (request_id, members) in zip(added, members_of)])
+        except AnchorError as error:
+            # The entries are committed (only their copy outside the workspace failed): the
+            # requests they record are kept too, and the error is raised once they are.
+            unanchored.append(error)
+
+    added = store.add_batch(batch, action=action, before_commit=record)
+    if unanchored:
+        raise unanchored[0]
     return added
 
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections import Counter
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
-from piitracer.crypto.envelope import DataKey, KeyWrapper, MasterKeyError, ValueCipher
+from piitracer.crypto.envelope import DataKey, KeyWrapper, MasterKeyError, ValueCipher, wrap_many
 from piitracer.model.errors import NotFoundError, NotNowError
 from piitracer.model.requests import TRANSITIONS, ErasureRequest, RequestState
 from piitracer.requests.board import INDEXES, BoardPage, BoardQuery, board_page, set_plan_owners, utc_text
@@ -169,35 +170,77 @@ class RequestStore:
     def add(self, request_id: str, received_at: datetime, deadline_at: datetime, sources: Sequence[str],
             values: Sequence[str], action: str = "added") -> ErasureRequest:
         """A new queued request: a fresh data key, wrapped by the master key, seals its values."""
-        if self.has(request_id):
-            raise RequestError(f"request {request_id} is already in the request store (state {self.get(request_id).state.value})")
-        self.add_many([(request_id, received_at, deadline_at, sources, values)], action)
-        return self.get(request_id)
+        return self.add_batch([(request_id, received_at, deadline_at, sources, values)], action)[0]
 
     def add_many(self, requests: Iterable[tuple[str, datetime, datetime, Sequence[str], Sequence[str]]],
                  action: str = "added") -> int:
         """Queue many requests ((id, received, deadline, sources, values) each) in one transaction,
         each under its own data key (an import from another system; the benchmark's 10,000).
         Times are kept in UTC (the board compares them as text). Returns how many were added."""
+        return len(self.add_batch(requests, action))
+
+    def add_batch(self, requests: Iterable[tuple[str, datetime, datetime, Sequence[str], Sequence[str]]],
+                  action: str = "added", before_commit: Callable[[list[ErasureRequest]], None] | None = None
+                  ) -> list[ErasureRequest]:
+        """Queue requests ((id, received, deadline, sources, values) each) as :meth:`add` queues
+        one, all in one transaction: each gets a fresh data key of its own (wrapped by the master
+        key, the wraps made in one batch) that seals its values and no other request's.
+
+        Args:
+            requests: the requests, in the order their rows and history are written.
+            action: what each request's history says of the queueing.
+            before_commit: called with the requests once their rows are written, before they are
+                committed (their audit entries are appended there): when it raises, nothing of the
+                batch is kept.
+
+        Returns:
+            The requests queued, in the order given, as the store now holds them.
+
+        Raises:
+            RequestError: an id already in the store (the first such id, sorted, is named) or given
+                twice: nothing of the batch is written.
+            MasterKeyError: no master key, or not the store's.
+        """
         wrapper = self._wrapper()
+        given = [(request_id, received_at, deadline_at, list(sources), list(values))
+                 for request_id, received_at, deadline_at, sources, values in requests]
+        twice = sorted(request_id for request_id, count in Counter(r[0] for r in given).items() if count > 1)
+        if twice:
+            raise RequestError(f"request {twice[0]} is given twice: none of the {len(given)} requests given was queued")
         now = utc_now().isoformat()
+        data_keys = DataKey.generate_many(len(given))
+        # One derivation of the wrapping key for the whole batch, not one per request (MasterKey.wrap_many).
+        wrapped = wrap_many(wrapper, [(key.secret, request_id) for key, (request_id, *_) in zip(data_keys, given)])
+        master = wrapper.fingerprint
         rows, keys, history = [], [], []
-        for request_id, received_at, deadline_at, sources, values in requests:
-            key = DataKey.generate()
+        for key, wrapped_key, (request_id, received_at, deadline_at, sources, values) in zip(data_keys, wrapped, given):
             sealed = json.dumps([key.seal(v, f"{request_id}|subject") for v in values])
-            keys.append((request_id, wrapper.wrap(key.secret, request_id), wrapper.fingerprint))
-            rows.append((request_id, utc_text(received_at), utc_text(deadline_at), json.dumps(list(sources)), len(values),
+            keys.append((request_id, wrapped_key, master))
+            rows.append((request_id, utc_text(received_at), utc_text(deadline_at), json.dumps(sources), len(values),
                          sealed, RequestState.QUEUED.value, None, action, now, None, None, key.fingerprint))
             history.append((request_id, now, RequestState.QUEUED.value, action))
-        try:
-            with self._transaction():
+        # The rows as written are the requests as the store will hold them (what get() would read back).
+        added = [_request(row) for row in rows]
+        with self._transaction():
+            # Checked inside the write transaction: no other writer can add one of these ids between.
+            taken = self._db.execute("SELECT request_id, state FROM requests WHERE request_id IN "
+                                     "(SELECT value FROM json_each(?)) ORDER BY request_id LIMIT 1",
+                                     (json.dumps([r[0] for r in rows]),)).fetchone()
+            if taken is not None:
+                rest = f"; none of the {len(rows)} requests given was queued" if len(rows) > 1 else ""
+                raise RequestError(f"request {taken[0]} is already in the request store (state {taken[1]}){rest}")
+            try:
                 self._db.executemany("INSERT INTO data_keys VALUES (?, ?, ?)", keys)
                 self._db.executemany(f"INSERT INTO requests ({_COLUMNS}) VALUES ({', '.join('?' * 13)})", rows)
                 self._db.executemany("INSERT INTO history VALUES (?, ?, NULL, ?, ?, NULL, NULL)", history)
-        except sqlite3.IntegrityError:
-            taken = [r[0] for r in rows if self.has(r[0])]
-            raise RequestError(f"request {taken[0] if taken else '?'} is already in the request store") from None
-        return len(rows)
+            except sqlite3.IntegrityError as error:  # not expected after the checks above; rolled back
+                raise RequestError(f"the request store refused the batch ({error}): none of the {len(rows)} "
+                                   "requests given was queued") from None
+            if before_commit is not None:
+                # Inside the transaction: the requests are committed only once their entries are
+                # recorded; an append that fails keeps none of them (a request never goes unrecorded).
+                before_commit(added)
+        return added
 
     @contextmanager
     def _transaction(self):
