@@ -61,9 +61,9 @@ def discover_catalog(workspace: Workspace, progress: Callable[[str], None] | Non
     refuse_missing_roots(workspace)
     warehouse, roots = Location.parse(workspace.resolve(workspace.config.spark.warehouse)), warehouse_roots(workspace)
     catalogs = iceberg_catalogs(workspace, ask_catalogs=False)  # it lists them itself: one unreachable is reported
-    listed = discover_catalog_tables(catalogs, roots, Store(workspace.config.storage, pointers=catalogs), progress)
-    found = discover_tables(roots, discovery_store(workspace, listed.bindings()), warehouse, workspace.config.spark.catalog,
-                            progress, catalogued=listed.tables)
+    store = Store(workspace.config.storage, pointers=catalogs)  # one store: the tables stay bound to their catalogs
+    listed = discover_catalog_tables(catalogs, roots, store, progress)
+    found = discover_tables(roots, store, warehouse, workspace.config.spark.catalog, progress, catalogued=listed.tables)
     found.unreadable_iceberg_catalogs, found.bindings = listed.unreadable, listed.bindings()
     found.unreadable_iceberg_tables = listed.unloadable
     if spark_views:

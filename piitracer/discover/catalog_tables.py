@@ -96,6 +96,10 @@ def describe_catalog_table(catalogs: IcebergCatalogs, identifier: str, roots: Se
     if not any(canonical(root).contains(canonical(location)) for root in roots):
         return problem(f"kept by the Iceberg catalog {name} outside the discovery roots: not read "
                        "(piitracer touches nothing there)", location)
+    # The table's place is the catalog's answer: what piitracer reads there itself (the metadata
+    # folder, for stray files) goes through that catalog's file access (its s3.endpoint and key),
+    # also when the catalog names no warehouse that would say so (Glue).
+    catalogs.bind({location: identifier})
     try:
         current = catalog_metadata_file(location, table.metadata_location)
         facts = table_facts_of(table)

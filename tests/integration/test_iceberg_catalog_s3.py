@@ -124,3 +124,31 @@ def test_discover_name_plan_and_verify_through_the_catalog_on_s3(lakehouse, s3) 
             *(p for p in (ws / ".piitracer").rglob("*") if p.is_file())]
     assert any(p.name.startswith("audit") for p in kept)
     assert not [p for p in kept if secret.encode() in p.read_bytes()]
+
+
+def test_a_catalog_with_no_warehouse_is_asked_where_its_tables_are_and_read_through_its_endpoint(
+        s3, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As with Glue: the catalog sets no ``warehouse`` (each table's location is the catalog's
+    answer), its ``s3.endpoint`` and key are the only way to the files (no AWS_* variable). Discovery
+    reads each table, and looks for another writer's stray metadata file, through the catalog that
+    placed it: the stray file is found and reported, and nothing is asked of the real AWS host."""
+    for key in list(os.environ):
+        if key.upper().startswith(("PYICEBERG_", "AWS_")):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("PYICEBERG_HOME", str(tmp_path))
+    uri, place = f"sqlite:///{tmp_path}/glue-like.db", f"s3://prod-lake/{tmp_path.name}"
+    catalog = SqlCatalog("prod", uri=uri, warehouse=place, **s3_properties(s3))  # the tables' writer knows a place
+    build(catalog)
+    stray = write_stray_metadata(catalog.load_table("fintech.payments")).rsplit("/", 1)[1]
+    environment = catalog_environment(uri, place, s3_properties(s3))
+    for key, value in environment.items():
+        if not key.endswith("__WAREHOUSE"):  # piitracer's catalog names no warehouse
+            monkeypatch.setenv(key, value)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "piitracer.yaml").write_text(yaml.safe_dump({"version": 1, "warehouse_roots": [place + "/"], "lineage": {}}))
+    discovered = cli(ws, "catalog", "discover", "--output", "json")
+    assert discovered.returncode == 0, discovered.stderr
+    assert {t["dataset"]: t["table"] for t in json.loads(discovered.stdout)["tables"]} == TABLES
+    assert f"prod.fintech.payments: warning: metadata/{stray} is newer than the catalog's current" in discovered.stderr
+    assert "resolve host" not in discovered.stderr and "amazonaws.com" not in discovered.stderr, discovered.stderr
