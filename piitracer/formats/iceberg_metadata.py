@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Iterator
 
 from piitracer.formats import FormatError, TableFacts, VersionRows
-from piitracer.formats.iceberg_table import static_table
+from piitracer.formats.iceberg_table import manifest_entry_paths, snapshot_manifests, static_table
 from piitracer.model.table_state import RefType, TableRef, TableState
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
@@ -56,14 +56,14 @@ def referenced_paths(location: Location, store: Store) -> Iterator[tuple[str, st
     if table is None:
         return
     try:
-        yield from _referenced(table)
+        yield from _referenced(table, store)
     except FormatError:
         raise
     except Exception as error:  # a missing or corrupt manifest list or manifest: name it
         raise FormatError(f"cannot read the table's manifests: {type(error).__name__}: {error}") from error
 
 
-def _referenced(table) -> Iterator[tuple[str, str]]:
+def _referenced(table, store: Store) -> Iterator[tuple[str, str]]:
     metadata = table.metadata
     yield "table location", metadata.location
     for key in ("write.data.path", "write.metadata.path", "write.object-storage.path", "write.folder-storage.path"):
@@ -78,13 +78,13 @@ def _referenced(table) -> Iterator[tuple[str, str]]:
     seen_manifests: set[str] = set()
     for snapshot in metadata.snapshots:
         yield f"snapshot {snapshot.snapshot_id} manifest list", snapshot.manifest_list
-        for manifest in snapshot.manifests(table.io):
+        for manifest in snapshot_manifests(table, snapshot, store):
             if manifest.manifest_path in seen_manifests:
                 continue
             seen_manifests.add(manifest.manifest_path)
             yield "manifest", manifest.manifest_path
-            for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=False):
-                yield "data or delete file", entry.data_file.file_path
+            for path, _ in manifest_entry_paths(table, manifest, store):
+                yield "data or delete file", path
 
 
 # ---- what the verifier reads ----------------------------------------------------------------------

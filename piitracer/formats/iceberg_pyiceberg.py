@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 from piitracer.formats import FormatError, hidden, relative_to
 from piitracer.formats.iceberg_eraser import WORK_BRANCH_PREFIX  # the working branch of a tag's rewrite, as on Spark
+from piitracer.formats.iceberg_table import manifest_entry_paths, snapshot_manifests
 from piitracer.formats.values import typed_values
 from piitracer.model.outcome import Attempt, SafetyError, StepOutcome
 from piitracer.storage.disk import removed_between
@@ -247,7 +248,7 @@ class PyicebergEraser:
         doomed = [s for s in table.metadata.snapshots if s.snapshot_id not in keep]
         candidates: list[str] = []
         if clean_expired_files:  # a path outside the location: refused before the expiry commits
-            candidates = sorted(self._inside(_paths(table, doomed, live_only=False)))
+            candidates = sorted(self._inside(_paths(table, doomed, live_only=False, store=self.store)))
             self._referenced(table)
         first = attempt.start({"version_before": _id(table.current_snapshot()), "expire": [s.snapshot_id for s in doomed],
                                "candidates": candidates,
@@ -371,7 +372,7 @@ class PyicebergEraser:
         snapshot's manifest list, manifests and live data and delete files, the metadata files of
         its log and its statistics files."""
         metadata = table.metadata
-        paths = _paths(table, metadata.snapshots, live_only=True)
+        paths = _paths(table, metadata.snapshots, live_only=True, store=self.store)
         paths |= {table.metadata_location, *(entry.metadata_file for entry in metadata.metadata_log)}
         paths |= {f.statistics_path for f in [*metadata.statistics, *metadata.partition_statistics]}
         return self._inside(paths, foreign_ok=self.shared_files)
@@ -503,19 +504,20 @@ def _ancestry(metadata, limit: int) -> set[int]:
     return found
 
 
-def _paths(table: "Table", snapshots, live_only: bool) -> set[str]:
+def _paths(table: "Table", snapshots, live_only: bool, store: Store) -> set[str]:
     """Every path ``snapshots`` reference: manifest lists, manifests, and the data and delete files
-    their entries name (``live_only``: entries not DELETED). Each manifest is read once."""
+    their entries name (``live_only``: entries not DELETED). Each manifest list and manifest is
+    read once per store (they are written once: a step's later reads find them kept)."""
     found: set[str] = set()
     read: set[str] = set()
     for snapshot in snapshots:
         found.add(snapshot.manifest_list)
-        for manifest in snapshot.manifests(table.io):
+        for manifest in snapshot_manifests(table, snapshot, store):
             found.add(manifest.manifest_path)
             if manifest.manifest_path in read:
                 continue
             read.add(manifest.manifest_path)
-            found |= {e.data_file.file_path for e in manifest.fetch_manifest_entry(table.io, discard_deleted=live_only)}
+            found |= {path for path, live in manifest_entry_paths(table, manifest, store) if live or not live_only}
     return found
 
 

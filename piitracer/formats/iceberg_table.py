@@ -105,3 +105,28 @@ def catalog_metadata_file(location: Location, pointer: str) -> Location:
         raise FormatError(f"{location}: its catalog names {pointer} as the current metadata, outside the table's "
                           "catalogued location: refusing to read it (fix the catalog entry's location)")
     return found
+
+
+def snapshot_manifests(table, snapshot, store: Store) -> tuple:
+    """The manifests (pyiceberg ``ManifestFile``) of ``snapshot``'s manifest list, read once per
+    store: a manifest list is written once, under a path no later commit reuses."""
+    key = ("iceberg manifest list", snapshot.manifest_list)
+    found = store.written_once.get(key)
+    if found is None:
+        found = tuple(snapshot.manifests(table.io))
+        store.written_once[key] = found
+    return found
+
+
+def manifest_entry_paths(table, manifest, store: Store) -> tuple[tuple[str, bool], ...]:
+    """(data or delete file path, live) of every entry of ``manifest`` (live: not DELETED), read
+    once per store: a manifest is written once (its path and length are the key)."""
+    key = ("iceberg manifest", manifest.manifest_path, manifest.manifest_length)
+    found = store.written_once.get(key)
+    if found is None:
+        from pyiceberg.manifest import ManifestEntryStatus
+
+        found = tuple((entry.data_file.file_path, entry.status != ManifestEntryStatus.DELETED)
+                      for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=False))
+        store.written_once[key] = found
+    return found

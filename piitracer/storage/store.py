@@ -117,6 +117,9 @@ class Store:
         self.pointers = pointers
         self._filesystems: dict[tuple, object] = {}
         self._access_cache: dict[tuple, tuple[StorageOptions, S3Credentials | None]] = {}
+        # What was read of files written once and never changed (an Iceberg manifest list or
+        # manifest, by its path): read once per store, i.e. per session's command.
+        self.written_once: dict[tuple, Any] = {}
 
     def __getstate__(self) -> dict:
         # Sent to a Spark task: the settings and the workspace's catalog definitions travel; the
@@ -124,7 +127,8 @@ class Store:
         # executor opens its own filesystems from its own environment (AWS_*, PYICEBERG_CATALOG__*,
         # .pyiceberg.yaml), as pyiceberg on that executor would: a serialized task is no place for
         # a key (it crosses the network unencrypted unless Spark's RPC is, and may be kept).
-        return {"settings": self.settings, "pointers": self.pointers, "_filesystems": {}, "_access_cache": {}}
+        return {"settings": self.settings, "pointers": self.pointers, "_filesystems": {}, "_access_cache": {},
+                "written_once": {}}
 
     def committed(self, location: Location) -> None:
         """Say that a table at ``location`` was committed to by something other than this store's
