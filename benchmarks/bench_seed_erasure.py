@@ -63,20 +63,10 @@ def properties_of(environment: dict[str, str]) -> dict[str, str]:
 def build_scene(properties: dict[str, str]) -> None:
     """``fintech.payments`` (7,503 rows in four commits, the tag on the second) and its CTAS."""
     from pyiceberg.catalog import load_catalog
-    from pyiceberg.transforms import IdentityTransform
-    from pyiceberg_lakehouse import DAYS, SCHEMA, TAG_AGE_MS, arrow, create_derived, other_rows, subject_rows
+    from pyiceberg_lakehouse import create_derived, create_payments
 
     catalog = load_catalog("prod", **properties)
-    catalog.create_namespace("fintech")
-    table = catalog.create_table("fintech.payments", schema=SCHEMA)
-    with table.update_spec() as update:
-        update.add_field("dt", IdentityTransform(), "dt")
-    table.append(arrow(other_rows(0, 3000) + subject_rows(DAYS[1])))
-    table.append(arrow(other_rows(3000, 1500)))
-    table.manage_snapshots().create_tag(table.current_snapshot().snapshot_id, TAG, max_ref_age_ms=TAG_AGE_MS).commit()
-    table.append(arrow(other_rows(4500, 2000) + subject_rows(DAYS[0], 1)))
-    table.append(arrow(other_rows(6500, 1000)))
-    create_derived(catalog, table)
+    create_derived(catalog, create_payments(catalog, commits=(3000, 1500, 2000, 1000)))
 
 
 def erase_by_hand(properties: dict[str, str]) -> None:

@@ -52,10 +52,11 @@ def arrow(rows: list[dict[str, Any]], schema: pa.Schema = SCHEMA) -> pa.Table:
     return pa.Table.from_pylist(rows, schema)
 
 
-def create_payments(catalog, namespace: str = "fintech", properties: dict[str, str] | None = None):
-    """``<namespace>.payments`` partitioned by dt, written in four commits (the subject's rows in
-    the first and third), a tag on the second snapshot (the subject's rows in it) with a max-ref-age;
-    returns the table."""
+def create_payments(catalog, namespace: str = "fintech", properties: dict[str, str] | None = None,
+                    commits: tuple[int, int, int, int] = (60, 40, 50, 30)):
+    """``<namespace>.payments`` partitioned by dt, written in four commits of ``commits`` other
+    people's rows each (the subject's rows in the first and third), a tag on the second snapshot
+    (the subject's rows in it) with a max-ref-age; returns the table."""
     from pyiceberg.transforms import IdentityTransform
 
     if (namespace,) not in catalog.list_namespaces():
@@ -63,11 +64,12 @@ def create_payments(catalog, namespace: str = "fintech", properties: dict[str, s
     table = catalog.create_table(f"{namespace}.payments", schema=SCHEMA, properties=properties or {})
     with table.update_spec() as update:
         update.add_field("dt", IdentityTransform(), "dt")
-    table.append(arrow(other_rows(0, 60) + subject_rows(DAYS[1])))
-    table.append(arrow(other_rows(60, 40)))
+    starts = [sum(commits[:n]) for n in range(len(commits))]
+    table.append(arrow(other_rows(starts[0], commits[0]) + subject_rows(DAYS[1])))
+    table.append(arrow(other_rows(starts[1], commits[1])))
     table.manage_snapshots().create_tag(table.current_snapshot().snapshot_id, TAG, max_ref_age_ms=TAG_AGE_MS).commit()
-    table.append(arrow(other_rows(100, 50) + subject_rows(DAYS[0], 1)))
-    table.append(arrow(other_rows(150, 30)))
+    table.append(arrow(other_rows(starts[2], commits[2]) + subject_rows(DAYS[0], 1)))
+    table.append(arrow(other_rows(starts[3], commits[3])))
     return table
 
 
