@@ -143,7 +143,11 @@ class PyicebergEraser:
         # the commit with (the catalog's state after it, another writer's commits before it included).
         base, mine = self._committed(table, token, branch)
         before, after = count(table, base), count(table, mine)
-        matched_before, matched_after = count(table, base, predicate), count(table, mine, predicate)
+        # The commit's base is the snapshot counted above unless another writer committed between:
+        # then its subjects' rows are counted again (the same count, so not asked twice otherwise).
+        same_base = base is not None and head is not None and base.snapshot_id == head.snapshot_id
+        matched_before = expected if same_base else count(table, base, predicate)
+        matched_after = count(table, mine, predicate)
         if before - matched_before != after - matched_after:
             raise SafetyError(f"{self.identifier}: the delete went from {before} rows ({matched_before} of the subjects') "
                               f"to {after} ({matched_after} of theirs): other rows changed: stopping")
