@@ -706,7 +706,6 @@ class Session:
             BadKeyError: ``record`` without an audit key.
         """
         from piitracer.api.verify import verify_plan
-        from piitracer.api.audit import record_verification
         from piitracer.model.requests import RequestState
         from piitracer.model.errors import InputError
         from piitracer.requests.lifecycle import plan_request_ids, settle_after_verify
@@ -725,6 +724,8 @@ class Session:
                              explain=(explain,) if explain else (), master=self.keys.master,
                              lakehouse=self.lakehouse.fresh())
         if record:
+            from piitracer.api.audit import record_verification
+
             log = self.audit()
             record_verification(log, loaded, report)
             if all(store.has(r) for r in requests):

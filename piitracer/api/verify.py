@@ -13,7 +13,6 @@ from typing import Any, Callable, Mapping, Sequence
 
 from piitracer.api.lakehouse import Lakehouse
 from piitracer.api.wiring import execution_context, request_store, request_store_path
-from piitracer.api.audit import record_verification
 from piitracer.api.plan import parse_plan, plan_requests
 from piitracer.model.progress import Progress, phase
 from piitracer.requests.lifecycle import move_request
@@ -290,6 +289,8 @@ def reverify_requests(workspace: Workspace, store, log: AuditLog, sweep: str | N
     Raises:
         VerificationError: a watched plan cannot be verified here.
     """
+    from piitracer.api.audit import record_verification  # the audit trail's use case: only when recording
+
     results = []
     plans: dict[str, list[str]] = {}
     for request in store.all():

@@ -23,20 +23,41 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
-from piitracer.ingest.dbt.artifacts import ingest_dbt_artifacts
 from piitracer.ingest.lineage_store import LineageStore, fingerprint
-from piitracer.ingest.openlineage.events import EVENT_SUFFIXES, ingest_openlineage_paths
-from piitracer.ingest.openlineage.received import EVENTS_FILE
 from piitracer.ingest.source_files import display_path, files_under
-from piitracer.ingest.sql.lineage import copy_schemas, ingest_sql_file, sorted_batch
 from piitracer.workspace.model import WORKSPACE_FILE, Workspace
 from piitracer.model.lineage import IngestProblem, LineageBatch, Origin, OriginKind
 from piitracer.model.naming import DatasetNamer
 
 OPENLINEAGE_UNIT = "openlineage"
 DBT_SEEDS = "dbt:seed files"  # a dbt unit's "learned": the seed files it looked at, not schemas
+
+
+# The parsers load when a unit is parsed, not with this module: the lineage store's readers (and
+# the audit trail and a verification, which import the lineage's wiring) need neither sqlglot nor
+# the OpenLineage models. Module-level names, so that a test can replace a parser.
+
+def ingest_sql_file(path: Path, **options) -> LineageBatch:
+    """One SQL file's lineage: :func:`piitracer.ingest.sql.lineage.ingest_sql_file`."""
+    from piitracer.ingest.sql.lineage import ingest_sql_file as parse
+
+    return parse(path, **options)
+
+
+def ingest_openlineage_paths(paths: Sequence[Path], **options) -> LineageBatch:
+    """Event files' lineage: :func:`piitracer.ingest.openlineage.events.ingest_openlineage_paths`."""
+    from piitracer.ingest.openlineage.events import ingest_openlineage_paths as parse
+
+    return parse(paths, **options)
+
+
+def ingest_dbt_artifacts(manifest: Path, catalog: Path | None, **options) -> LineageBatch:
+    """A dbt project's lineage: :func:`piitracer.ingest.dbt.artifacts.ingest_dbt_artifacts`."""
+    from piitracer.ingest.dbt.artifacts import ingest_dbt_artifacts as parse
+
+    return parse(manifest, catalog, **options)
 
 
 @dataclass(frozen=True)
@@ -90,6 +111,8 @@ def batch_from_store(store: LineageStore, datasets: set[str] | None = None) -> L
 
 def assemble(places: list[UnitPlace], batches: dict[str, LineageBatch]) -> LineageBatch:
     """Units' batches merged in order; the files of one SQL source merged, then sorted together."""
+    from piitracer.ingest.sql.lineage import sorted_batch
+
     batch = LineageBatch()
     index = 0
     while index < len(places):
@@ -129,6 +152,10 @@ def _units(workspace: Workspace, store: LineageStore | None,
            update: StoreUpdate) -> Iterator[tuple[UnitPlace, LineageBatch | None]]:
     """Every unit in order with its batch: parsed when there is no store or its fingerprint
     changed (then stored), None when the store already holds it."""
+    from piitracer.ingest.openlineage.events import EVENT_SUFFIXES
+    from piitracer.ingest.openlineage.received import EVENTS_FILE
+    from piitracer.ingest.sql.lineage import copy_schemas
+
     sources = workspace.config.lineage
     namer_print = namer_fingerprint(workspace.namer)
 

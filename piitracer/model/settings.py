@@ -148,7 +148,7 @@ class TaskEngine(str, Enum):
     """Where per-file work (verify's decoding, plain Parquet and archive rewrites) runs."""
 
     AUTO = "auto"  # Spark tasks from spark_min_files files or spark_min_bytes bytes, else the driver
-    DRIVER = "driver"  # one process, file after file: no Spark session needed
+    DRIVER = "driver"  # this process, on a few threads (verify) or file after file: no Spark session needed
     SPARK = "spark"  # Spark tasks (a few per core) on spark.master
 
 

@@ -1,7 +1,13 @@
-"""Where the verifier decodes files: in the driver, one after another, or as Spark tasks.
+"""Where the verifier decodes files: in the driver (its threads), or as Spark tasks.
 
 Both engines do the same work per file (:func:`~piitracer.verify.decoders.scan_one_file`) on the
 same listing, and results are put back in listing order, so a report does not depend on the engine.
+
+The driver decodes files on a few threads (:func:`decode_threads`: the cores this process may use,
+at most four), as pyarrow's own reader does: decompressing pages, reading row groups and NumPy's
+passes release the GIL. Each thread searches with its own value index (built once per request and
+thread), so nothing one decode caches is seen by another; one core, or one file, decodes in the
+calling thread as before.
 
 The driver lists every location's files through the storage layer (it needs the count and sizes
 to choose, and the listing is cheap next to decoding). With Spark, the value sets are broadcast
@@ -23,6 +29,9 @@ filesystems are not shipped (:class:`~piitracer.storage.store.Store` drops them 
 
 from __future__ import annotations
 
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
@@ -79,27 +88,87 @@ def list_requests(requests: Sequence[ScanRequest], store: Store) -> ScanPlan:
     return ScanPlan(tuple(requests), listings)
 
 
+MAX_DECODE_THREADS = 4  # past a few threads the GIL (thrift headers, the searches' Python) is the limit
+
+
+def decode_threads() -> int:
+    """Threads the driver decodes files on: the cores this process may use (its CPU affinity),
+    at most :data:`MAX_DECODE_THREADS`."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_DECODE_THREADS))
+
+
 class FileScanner:
-    """Decodes a :class:`ScanPlan`'s files and returns one :class:`ScanResult` per request."""
+    """Decodes a :class:`ScanPlan`'s files and returns one :class:`ScanResult` per request:
+    on ``threads`` threads (default :func:`decode_threads`; 1: file after file in the caller's)."""
 
     name = "driver"
 
+    def __init__(self, threads: int | None = None) -> None:
+        self.threads = decode_threads() if threads is None else max(1, threads)
+
     def scan(self, plan: ScanPlan, value_sets: Mapping[str, Sequence[Any]], store: Store,
              progress: Progress | None = None) -> list[ScanResult]:
-        """Decode every file of ``plan``, telling ``progress`` after each ("decoding files")."""
-        results = []
+        """Decode every file of ``plan``, telling ``progress`` after each ("decoding files", in
+        listing order)."""
         done, total = 0, plan.file_count
         report(progress, "decoding files", done, total)
-        for request, listing in zip(plan.requests, plan.listings):
-            scoped = ScopedIndex.build(value_sets, request.value_sets, request.scope)
-            result = ScanResult()
-            keys = request.keys or {}
-            for entry in listing:
-                result.add(scan_one_file(request.root, entry.relative, scoped.index, store, scoped, keys.get(entry.relative)))
-                done += 1
-                report(progress, "decoding files", done, total)
-            results.append(result)
-        return results
+        if min(self.threads, total) <= 1:
+            results = []
+            for request, listing in zip(plan.requests, plan.listings):
+                scoped = ScopedIndex.build(value_sets, request.value_sets, request.scope)
+                result = ScanResult()
+                keys = request.keys or {}
+                for entry in listing:
+                    result.add(scan_one_file(request.root, entry.relative, scoped.index, store, scoped,
+                                             keys.get(entry.relative)))
+                    done += 1
+                    report(progress, "decoding files", done, total)
+                results.append(result)
+            return results
+        decode = _ThreadDecoder(plan, value_sets, store)
+        pool = ThreadPoolExecutor(min(self.threads, total), thread_name_prefix="piitracer-verify")
+        try:
+            # Every file is queued at once (no thread waits at the end of a dataset) and taken
+            # back in listing order: the results, the progress and the first error are the
+            # serial scan's.
+            pending: list[list[Future]] = [[pool.submit(decode, number, entry) for entry in listing]
+                                           for number, listing in enumerate(plan.listings)]
+            results = []
+            for futures in pending:
+                result = ScanResult()
+                for future in futures:
+                    result.add(future.result())
+                    done += 1
+                    report(progress, "decoding files", done, total)
+                results.append(result)
+            return results
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _ThreadDecoder:
+    """What a driver thread runs per file: the request's value index is the thread's own (the
+    searches cache what they derive on the index), built on the thread's first file of the
+    request; the previous request's is dropped (a thread takes the files in listing order)."""
+
+    def __init__(self, plan: ScanPlan, value_sets: Mapping[str, Sequence[Any]], store: Store) -> None:
+        self.plan = plan
+        self.value_sets = value_sets
+        self.store = store
+        self.own = threading.local()
+
+    def __call__(self, number: int, entry: FileEntry) -> FileScan:
+        request = self.plan.requests[number]
+        if getattr(self.own, "number", None) != number:
+            self.own.scoped = ScopedIndex.build(self.value_sets, request.value_sets, request.scope)
+            self.own.number = number
+        scoped = self.own.scoped
+        return scan_one_file(request.root, entry.relative, scoped.index, self.store, scoped,
+                             (request.keys or {}).get(entry.relative))
 
 
 class SparkFileScanner(FileScanner):

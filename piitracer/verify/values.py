@@ -392,7 +392,6 @@ class ValueIndex:
         and number strings) carry their ASCII digit boundaries, a superset of the rule; e-mails and
         words are plain substrings; the Python rule decides on each hit."""
         if not self._re2_built:
-            self._re2_built = True
             by_length = sorted(self._tokens, key=lambda t: (-len(t), t))
             parts = [_re2_escape(t) for t in by_length if any(k in (EMAIL, WORD) for k, _ in self._tokens[t])]
             numbers = [_re2_escape(t) for t in by_length if any(k in (INT, NUMBER) for k, _ in self._tokens[t])]
@@ -402,6 +401,7 @@ class ValueIndex:
             if numbers:
                 alternatives.append(r"(?:^|[^0-9])(?:" + "|".join(numbers) + r")(?:$|[^0-9])")
             self._re2 = "|".join(alternatives) or None
+            self._re2_built = True  # after the pattern: a reader in another thread never sees "built, none"
         return self._re2
 
     # ---- binary encodings (Iceberg single-value serialization) ---------------------------
