@@ -16,8 +16,10 @@ run gets a fresh scene (its own database and S3 prefix), built the same way.
   the tag's snapshot, the delete on it, the tag moved there with its max-ref-age, the branch
   dropped); expire every snapshot no ref holds; remove the files no snapshot references.
 
-Both include the interpreter's start and their imports. Runs are interleaved, the order alternating;
-medians. ``--compare DIR`` also times ``execute`` from another checkout (``git worktree add DIR
+Both include the interpreter's start and their imports. Python's bytecode is cached as an installed
+package has it (no ``PYTHONDONTWRITEBYTECODE``, ``PYTHONPYCACHEPREFIX`` under the temporary folder,
+warmed once before the runs; ``--no-bytecode-cache`` keeps the environment's setting). Runs are
+interleaved, the order alternating; medians. ``--compare DIR`` also times ``execute`` from another checkout (``git worktree add DIR
 <commit>``), e.g. the code before a change, on its own fresh scenes in the same run.
 
 Usage: .venv/bin/python benchmarks/bench_seed_erasure.py [--runs 3] [--compare DIR]
@@ -160,11 +162,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--compare", type=Path, help="another checkout of piitracer whose execute is timed too")
+    parser.add_argument("--no-bytecode-cache", action="store_true",
+                        help="keep the environment's PYTHONDONTWRITEBYTECODE (no cached .pyc: compile on every start)")
     parser.add_argument("--by-hand", action="store_true", help=argparse.SUPPRESS)  # the child process
     args = parser.parse_args()
     if args.by_hand:
         erase_by_hand(properties_of(dict(os.environ)))
         return
+    if not args.no_bytecode_cache:  # every child inherits this process's environment
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        os.environ["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "piitracer-bench" / "pycache")
     from postgres_server import postgres_server
     from s3_server import s3_server
 
@@ -173,6 +180,11 @@ def main() -> None:
         kinds[f"execute at {args.compare.name}"] = args.compare.resolve()
     base_env = {k: v for k, v in os.environ.items() if not k.upper().startswith(("PYICEBERG_", "AWS_"))}
     times: dict[str, list[float]] = {kind: [] for kind in kinds}
+    warm = ("import piitracer.cli.main, piitracer.cli.erasure, piitracer.api.session, piitracer.api.execute, "
+            "piitracer.api.audit, piitracer.formats.iceberg_pyiceberg, piitracer.executor.runner, "
+            "pyiceberg.catalog.sql, pyiceberg.table, pyarrow.fs, sqlalchemy.dialects.postgresql")
+    for checkout in set(kinds.values()):  # the bytecode cached once (not timed)
+        subprocess.run([sys.executable, "-c", warm], env={**os.environ, "PYTHONPATH": str(checkout)}, check=True)
     with s3_server(bucket=BUCKET, authenticated=True) as s3, postgres_server() as postgres, \
             tempfile.TemporaryDirectory(prefix="seed-bench-") as scratch:
         for number in range(args.runs):

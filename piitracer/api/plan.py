@@ -27,7 +27,7 @@ from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import DatasetStatus, DeletionPlan, PlanRequest, PlanSeal, Subject
 from piitracer.model.stored import StoredColumn, StoredSchema
 from piitracer.model.table_state import TableState
-from piitracer.planner.build import PlanningError, build_plan
+from piitracer.planner.errors import PlanningError
 from piitracer.storage.store import StorageError
 from piitracer.model.errors import BadPlanFileError, RefusedError
 
@@ -88,6 +88,8 @@ def plan_deletion(
         if not isinstance(parsed, ColumnRef):
             raise PlanningError(f"--source {text}: expected DATASET.COLUMN, got a dataset")
         refs.append(parsed)
+    from piitracer.planner.build import build_plan  # the planner and its graph and SQL libraries: only to plan
+
     request = PlanRequest(sources=tuple(refs), subjects=tuple(subjects))
     if table_states is None:
         table_states = live_table_states(workspace, lakehouse)

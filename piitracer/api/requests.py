@@ -23,7 +23,7 @@ from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import DeletionPlan, Subject
 from piitracer.model.progress import Progress, report
 from piitracer.model.requests import ErasureRequest, RequestState
-from piitracer.planner.build import PlanningError
+from piitracer.planner.errors import PlanningError
 from piitracer.planner.subjects import SubjectValueError, check_subjects, key_type_of
 from piitracer.requests.lifecycle import queue
 from piitracer.workspace.layout import StateLayout

@@ -33,13 +33,9 @@ from piitracer.planner.templates import EngineRefused, template_for
 from piitracer.planner.subjects import SubjectValueError, check_subjects, key_type_of
 from piitracer.planner.shredding import plan_shredding
 from piitracer.planner.surrogates import ranking_notes, surrogate_lookups
-from piitracer.model.errors import CannotPlanError
+from piitracer.planner.errors import PlanningError
 
 LOGICAL_ERASE_ACTIONS = {Action.DELETE_ROWS, Action.EQUALITY_DELETE, Action.REWRITE_FILES, Action.REWRITE_ARCHIVE}
-
-
-class PlanningError(CannotPlanError, ValueError):
-    """The request cannot be planned; the message says what is wrong and what was expected."""
 
 
 @dataclass(frozen=True)
@@ -102,7 +98,7 @@ def build_plan(
         ...                    subjects=(Subject(value="8841302.0", request_id="dsr-2", received_at=received),))
         >>> build_plan(graph, catalog, Policy(), typo, labels=("--subject #1",))
         Traceback (most recent call last):
-        piitracer.planner.build.PlanningError: --subject #1: the value is not an exact bigint: it has a decimal point (a fraction is never rounded to an id) (source prod.payments.user_id is bigint); nothing was planned
+        piitracer.planner.errors.PlanningError: --subject #1: the value is not an exact bigint: it has a decimal point (a fraction is never rounded to an id) (source prod.payments.user_id is bigint); nothing was planned
     """
     _validate(graph, catalog, request)
     try:

@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from piitracer.model.plan import DatasetDecision, DeletionPlan, Step
-from piitracer.planner.build import PlanningError
+from piitracer.planner.errors import PlanningError
 from piitracer.render.tables import Fit, FittedTable, line, name_column, text_column
 
 
