@@ -101,7 +101,8 @@ def erase_by_hand(properties: dict[str, str]) -> None:
             referenced.add(snapshot.manifest_list)
             for manifest in snapshot.manifests(table.io):
                 referenced.add(manifest.manifest_path)
-                referenced.update(entry.data_file.file_path for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=False))
+                # a DELETED entry references no file any more (the file is gone from that snapshot)
+                referenced.update(entry.data_file.file_path for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True))
         location = table.location().removeprefix("s3://")
         for info in s3.get_file_info(fs.FileSelector(location, recursive=True)):
             if info.type == fs.FileType.File and f"s3://{info.path}" not in referenced:

@@ -27,6 +27,10 @@ run rewrite_engines "$PY" benchmarks/bench_rewrite_engines.py
 run discovery "$PY" benchmarks/bench_discovery.py
 run shred_overhead "$PY" benchmarks/bench_shred_overhead.py
 run shred_erase "$PY" benchmarks/bench_shred_erase.py
+run requests_add "$PY" benchmarks/bench_requests_add.py
+run catalog_asks "$PY" benchmarks/bench_catalog_asks.py
+run seed_erasure "$PY" benchmarks/bench_seed_erasure.py --runs 3
+run verify_process "$PY" benchmarks/bench_verify_process.py
 demo_dir=$(mktemp -d)
 run demo /usr/bin/time -v "$(dirname "$PY")/piitracer" demo --dir "$demo_dir/demo"
 rm -rf "$demo_dir"
