@@ -24,7 +24,8 @@ import yaml
 from cli_process import file_digests, run_cli
 
 import piitracer
-from piitracer.api import plan_deletion, prepare_execution
+from piitracer.api import plan_deletion
+from piitracer.api.execute import prepare_execution
 from piitracer.executor.preflight import PlanRefused
 from piitracer.workspace.model import WorkspaceError
 from piitracer.model.plan import Subject
