@@ -125,6 +125,28 @@ def write_key_file(path: str | os.PathLike[str], kind: str, secret_text: str,
         handle.write(f"{marker(kind)}\n{secret_text}\n")
 
 
+def replace_private_file(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (a reader sees the old file or the new one) with mode
+    0600 from its creation, whatever the umask: for a file that holds a secret (a suppression list
+    holds its key). Written beside the target, synced, then renamed over it."""
+    import secrets
+
+    target = Path(path)
+    temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            os.fchmod(handle.fileno(), 0o600)
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return target
+
+
 def missing_folder(path: Path) -> str:
     """The message for a key to be written into a folder that does not exist (it is not created:
     where a secret lives, and who may list that folder, is the owner's choice)."""

@@ -33,12 +33,17 @@ LOWER["audit"] = LOWER["audit"] | {"storage", "identity", "crypto"}  # the ancho
 # formats (the Delta vault is erased through formats.delta) and below the executor and the verifier
 # that erase and prove with it; a Spark job imports it, so it never reaches up to the API or a front door.
 LOWER["shred"] = {"model", "storage", "crypto", "formats"}
+# The pipeline guard (issue 52): a pipeline job imports it with no workspace, so only the model below
+# it, and the storage layer's private-file writer (the list it exports holds a key).
+LOWER["guard"] = {"model", "storage"}
 for _layer in ("executor", "verify"):
     LOWER[_layer] = {"model", "graph", "planner", "storage", "formats", "crypto", "shred"}
+# The guard scan (verify/guard_scan.py) matches values with the guard's keyed hash.
+LOWER["verify"] = LOWER["verify"] | {"guard"}
 # Catalog discovery reads tables through the storage layer and the formats' metadata readers.
 LOWER["discover"] = {"model", "storage", "formats"}
 # The request store: values under per-request keys, lifecycle, close; it records in the audit log.
-LOWER["requests"] = {"model", "crypto", "audit", "identity"}
+LOWER["requests"] = {"model", "crypto", "audit", "identity", "guard"}  # the suppression list hashes with the guard's keyed hash
 # The demo lakehouse builder is wiring for `piitracer demo` only (it builds tables with Spark and
 # delta-rs from the workspace's catalog and SQL): it may use every layer below the verifier. The
 # crypto-shredding demo (demo --shred) writes its ciphertext and reads it back with the shred

@@ -1,0 +1,299 @@
+"""The keyed hash an erased identifier is remembered by (issue 52), shared by the suppression
+records piitracer keeps at close, the lakehouse scan and the pipeline guard.
+
+A suppression record never holds the value, nor a plain hash of it: a plain hash of a user id, a
+phone number or a PAN is reversed by hashing every candidate (there are only so many). It holds a
+16-byte *keyed* hash of the value's canonical text, under a random 32-byte suppression key of its
+own that only the workspace's master key unwraps. Without the key the records say nothing;
+destroying the key forgets everyone at once.
+
+**The construction.** Two keys are derived from the suppression key with HKDF-SHA256 (distinct
+``info`` labels): an AES-256 key and an HMAC-SHA256 key. With ``t`` the UTF-8 bytes of the
+canonical text:
+
+- ``len(t) <= 15``: ``AES-256(aes key, t + zero bytes to 15 + one byte holding len(t))``, one
+  block. AES under a secret key is a pseudorandom permutation of 16-byte blocks, and a PRP on a
+  domain this large is a pseudorandom function (the PRP/PRF switching lemma: a distinguisher's
+  advantage is at most q^2 / 2^129 for q blocks), so the output says nothing of the text to whoever
+  lacks the key and no dictionary of candidate ids can be hashed without it. The encoding is
+  injective (the last byte tells ``b"1"`` from ``b"1\\0"``), and a permutation never maps two
+  texts to one hash: short texts do not collide at all. ECB here is no misuse: each block is one
+  evaluation of the PRF on its own, and equal texts giving equal hashes is the point (a lookup).
+  Being one block each, the hashes of a whole Arrow column are one AES-ECB call
+  (``encryptor().update_into``) over the concatenated blocks, built with NumPy from the column's
+  offsets and data buffer (:func:`hash_array`): a few nanoseconds a value where the HMAC costs a
+  microsecond of Python each. User ids, phone numbers, Indian PANs and Aadhaar numbers are all 15
+  bytes or fewer.
+- longer texts: ``HMAC-SHA256(hmac key, b"piitracer/suppress/v1|" + t)`` truncated to 16 bytes
+  (a collision among a million records is ~2^-88), one value at a time, each distinct text of a
+  column once (e-mail addresses, 16-digit card numbers, hex digests, ids of 16 digits or more).
+
+Both halves are keyed and both keys come from the one suppression key: destroying it forgets
+everyone. The two outputs cannot be confused with each other in a way that matters: a short and a
+long text colliding is a 2^-128 event per pair, like any two HMAC outputs. :func:`suppression_hash`
+(one value) builds its block with plain ``bytes`` and is the reference the vectorised
+:func:`hash_array` is tested against, value for value.
+
+The canonical text is the value's *text*, not its type: a backfill that writes the id 8841302 into
+a string column, or a phone number into an integer one, still matches. Integers (and integral
+decimals and floats) are their decimal digits; strings are kept exactly as stored (no trimming or
+case folding: a neighbouring value is a different person). Other types (booleans, dates, binary,
+nested values, nulls, the empty string) identify no one here and have no canonical text.
+
+The derived keys of the last few suppression keys are kept in this process (``_keys``, a small
+LRU cache, and each thread's AES contexts) so that hashing one value does not derive them again;
+they are as secret as the key.
+"""
+
+from __future__ import annotations
+
+import hmac
+import threading
+from decimal import Decimal
+from functools import lru_cache
+from hashlib import sha256
+from typing import Any, Iterable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+HASH_BYTES = 16
+DOMAIN = b"piitracer/suppress/v1|"
+KEY_BYTES = 32
+SHORT_BYTES = 15  # a canonical text of at most this many UTF-8 bytes is hashed by one AES block
+AES_INFO = b"piitracer/suppress/v1/aes-256-block"
+HMAC_INFO = b"piitracer/suppress/v1/hmac-sha256"
+HASH_DTYPE = np.dtype(f"V{HASH_BYTES}")  # NumPy's raw-bytes type of one hash (compared bytewise)
+
+_LOCAL = threading.local()  # each thread's AES encryptors, by key (_encryptor)
+
+# _MASKS[k]: the k low bytes of a little-endian 64-bit word (k = 0..8).
+_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
+
+
+def canonical_text(value: Any) -> str | None:
+    """The text a value is hashed as, or None for a value that identifies no one here."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return value if value else None
+    if isinstance(value, Decimal):
+        return str(int(value)) if value.is_finite() and value == value.to_integral_value() else None
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else None
+    return None
+
+
+@lru_cache(maxsize=8)
+def _keys(key: bytes) -> tuple[bytes, bytes]:
+    """(AES-256 key, HMAC key), both derived from the suppression key with HKDF-SHA256."""
+    def derive(info: bytes) -> bytes:
+        return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive(key)
+
+    return derive(AES_INFO), derive(HMAC_INFO)
+
+
+def _encryptor(aes_key: bytes):
+    """This thread's AES-256-ECB encryptor under ``aes_key``, made once: ECB keeps nothing from one
+    block to the next, so one context encrypts any number of whole blocks (a context is never
+    shared between threads)."""
+    cache = getattr(_LOCAL, "encryptors", None)
+    if cache is None:
+        cache = _LOCAL.encryptors = {}
+    encryptor = cache.get(aes_key)
+    if encryptor is None:
+        if len(cache) >= 8:
+            cache.clear()
+        encryptor = cache[aes_key] = Cipher(algorithms.AES(aes_key), modes.ECB()).encryptor()
+    return encryptor
+
+
+def _encrypt_blocks(aes_key: bytes, blocks: bytes) -> bytes:
+    """AES-256 of each 16-byte block (ECB: every block alone), in one call."""
+    return _encryptor(aes_key).update(blocks)
+
+
+def _short_block(data: bytes) -> bytes:
+    """The one block a short text is hashed as: its bytes, zeros to 15, its length."""
+    return data + bytes(SHORT_BYTES - len(data)) + bytes([len(data)])
+
+
+def _long_hash(hmac_key: bytes, data: bytes | memoryview) -> bytes:
+    return hmac.digest(hmac_key, DOMAIN + data, sha256)[:HASH_BYTES]
+
+
+def suppression_hash(key: bytes, value: Any) -> bytes | None:
+    """The keyed hash of one value (None when it has no canonical text)."""
+    text = canonical_text(value)
+    if text is None:
+        return None
+    aes_key, hmac_key = _keys(bytes(key))
+    data = text.encode("utf-8")
+    if len(data) <= SHORT_BYTES:
+        return _encrypt_blocks(aes_key, _short_block(data))
+    return _long_hash(hmac_key, data)
+
+
+def suppression_hashes(key: bytes, values: Iterable[Any]) -> list[bytes | None]:
+    """The keyed hash of each value, in order (None where a value has no canonical text); the short
+    texts' blocks are encrypted together."""
+    aes_key, hmac_key = _keys(bytes(key))
+    out: list[bytes | None] = []
+    short: list[int] = []
+    blocks = bytearray()
+    for value in values:
+        text = canonical_text(value)
+        if text is None:
+            out.append(None)
+            continue
+        data = text.encode("utf-8")
+        if len(data) <= SHORT_BYTES:
+            short.append(len(out))
+            blocks += _short_block(data)
+            out.append(None)
+        else:
+            out.append(_long_hash(hmac_key, data))
+    if short:
+        encrypted = _encrypt_blocks(aes_key, bytes(blocks))
+        for n, at in enumerate(short):
+            out[at] = encrypted[n * HASH_BYTES:(n + 1) * HASH_BYTES]
+    return out
+
+
+def hash_array(key: bytes, array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """The keyed hash of every element of an Arrow column, computed a column at a time.
+
+    Strings (``string``, ``large_string``, ``string_view``) are hashed from their UTF-8 bytes,
+    integers from their decimal digits (the column cast to text by Arrow), a dictionary column
+    through its dictionary; integral floats and decimals go through :func:`canonical_text` one
+    value at a time (rare in an identifier column). The bytes are exactly :func:`suppression_hash`'s.
+
+    Args:
+        key: the 32-byte suppression key.
+        array: a column, in one piece or in chunks, sliced or not.
+
+    Returns:
+        ``(hashes, valid)``: a NumPy array of ``len(array)`` 16-byte hashes (dtype ``V16``; zeros
+        where not valid) and a boolean array, False for nulls and for values with no canonical text
+        (the empty string, booleans, dates, binary, nested values, non-integral numbers).
+    """
+    aes_key, hmac_key = _keys(bytes(key))
+    if isinstance(array, pa.ChunkedArray):
+        parts = [_hash_one(aes_key, hmac_key, chunk) for chunk in array.chunks]
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            return np.zeros(0, HASH_DTYPE), np.zeros(0, bool)
+        return np.concatenate([h for h, _ in parts]), np.concatenate([v for _, v in parts])
+    return _hash_one(aes_key, hmac_key, array)
+
+
+def _hash_one(aes_key: bytes, hmac_key: bytes, array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    kind = array.type
+    if pa.types.is_dictionary(kind):
+        hashes, valid = _hash_one(aes_key, hmac_key, array.dictionary)
+        indices = array.indices
+        at = indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.intp, copy=False)
+        if len(hashes) == 0:  # every index null
+            return np.zeros(len(array), HASH_DTYPE), np.zeros(len(array), bool)
+        present = valid[at]
+        if indices.null_count:
+            present &= indices.is_valid().to_numpy(zero_copy_only=False)
+        taken = hashes[at]
+        taken[~present] = np.zeros(1, HASH_DTYPE)  # zeros where not valid, as elsewhere
+        return taken, present
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return _hash_strings(aes_key, hmac_key, array)
+    if pa.types.is_integer(kind):  # Arrow's cast writes the digits faster than NumPy's divisions
+        return _hash_strings(aes_key, hmac_key, pc.cast(array, pa.large_string()))
+    if hasattr(pa.types, "is_string_view") and pa.types.is_string_view(kind):
+        return _hash_strings(aes_key, hmac_key, pc.cast(array, pa.large_string()))
+    if pa.types.is_floating(kind) or pa.types.is_decimal(kind):
+        if pa.types.is_float16(kind):
+            array = array.cast(pa.float64())  # half floats convert to numpy scalars, not Python floats
+        texts = pa.array([canonical_text(value) for value in array.to_pylist()], pa.large_string())
+        return _hash_strings(aes_key, hmac_key, texts)
+    return np.zeros(len(array), HASH_DTYPE), np.zeros(len(array), bool)
+
+
+def _short_blocks(raw: np.ndarray, starts: np.ndarray, size: np.ndarray, first: int, last: int) -> np.ndarray:
+    """The one-block encoding of texts of 1 to 15 bytes (each at ``starts`` in ``raw``, ``size``
+    bytes long, all within ``raw[first:last]``), as an ``(n, 16)`` uint8 matrix: the text's bytes,
+    zeros to 15, its length."""
+    count = len(size)
+    width = int(size[0])
+    # The bytes of the used range, then 16 zero bytes: 16 bytes can be read from any start.
+    data = np.zeros(last - first + HASH_BYTES, np.uint8)
+    data[:last - first] = raw[first:last]
+    if width * count == last - first and np.all(size == width):
+        # Every text the same length and nothing else in the data (ids of one number of digits,
+        # phone numbers, PANs): text k starts at k * width. The 16 bytes from each start, the
+        # bytes past the text masked off, the length put last.
+        blocks = np.ndarray((count,), dtype=HASH_DTYPE, buffer=data, strides=(width,)).copy()
+        halves = blocks.view("<u8").reshape(count, 2)
+        halves &= np.array([_MASKS[min(width, 8)], _MASKS[max(0, width - 8)]], dtype=np.uint64)
+        matrix = blocks.view(np.uint8).reshape(count, HASH_BYTES)
+        matrix[:, SHORT_BYTES] = width
+        return matrix
+    blocks = np.empty((count, HASH_BYTES), dtype=np.uint8)
+    words = np.ndarray(shape=(len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))  # unaligned: one per byte
+    at = starts - first
+    halves = blocks.view("<u8")  # (n, 2): bytes 0-7 of each block, bytes 8-15
+    np.bitwise_and(words[at], _MASKS[np.minimum(size, 8)], out=halves[:, 0])
+    np.bitwise_and(words[at + 8], _MASKS[np.clip(size - 8, 0, SHORT_BYTES - 8)], out=halves[:, 1])
+    blocks[:, SHORT_BYTES] = size  # the length in the block's last byte (the mask left it zero)
+    return blocks
+
+
+def _encrypt_array(aes_key: bytes, blocks: np.ndarray) -> np.ndarray:
+    """AES-256 of each row of an ``(n, 16)`` uint8 matrix (ECB: every block alone), in one call
+    straight into a NumPy buffer; the hashes as ``V16``."""
+    out = np.empty(blocks.size + HASH_BYTES, dtype=np.uint8)  # update_into wants a block to spare
+    written = _encryptor(aes_key).update_into(np.ascontiguousarray(blocks), out)
+    return out[:written].view(HASH_DTYPE)
+
+
+def _hash_strings(aes_key: bytes, hmac_key: bytes, array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Every element of a ``string`` or ``large_string`` array (any offset), from its buffers."""
+    n = len(array)
+    if n == 0:
+        return np.zeros(0, HASH_DTYPE), np.zeros(0, bool)
+    _, offsets_buffer, data_buffer = array.buffers()
+    width = np.int64 if pa.types.is_large_string(array.type) else np.int32
+    offsets = np.frombuffer(offsets_buffer, dtype=width, count=n + 1, offset=array.offset * np.dtype(width).itemsize)
+    offsets = offsets.astype(np.int64)
+    lengths = offsets[1:] - offsets[:-1]
+    valid = lengths > 0  # the empty string has no canonical text
+    if array.null_count:
+        valid &= array.is_valid().to_numpy(zero_copy_only=False)
+    first, last = int(offsets[0]), int(offsets[-1])
+    raw = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None and last > first else np.zeros(0, np.uint8)
+
+    short = valid & (lengths <= SHORT_BYTES)
+    if short.all():  # every value short (the usual identifier column): no copy into place
+        return _encrypt_array(aes_key, _short_blocks(raw, offsets[:-1], lengths, first, last)), valid
+    hashes = np.zeros(n, HASH_DTYPE)  # zeros where not valid
+    rows = np.flatnonzero(short)
+    if len(rows):
+        blocks = _short_blocks(raw, offsets[:-1][rows], lengths[rows], first, last)
+        hashes[rows] = _encrypt_array(aes_key, blocks)
+
+    long_rows = np.flatnonzero(valid & (lengths > SHORT_BYTES))
+    if len(long_rows):
+        view = memoryview(raw)
+        memo: dict[bytes, bytes] = {}  # each distinct long text through the HMAC once
+        digests = []
+        for begin, end in zip(offsets[:-1][long_rows].tolist(), offsets[1:][long_rows].tolist()):
+            data = view[begin:end].tobytes()
+            digest = memo.get(data)
+            if digest is None:
+                digest = memo[data] = _long_hash(hmac_key, data)
+            digests.append(digest)
+        hashes[long_rows] = np.frombuffer(b"".join(digests), dtype=HASH_DTYPE)
+    return hashes, valid

@@ -1,0 +1,120 @@
+"""How the guard scan reads a file's candidate columns (issue 52): a column chunk that is all
+dictionary-encoded is read through its dictionary, one that outgrew its dictionary (or has none) as
+plain values, every value hashed; either way the scan finds exactly the values a Python set of
+one-value hashes says, and nothing else."""
+
+from __future__ import annotations
+
+import random
+import secrets
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from piitracer.guard import SuppressionList, suppression_hash
+from piitracer.model.workspace import DatasetFormat
+from piitracer.storage.locations import Location
+from piitracer.storage.store import Store
+from piitracer.verify.guard_scan import _DICTIONARY_ONLY, _FEW_DISTINCT, ScanTarget, _bytes_per_value, scan_table
+
+
+class NothingSeen:
+    def position(self, dataset: str):
+        return None
+
+    def seen(self, dataset: str) -> set[str]:
+        return set()
+
+
+def table(rows: int, seed: int) -> pa.Table:
+    rng = random.Random(seed)
+    people = [rng.randrange(10**9, 10**10) for _ in range(rows)]
+    return pa.table({
+        "user_id": pa.array(people, pa.int64()),  # mostly distinct
+        "phone": pa.array([f"+91{p % 10**10:010d}" if p % 13 else None for p in people]),  # mostly distinct
+        "city": pa.array([rng.choice(["Pune", "Delhi", "Chennai", "", None]) for _ in people]),  # few values
+        "segment": pa.array([rng.randrange(5) for _ in people], pa.int32()),  # few values
+        "email": pa.array([f"user{p % 50}@example.org" for p in people], pa.large_string()),  # few, over 15 bytes
+    })
+
+
+def test_which_chunks_are_read_through_their_dictionary(tmp_path) -> None:
+    data = table(20_000, 1)
+    pq.write_table(data, tmp_path / "default.parquet")  # every dictionary fits: ids and phones distinct all the same
+    pq.write_table(data, tmp_path / "small-dictionary.parquet", dictionary_pagesize_limit=4_096)  # ids, phones fall back
+    pq.write_table(data, tmp_path / "no-dictionary.parquet", use_dictionary=False)
+
+    def widths(name: str) -> dict[str, float | None]:
+        group = pq.ParquetFile(tmp_path / name).metadata.row_group(0)
+        return {column: _bytes_per_value(group.column(n)) for n, column in enumerate(data.column_names)}
+
+    def below(found: dict, limit: float) -> set[str]:
+        return {name for name, width in found.items() if width is not None and width < limit}
+
+    default, small, plain = widths("default.parquet"), widths("small-dictionary.parquet"), widths("no-dictionary.parquet")
+    assert below(default, _DICTIONARY_ONLY) == set(data.column_names)  # read as dictionaries where text
+    assert below(default, _FEW_DISTINCT) == {"city", "segment", "email"}  # dictionary-encoded before hashing
+    assert below(small, _DICTIONARY_ONLY) == {"city", "segment", "email"}
+    assert below(small, _FEW_DISTINCT) == {"city", "segment", "email"}
+    assert set(plain.values()) == {None}
+
+
+@pytest.mark.parametrize("how", [{}, {"dictionary_pagesize_limit": 4_096}, {"use_dictionary": False},
+                                 {"row_group_size": 3_000, "dictionary_pagesize_limit": 4_096}])
+def test_the_scan_finds_what_a_set_of_one_value_hashes_says(tmp_path, how, monkeypatch) -> None:
+    data = table(12_000, 2)
+    folder = tmp_path / "t"
+    folder.mkdir()
+    pq.write_table(data, folder / "part-0.parquet", **how)
+    key = secrets.token_bytes(32)
+    rng = random.Random(3)
+    erased = ([rng.choice(data.column("user_id").to_pylist()) for _ in range(5)]
+              + [value for value in rng.sample(data.column("phone").to_pylist(), 8) if value]
+              + ["Delhi", 3, "user7@example.org", "nobody", 10**12])
+    on_list = {suppression_hash(key, value) for value in erased}
+    suppression = SuppressionList(key, list(on_list) + [secrets.token_bytes(16) for _ in range(500)])
+    calls = []
+    real = SuppressionList.matches
+
+    def counting(self, array, *, distinct=True):
+        calls.append((array.type, distinct))
+        return real(self, array, distinct=distinct)
+
+    monkeypatch.setattr(SuppressionList, "matches", counting)
+    target = ScanTarget("t", DatasetFormat.PARQUET, Location.parse(str(folder)), None)
+    scan, found = scan_table(target, suppression, Store(), NothingSeen())
+    assert scan.problem is None and scan.rows_read == data.num_rows
+    assert scan.columns == ("city", "email", "phone", "segment", "user_id")
+    expected = {}
+    for name in scan.columns:
+        for value in data.column(name).to_pylist():
+            digest = suppression_hash(key, value)
+            if digest in on_list:
+                expected.setdefault((name, digest), set()).add(value)
+    assert {(item.column, item.hash): item.values for item in found} == expected
+    assert {column for column, _ in expected} == {"city", "email", "phone", "segment", "user_id"}
+    # every column is read plain or as a dictionary according to its chunk
+    dictionaries = [kind for kind, _ in calls if pa.types.is_dictionary(kind)]
+    if how.get("use_dictionary") is False:
+        assert not dictionaries and not any(distinct for _, distinct in calls)
+    else:
+        assert dictionaries
+
+
+def test_a_list_matches_the_same_with_or_without_distinct_values() -> None:
+    key = secrets.token_bytes(32)
+    suppression = SuppressionList(key, [suppression_hash(key, value) for value in (7, "7", "x" * 20, "Delhi", 12)])
+    columns = [pa.array([7, 8, None, 7, 12], pa.int16()), pa.array([7.0, 7.5, None, 12.0]),
+               pa.array([Decimal("7.00"), Decimal("1.50")], pa.decimal128(5, 2)),
+               pa.array(["x" * 20, "x" * 20, "x" * 21, "", None, "Delhi"]),
+               pa.chunked_array([pa.array(["7", None]), pa.array([], pa.string()), pa.array(["8", "x" * 20])]),
+               pa.array(["Delhi", "Pune", None]).dictionary_encode(), pa.array([True, False]), pa.array([], pa.int64())]
+    for column in columns:
+        expected = [suppression_hash(key, value) in {suppression_hash(key, v) for v in (7, "x" * 20, "Delhi", 12)}
+                    for value in column.to_pylist()]
+        assert suppression.matches(column).to_pylist() == expected
+        assert suppression.matches(column, distinct=False).to_pylist() == expected
+
