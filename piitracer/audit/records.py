@@ -47,6 +47,9 @@ def plan_body(plan: DeletionPlan) -> dict[str, Any]:
              "blocking": s.blocking, "owner": s.owner}
             for s in plan.steps
         ],
+        # Where a pipeline guard belongs (issue 52): the report names them.
+        "guard_points": [{"dataset": g.dataset, "columns": list(g.columns), "fed_by": list(g.fed_by), "reason": g.reason}
+                         for g in plan.guard_points],
     }
 
 

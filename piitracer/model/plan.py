@@ -390,6 +390,16 @@ class ResolveCapture(Frozen):
     computed: tuple[ValueSource, ...] = ()
 
 
+class GuardPoint(Frozen):
+    """Where a pipeline guard (``piitracer.guard``) belongs so an erased person is not written back:
+    a dataset the person's identifiers enter the erasure's lineage through (issue 52)."""
+
+    dataset: str = Field(description="Guard the jobs that write this dataset.")
+    columns: tuple[str, ...] = Field(description="The columns the guard checks.")
+    fed_by: tuple[str, ...] = Field((), description="Datasets outside the erasure the lineage says feed these columns.")
+    reason: str
+
+
 class PlanSeal(Frozen):
     """HMAC-SHA256 of the ``plan_id`` under a key derived from the audit key: a plan edited after
     planning cannot be given a valid seal again without that key."""
@@ -427,6 +437,9 @@ class DeletionPlan(Frozen):
     steps: tuple[Step, ...]
     datasets: tuple[DatasetDecision, ...]
     warnings: tuple[str, ...] = ()
+    # Absent from the JSON when empty, so plans made before issue 52 keep their ids.
+    guard_points: tuple[GuardPoint, ...] = Field((), exclude_if=lambda value: not value,
+                                                 description="Where a pipeline guard belongs (the lineage's entry points).")
     seal: PlanSeal | None = None
 
     @field_validator("schema_version")

@@ -33,6 +33,7 @@ from piitracer.planner.templates import EngineRefused, template_for
 from piitracer.planner.subjects import SubjectValueError, check_subjects, key_type_of
 from piitracer.planner.shredding import plan_shredding
 from piitracer.planner.surrogates import ranking_notes, surrogate_lookups
+from piitracer.planner.guard_points import guard_points
 from piitracer.planner.errors import PlanningError
 
 LOGICAL_ERASE_ACTIONS = {Action.DELETE_ROWS, Action.EQUALITY_DELETE, Action.REWRITE_FILES, Action.REWRITE_ARCHIVE}
@@ -143,6 +144,7 @@ def build_plan(
         steps=steps,
         datasets=summaries,
         warnings=tuple(warnings),
+        guard_points=guard_points(graph, catalog, request.sources, decisions),
     )
     return plan.with_id()
 

@@ -79,6 +79,10 @@ def plan_tables(plan: DeletionPlan) -> Group:
         datasets.add_row(decision.dataset, decision.format or "?", decision.status.value, decision.key_column or "",
                          decision.rule, _deadline(decision))
     parts = [header, steps, datasets]
+    if plan.guard_points:  # issue 52: where piitracer.guard belongs so the person is not written back
+        parts.append(Text("where a pipeline guard belongs (piitracer.guard, in the jobs that write):\n" + "\n".join(
+            f"  - {g.dataset} ({', '.join(g.columns)})" + (f", fed by {', '.join(g.fed_by)}" if g.fed_by else "")
+            for g in plan.guard_points)))
     if plan.warnings:
         parts.append(Text("warnings:\n" + "\n".join(f"  - {w}" for w in plan.warnings), style="yellow"))
     return Group(*parts)

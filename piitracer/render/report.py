@@ -63,6 +63,8 @@ def report_html(trail: RequestTrail, graph: LineageGraph | None, generated_at: d
            _html_table(REF_HEADERS, _ref_rows(facts))] if _ref_rows(facts) else []),
         *(['<h2 id="estimate">Estimate and run</h2>', _html_table(ESTIMATE_HEADERS, _estimate_rows(facts))]
           if facts.estimate else []),
+        *(['<h2 id="guard">Where a pipeline guard belongs</h2>', f"<p>{html.escape(GUARD_NOTE)}</p>",
+           _html_table(GUARD_HEADERS, _guard_rows(facts))] if facts.guard_points else []),
         '<h2 id="attestations">Attestations</h2>',
         _html_table(ATTESTATION_HEADERS, _attestation_rows(facts)) if facts.attestations
         else '<p class="muted">No person\'s step attested.</p>',
@@ -99,6 +101,8 @@ def report_markdown(trail: RequestTrail, generated_at: datetime | None = None) -
              *(["## Tags and branches", "", REFS_NOTE, "", _md_table(REF_HEADERS, _ref_rows(facts)), ""]
                if _ref_rows(facts) else []),
              *(["## Estimate and run", "", _md_table(ESTIMATE_HEADERS, _estimate_rows(facts)), ""] if facts.estimate else []),
+             *(["## Where a pipeline guard belongs", "", GUARD_NOTE, "", _md_table(GUARD_HEADERS, _guard_rows(facts)), ""]
+               if facts.guard_points else []),
              "## Attestations", "",
              _md_table(ATTESTATION_HEADERS, _attestation_rows(facts)) if facts.attestations else "No person's step attested.",
              "", "## Verification evidence", ""]
@@ -123,6 +127,17 @@ def report_markdown(trail: RequestTrail, generated_at: datetime | None = None) -
 
 
 # ---- pieces ---------------------------------------------------------------------------------
+
+GUARD_HEADERS = ["dataset", "columns", "fed by (lineage)", "why"]
+GUARD_NOTE = ("An erased person comes back through the jobs that write these datasets (a backfill, a replay, a "
+              "restore): put piitracer.guard in them, with the suppression list `piitracer guard export` writes, so "
+              "the rows of erased people are dropped before they are written. `piitracer guard scan` finds what got through.")
+
+
+def _guard_rows(facts: ReportFacts) -> list[list[str]]:
+    return [[g["dataset"], ", ".join(g["columns"]), ", ".join(g["fed_by"]) or "(not in the lineage)", g["reason"]]
+            for g in facts.guard_points]
+
 
 REF_HEADERS = ["dataset", "ref", "type", "action", "state", "snapshot before", "snapshot after", "rows removed",
                "data files rewritten"]

@@ -64,6 +64,8 @@ class ReportFacts:
     attestations: list[dict[str, Any]] = field(default_factory=list)
     # per dataset the batch estimate (files, bytes, cost) beside the bytes its run removed
     estimate: list[dict[str, Any]] = field(default_factory=list)
+    # where a pipeline guard belongs (issue 52): dataset, columns, fed_by, reason (plans recorded before: none)
+    guard_points: list[dict[str, Any]] = field(default_factory=list)
 
 
 def report_facts(trail: RequestTrail, now: datetime) -> ReportFacts:
@@ -102,7 +104,8 @@ def report_facts(trail: RequestTrail, now: datetime) -> ReportFacts:
         datasets=datasets, steps=steps, verification=verification,
         deadline=deadline_status(plan, steps, datasets, verification, now), entries=list(trail.entries),
         attestations=[{key: e.body.get(key) for key in ATTESTATION_FIELDS} for e in mine if e.kind is EntryKind.ATTESTATION],
-        estimate=estimate_rows([e.body for e in mine if e.kind is EntryKind.ESTIMATE], steps))
+        estimate=estimate_rows([e.body for e in mine if e.kind is EntryKind.ESTIMATE], steps),
+        guard_points=list(plan.get("guard_points") or []))
 
 
 # The steps whose removed bytes are the data a batch estimate is about: rewrites of Parquet files

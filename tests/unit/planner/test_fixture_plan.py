@@ -83,3 +83,10 @@ def test_what_the_plan_decides_for_the_fixture(plan) -> None:
     forms = plan.decision("analytics.user_hashes").column_forms
     assert forms == {"phone_hash": (capture.computed[0].name,), "user_hash": (capture.computed[1].name,)}
     assert plan.decision("risk.contact_points").column_forms == {"contact": ("prod.payments.pan", "prod.payments.phone")}
+
+
+def test_the_plan_names_where_a_guard_belongs(plan) -> None:
+    """Issue 52: the source is the fixture's one entry point (no job carries identifiers into a
+    planned dataset's key column from outside the erasure)."""
+    assert [(g.dataset, g.columns, g.fed_by) for g in plan.guard_points] == [
+        ("prod.payments", ("aadhaar_ref", "pan", "phone", "user_id"), ())]

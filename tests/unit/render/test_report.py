@@ -4,6 +4,7 @@ status; integrity facts; never a subject value."""
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ElementTree
 from datetime import datetime, timezone
 from html.parser import HTMLParser
@@ -169,3 +170,15 @@ def test_cli_report_html_and_md_and_errors(recorded, tmp_path: Path) -> None:
     assert result.exit_code == 2 and "no entry for request 'nope'" in result.stderr
     result = CliRunner().invoke(cli, [*base, "--request", "dsr-1"], env={"PIITRACER_AUDIT_KEY": None, "PIITRACER_AUDIT_KEY_FILE": None})
     assert result.exit_code == 2 and "no audit key" in result.stderr
+
+
+def test_the_report_names_where_a_guard_belongs(recorded) -> None:
+    """Issue 52: the plan's guard points, from the plan entry, as a table a person reads."""
+    assert [g.dataset for g in recorded.plan.guard_points] == ["prod.payments"]
+    page = fresh_report(recorded)
+    section = page.split('<h2 id="guard">Where a pipeline guard belongs</h2>', 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r"<tr>(.*?)</tr>", section)
+    assert [re.findall(r"<td>(.*?)</td>", row)[:3] for row in rows[1:]] == [
+        ["prod.payments", "aadhaar_ref, pan, phone, user_id", "(not in the lineage)"]]
+    text = fresh_report(recorded, "md")
+    assert "| prod.payments | aadhaar_ref, pan, phone, user_id | (not in the lineage) |" in text
