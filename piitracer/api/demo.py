@@ -186,17 +186,7 @@ def run_demo(
         say("verified: " + ("complete" if result.verification.complete else
                             f"not complete (verify exits 1): {_open_summary(result.verification)}"))
         if attest and not result.verification.complete:
-            attested = session.attested(plan)
-            owners: dict[str, Any] = {}  # each simulated owner proves who they are with a credential the demo makes
-            for step in (s for s in plan.steps if s.action in PERSON_ACTIONS and s.id not in attested):
-                owner = owner_name(step.owner) or _DEMO_OWNERS.get(step.action.value, "streaming-team")
-                if owner not in owners:
-                    owners[owner] = session.person(session.add_person(owner).token)
-                statement = (f"SIMULATED by piitracer demo: no person did this; {owner} would confirm "
-                             f"{step.action.value} of {step.dataset} here")
-                result.attestations.append(session.attest(plan_path, step.id, owners[owner],
-                                                          Evidence.of(statement), statement=statement))
-                say(f"  attested {step.id} {step.action.value} {step.dataset} as {owner} (simulated)")
+            result.attestations += attest_as_simulated_owners(session, plan, plan_path, say)
             result.verification = session.verify(plan_path).report
             say("verified again: " + ("complete" if result.verification.complete else _open_summary(result.verification)))
         phase("verify")
@@ -217,6 +207,35 @@ def run_demo(
     phase("audit")
     say(f"audit trail recorded; report: {result.report_path}")
     return result
+
+
+def attest_as_simulated_owners(session, plan: DeletionPlan, plan_path: Path,
+                               say: Callable[[str], None] = lambda message: None) -> list:
+    """Attest every person step of a plan not yet attested as its simulated owner (the demo's
+    stand-in for the people who would do them; the statement says it is simulated). Each owner
+    proves who they are with a credential made with the session's keys.
+
+    Args:
+        session (Session): a session with the audit and signing keys.
+        plan: the plan.
+        plan_path: its file.
+        say: told of each attestation.
+
+    Returns:
+        The attestations' audit entries.
+    """
+    attested = session.attested(plan)
+    owners: dict[str, Any] = {}
+    entries = []
+    for step in (s for s in plan.steps if s.action in PERSON_ACTIONS and s.id not in attested):
+        owner = owner_name(step.owner) or _DEMO_OWNERS.get(step.action.value, "streaming-team")
+        if owner not in owners:
+            owners[owner] = session.person(session.add_person(owner).token)
+        statement = (f"SIMULATED by piitracer demo: no person did this; {owner} would confirm "
+                     f"{step.action.value} of {step.dataset} here")
+        entries.append(session.attest(plan_path, step.id, owners[owner], Evidence.of(statement), statement=statement))
+        say(f"  attested {step.id} {step.action.value} {step.dataset} as {owner} (simulated)")
+    return entries
 
 
 # Who the demo's simulated attestations name when a step has no owner in the catalog.

@@ -7,6 +7,7 @@ open the stores are :class:`piitracer.api.session.Session`'s. Rooms: requests, a
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Sequence
@@ -157,6 +158,57 @@ def forget_copies(workspace: Workspace, store, request, pairs: list[tuple[str, s
         with Journal(journal_path) as journal:
             forgotten = journal.forget_request(request.request_id)
     return {"journal_value_sets_deleted": forgotten, **found}
+
+
+def remember_erased(workspace: Workspace, store, suppression, request, pairs: list[tuple[str, str]]) -> dict[str, int]:
+    """Keep the suppression records of a closing request (issue 52), while its values can still be
+    read: its subject values (of its source columns) and every identifier and computed form the
+    journal resolved for it (of the column or form its value set came from). Only keyed hashes
+    are kept (:class:`piitracer.requests.suppression.SuppressionStore`).
+
+    Args:
+        workspace: the loaded workspace.
+        store (RequestStore): the request store, with the master key.
+        suppression (SuppressionStore): the suppression list, with the master key.
+        request (ErasureRequest): the request being closed.
+        pairs: its (request id, subject value) pairs.
+
+    Returns:
+        The count the close's audit entry records.
+    """
+    from piitracer.requests.suppression import Identifier, identifiers_of, value_type
+
+    source = ",".join(request.sources)
+    identifiers = [Identifier(value, source, value_type(value)) for _, value in pairs]
+    journal_path = StateLayout(workspace.root).journal
+    if request.plan_id and journal_path.exists() and pairs:
+        with Journal(journal_path) as journal:
+            others = journal.resolved_requests(request.plan_id) - {request.request_id}
+            sets = journal.load_values(request.plan_id, store.cipher([request.request_id]), skip=others) or {}
+        kinds = value_set_kinds(store.plan_json(request.plan_id)) if sets else {}
+        identifiers += identifiers_of(sets, kinds)
+    return {"suppression_records_kept": suppression.remember(request.request_id, identifiers)}
+
+
+def value_set_kinds(plan_text: str) -> dict[str, str]:
+    """Value set name -> where its values come from (``dataset.column``, and the expression of a
+    computed form), read from a kept plan's value sources."""
+    kinds: dict[str, str] = {}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            source = node.get("source")
+            if isinstance(node.get("name"), str) and isinstance(source, dict) and "dataset" in source and "column" in source:
+                kind = f"{source['dataset']}.{source['column']}"
+                kinds[node["name"]] = f"{kind} via {node['expression']}" if node.get("expression") else kind
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(json.loads(plan_text))
+    return kinds
 
 
 def estimate_plan_cost(workspace: Workspace, plan: DeletionPlan, progress: Progress | None = None):

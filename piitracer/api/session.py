@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     from piitracer.model.verification import VerificationReport
     from piitracer.requests.board import BoardPage, BoardQuery
     from piitracer.requests.store import RequestStore
+    from piitracer.requests.suppression import SuppressionStore
+    from piitracer.api.guard import GuardScan
 
 PlanOrFile = "DeletionPlan | str | os.PathLike[str]"
 
@@ -115,6 +117,7 @@ class Session:
         self._store: RequestStore | None = None
         self._log: AuditLog | None = None
         self._lakehouse: Lakehouse | None = None
+        self._suppression: "SuppressionStore | None" = None
 
     def __enter__(self) -> "Session":
         return self
@@ -127,7 +130,7 @@ class Session:
         and the lakehouse's places are resolved afresh)."""
         self._stack.close()
         self._stack = ExitStack()
-        self._store, self._log, self._lakehouse = None, None, None
+        self._store, self._log, self._lakehouse, self._suppression = None, None, None, None
 
     @property
     def lakehouse(self) -> "Lakehouse":
@@ -560,12 +563,32 @@ class Session:
                 watched (without ``now_reason``).
             MasterKeyError: the session has no master key.
         """
-        from piitracer.api.requests import forget_copies
+        from piitracer.api.requests import forget_copies, remember_erased
         from piitracer.requests.lifecycle import close
 
         store = self._sealed_store()
+        remember = None
+        if self.workspace.config.policy.suppression == "keep":
+            suppression = self.suppression()
+            remember = lambda request, pairs: remember_erased(self.workspace, store, suppression, request, pairs)  # noqa: E731
         return close(store, self.audit(), request_id, now_reason,
-                     lambda request, pairs: forget_copies(self.workspace, store, request, pairs))
+                     lambda request, pairs: forget_copies(self.workspace, store, request, pairs), remember)
+
+    def suppression(self) -> "SuppressionStore":
+        """The workspace's suppression list (issue 52), opened once per session.
+
+        Returns:
+            The suppression list (`piitracer.requests.suppression.SuppressionStore`).
+
+        Raises:
+            MasterKeyError: the session has no master key (the list's key is wrapped under it).
+        """
+        if self._suppression is None:
+            from piitracer.requests.suppression import SuppressionStore
+
+            self._suppression = self._stack.enter_context(
+                SuppressionStore(self.layout.suppression, self.keys.need_master()))
+        return self._suppression
 
     # ---- execute --------------------------------------------------------------------------------
 
@@ -751,6 +774,88 @@ class Session:
 
         self.keys.need_audit()
         return reverify_requests(self.workspace, self._sealed_store(), self.audit(), sweep, progress)
+
+    # ---- erased people stay erased (issue 52) ------------------------------------------------------
+
+    def guard_scan(self, full: bool = False, all_columns: bool = False, new_tables: bool = True,
+                   on_table: Callable[[str], None] | None = None) -> "GuardScan":
+        """Read the lakehouse against the suppression list (``guard scan``): only what changed since
+        the last scan unless ``full``; anyone found again gets a new request, linked to the earlier
+        one and recorded in the audit log (`piitracer.api.guard.run_guard_scan`).
+
+        Args:
+            full: read every file, not only what changed since the last scan.
+            all_columns: read every column that can hold an identifier, not only the candidates.
+            new_tables: also read the tables under the warehouse roots no catalog entry names.
+            on_table: told of each table as it is scanned.
+
+        Returns:
+            What was read and who came back.
+
+        Raises:
+            BadKeyError: no audit key or no master key.
+        """
+        from piitracer.api.guard import run_guard_scan
+
+        self.keys.need_audit()
+        return run_guard_scan(self.workspace, self.lakehouse.fresh(), self.suppression(), self._sealed_store(), self.audit(),
+                              full=full, all_columns=all_columns, new_tables=new_tables, on_table=on_table)
+
+    def guard_forget(self, request_id: str | None) -> int:
+        """Destroy the suppression records of one closed request (``guard forget REQUEST``), or
+        every record and the suppression key (``request_id`` None: ``guard forget --everyone``);
+        recorded in the audit log.
+
+        Args:
+            request_id: the request whose records to destroy; None: everyone's, and the key.
+
+        Returns:
+            How many records were destroyed.
+
+        Raises:
+            BadKeyError: no audit key.
+            NotFoundError: the list remembers no one for that request.
+        """
+        from piitracer.audit import record_request_entry
+        from piitracer.model.audit import EntryKind
+        from piitracer.model.errors import NotFoundError
+        from piitracer.requests.suppression import SuppressionStore
+
+        self.keys.need_audit()
+        with SuppressionStore(self.layout.suppression) as suppression:
+            if request_id is None:
+                destroyed = suppression.forget_everyone()
+                self.audit().append(EntryKind.REQUEST, "", [("suppression-list", "")], {
+                    "request_id": None, "action": "suppression list forgotten: every record and the key destroyed",
+                    "records_destroyed": destroyed})
+                self._suppression = None
+                return destroyed
+            if request_id not in suppression.requests():
+                raise NotFoundError(f"the suppression list remembers no one for request {request_id!r}")
+            destroyed = suppression.forget(request_id)
+        record_request_entry(self.audit(), request_id, [(request_id, "")], from_state=None, to_state="closed",
+                             action="forgotten: suppression records destroyed", details={"records_destroyed": destroyed})
+        return destroyed
+
+    def guard_export(self, path: "str | os.PathLike[str]") -> int:
+        """Write the suppression list a pipeline's guard reads (``guard export``; :mod:`piitracer.guard`):
+        the suppression key and the keyed hashes, mode 0600 — keep it as secret as a vault key.
+
+        Args:
+            path: the file to write.
+
+        Returns:
+            How many hashes it holds.
+
+        Raises:
+            MasterKeyError: no master key.
+        """
+        from piitracer.guard import SuppressionList
+
+        suppression = self.suppression()
+        listed = SuppressionList(suppression.key(), suppression.hashes())
+        listed.write(path)
+        return len(listed)
 
     def attest(self, plan: PlanOrFile, step_id: str, by: "ProvenPerson", evidence: "Evidence | str | None" = None,
                statement: str | None = None) -> "AuditEntry":

@@ -37,6 +37,7 @@ COMMANDS = {
     "approve": ("piitracer.cli.approve:approve_command", "Approve a plan as a second person before it runs."),
     "requests": ("piitracer.cli.requests:requests_group", "The request queue: deadlines, states, close, reverify."),
     "batch": ("piitracer.cli.requests:batch_group", "Plan the queued requests that are due, within a budget."),
+    "guard": ("piitracer.cli.guard:guard_group", "Erased people stay erased: scan for returns, export the list."),
     "audit": ("piitracer.cli.audit:audit", "The audit trail: verify it, report, sign and check certificates."),
     "serve": ("piitracer.cli.serve:serve", "Receive OpenLineage events over HTTP; serve the console."),
     "owners": ("piitracer.cli.owners:owners_group", "Console sign-in tokens: add, revoke (owners, viewers, approvers)."),

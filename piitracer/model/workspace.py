@@ -421,6 +421,9 @@ class Policy(Frozen):
     approval: Literal["none", "required"] = Field(
         "none", description="'required': execute refuses a plan until a person listed under approvers: (not the one "
         "who planned it) approves it, in the console or with `piitracer approve`.")
+    suppression: Literal["keep", "off"] = Field(
+        "keep", description="'keep': closing a request keeps a keyed hash of each identifier it erased (never the "
+        "value), so `piitracer guard scan` notices the person coming back; 'off': nothing of the person is kept.")
 
 
 class Pricing(Frozen):

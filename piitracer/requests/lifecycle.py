@@ -146,13 +146,16 @@ def note_on_requests(store: RequestStore, request_ids: Iterable[str], note: str)
 
 
 def close(store: RequestStore, log: AuditLog, request_id: str, now_reason: str | None,
-          forget_copies: Callable[[ErasureRequest, list[tuple[str, str]]], dict[str, int]]) -> str:
+          forget_copies: Callable[[ErasureRequest, list[tuple[str, str]]], dict[str, int]],
+          remember: Callable[[ErasureRequest, list[tuple[str, str]]], dict[str, int]] | None = None) -> str:
     """Close a request: refused unless it is watching (verified complete, every person step
     attested) and its watching period is over, or ``now_reason`` says why not to wait. First
-    ``forget_copies`` deletes piitracer's other copies of its values (the journal's, rejected
-    events'), while they can still be read, and returns counts for the audit entry; then its data
-    key and sealed values are destroyed, a kept plan that held only closed requests is forgotten,
-    and the close (the key's fingerprint, never the key) is recorded. Returns the fingerprint."""
+    ``remember`` keeps the suppression records of its identifiers (issue 52: keyed hashes, so a
+    return is noticed), then ``forget_copies`` deletes piitracer's other copies of its values (the
+    journal's, rejected events'), while they can still be read; both return counts for the audit
+    entry. Then its data key and sealed values are destroyed, a kept plan that held only closed
+    requests is forgotten, and the close (the key's fingerprint, never the key) is recorded.
+    Returns the fingerprint."""
     request = store.get(request_id)
     if request.state is RequestState.CLOSED:
         raise CloseRefused(f"request {request_id} is already closed (at {request.closed_at})")
@@ -164,11 +167,12 @@ def close(store: RequestStore, log: AuditLog, request_id: str, now_reason: str |
         raise CloseRefused(f"request {request_id} is watched until {request.watch_until:%Y-%m-%d %H:%M} UTC (rows "
                            "resurrected by a late pipeline run are caught meanwhile): wait, or pass --now REASON")
     pairs = subject_pairs(store, request_id)
+    remembered = remember(request, pairs) if remember is not None else {}
     forgotten = forget_copies(request, pairs)
     fingerprint = store.shred(request_id, "closed: values shredded", now_reason)
     if request.plan_id and all(r.state is RequestState.CLOSED for r in store.all() if r.plan_id == request.plan_id):
         store.forget_plan(request.plan_id)
     record_request_entry(log, request_id, pairs, from_state=request.state.value, to_state=RequestState.CLOSED.value,
                          action="closed: data key destroyed, values shredded", plan_id=request.plan_id, reason=now_reason,
-                         details={"key_fingerprint": fingerprint, "shredded_at": now.isoformat(), **forgotten})
+                         details={"key_fingerprint": fingerprint, "shredded_at": now.isoformat(), **remembered, **forgotten})
     return fingerprint

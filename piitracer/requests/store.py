@@ -11,10 +11,8 @@ fingerprint), so the board and the audit trail still tell what happened.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from collections import Counter
-from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -22,6 +20,7 @@ from typing import Callable, Iterable, Sequence
 from piitracer.crypto.envelope import DataKey, KeyWrapper, MasterKeyError, ValueCipher, wrap_many
 from piitracer.model.errors import NotFoundError, NotNowError
 from piitracer.model.requests import TRANSITIONS, ErasureRequest, RequestState
+from piitracer.requests.private_sqlite import open_private, transaction
 from piitracer.requests.board import INDEXES, BoardPage, BoardQuery, board_page, set_plan_owners, utc_text
 
 SCHEMA = """
@@ -65,14 +64,7 @@ class RequestStore:
         self.path = Path(path)
         self.wrapper = wrapper
         self._wrapper_checked = False
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if not self.path.exists():
-            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
-        os.chmod(self.path, 0o600)
-        self._db = sqlite3.connect(self.path, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=DELETE")  # no -wal side file keeping old pages
-        self._db.execute("PRAGMA secure_delete=ON")  # deleted keys and values are overwritten in the file
-        self._db.execute("PRAGMA synchronous=FULL")
+        self._db = open_private(self.path)  # secure_delete: deleted keys and values are overwritten in the file
         self._db.executescript(SCHEMA)
         self._db.executescript(INDEXES)  # the board's queries (requests/board.py) at thousands of requests
         self._utc_deadlines()
@@ -242,17 +234,9 @@ class RequestStore:
                 before_commit(added)
         return added
 
-    @contextmanager
     def _transaction(self):
-        """One transaction (the connection is in autocommit mode, where ``with connection:`` alone
-        begins none: each statement would be its own transaction, and its own fsync)."""
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+        """One transaction (:func:`~piitracer.requests.private_sqlite.transaction`)."""
+        return transaction(self._db)
 
     def _utc_deadlines(self) -> None:
         """Rows written before times were kept in UTC (an offset other than +00:00) are rewritten

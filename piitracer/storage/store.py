@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import stat
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Protocol
 
 from piitracer.model.errors import UnavailableError
@@ -46,10 +46,13 @@ class StorageError(UnavailableError):
 
 @dataclass(frozen=True)
 class FileEntry:
-    """One file under a location: its path relative to the location (posix) and its size."""
+    """One file under a location: its path relative to the location (posix), its size and when it
+    was last written (nanoseconds; None where the store does not say). The time is not part of a
+    file's identity (equality), only a hint that a file was written again under the same name."""
 
     relative: str
     size: int
+    modified_ns: int | None = field(default=None, compare=False)
 
 
 class MetadataPointers(Protocol):
@@ -101,7 +104,7 @@ def _walk_local(location: Location, limit: int | None = None) -> Iterator[FileEn
             except FileNotFoundError:
                 continue
             if stat.S_ISREG(info.st_mode):
-                yield FileEntry(prefix + entry.name, info.st_size)
+                yield FileEntry(prefix + entry.name, info.st_size, info.st_mtime_ns)
                 count += 1
                 if limit is not None and count >= limit:
                     return
@@ -320,7 +323,8 @@ class Store:
         count = 0
         for item in infos:
             if item.type is pafs.FileType.File:
-                yield FileEntry(item.path[len(path.rstrip("/")) + 1:], int(item.size or 0))
+                yield FileEntry(item.path[len(path.rstrip("/")) + 1:], int(item.size or 0),
+                                item.mtime_ns if item.mtime is not None else None)
                 count += 1
                 if limit is not None and count >= limit:
                     return

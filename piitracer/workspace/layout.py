@@ -73,6 +73,11 @@ class StateLayout:
         """The people's credentials: their tokens' hashes and their signing keys sealed under them."""
         return self.path("people.json")
 
+    @property
+    def suppression(self) -> Path:
+        """The suppression list: keyed hashes of erased identifiers, and where the last guard scan got to."""
+        return self.path("suppression.sqlite")
+
     def demo_key(self, kind: str) -> Path:
         """The demo's own key of ``kind`` (audit, master, signing): made once per demo folder."""
         return self.path(f"demo-{kind}.key")

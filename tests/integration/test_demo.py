@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -39,7 +40,25 @@ def demo(tmp_path_factory, warehouse: Path):
     spark_for(warehouse)  # the suite's session: the demo must reuse it, not start another
     folder = prepare_workspace(tmp_path_factory.mktemp("demo") / "demo", warehouse=warehouse)
     workspace = piitracer.load_workspace(folder)
-    return workspace, build_lakehouse(workspace, rows=ROWS)
+    built = build_lakehouse(workspace, rows=ROWS)
+    keep_for_a_return(workspace, spark_for(warehouse), tmp_path_factory.mktemp("before-the-erasure"))
+    return workspace, built
+
+
+# What a backfill and a restore bring back after the erasure (issue 52): the person's rows as they
+# were before it, and copies of the plain-Parquet and archive folders.
+BEFORE: dict[str, object] = {}
+
+
+def keep_for_a_return(workspace, spark, folder: Path) -> None:
+    BEFORE["payments"] = spark.table("lake.prod.payments").where(f"user_id = {SUBJECT_USER_ID}").collect()
+    txn = DeltaTable(str(workspace.location_of("analytics.customer_txn"))).to_pyarrow_table()
+    BEFORE["customer_txn"] = txn.filter(pc.equal(txn["cust"], SUBJECT_USER_ID))
+    phones = DeltaTable(str(workspace.location_of("support.phone_directory"))).to_pyarrow_table()
+    BEFORE["phone_directory"] = phones.filter(pc.is_in(phones["phone"], pa.array({r["phone"] for r in BEFORE["payments"]})))
+    for dataset in ("risk.card_usage", "archive.payments_weekly"):
+        shutil.copytree(workspace.location_of(dataset), folder / dataset)
+        BEFORE[dataset] = folder / dataset
 
 
 def read(workspace, dataset: str, spark):
@@ -478,6 +497,129 @@ def test_after_the_demo_nothing_of_the_person_is_left_anywhere(demo, warehouse: 
             found += sqlite_cells(path, values)
             found += [f"{path.name}: raw page bytes" for text in texts if text in data]
     assert found == []
+
+
+RETURNED_INTO = ("prod.payments", "analytics.customer_txn", "support.phone_directory", "risk.card_usage",
+                 "archive.payments_weekly")
+
+
+def row_texts(table: pa.Table) -> list[str]:
+    return [json.dumps(r, sort_keys=True, default=str) for r in table.to_pylist()]
+
+
+def checksum(rows: list[str]) -> tuple[int, str]:
+    """(rows, an order-independent checksum of them)."""
+    return len(rows), hashlib.sha256("\n".join(sorted(rows)).encode()).hexdigest()
+
+
+def lake_rows(workspace, spark) -> dict[str, list[str]]:
+    """The rows of the tables a return is written into."""
+    return {dataset: row_texts(read(workspace, dataset, spark)) for dataset in RETURNED_INTO}
+
+
+def holds(row: str, forms: list) -> bool:
+    values = json.loads(row).values()
+    return any(v in forms or str(v) in {str(f) for f in forms} for v in values)
+
+
+def test_erased_people_stay_erased_a_backfill_a_copy_and_a_restore_are_found_and_erased_again(demo, warehouse: Path) -> None:
+    """Issue 52's acceptance on the demo: with 8841302 erased and the request closed, a backfill of
+    their rows into Iceberg and Delta, their Parquet file copied back and an archive object restored
+    are each found by ``guard scan`` (exit 1); a neighbouring id and a phone with the same last four
+    digits are not; a second scan reads nothing; the new request's plan, execute and verify erase
+    the person again, every other row kept, and nothing of them is left but the keyed records."""
+    from click.testing import CliRunner
+    from deltalake import write_deltalake
+
+    from byte_scan import find_values
+    from piitracer.api import open as open_session
+    from piitracer.api.demo import attest_as_simulated_owners, demo_keys as keys_of_demo
+    from piitracer.cli.main import cli
+    from piitracer.executor.runner import ExecuteOptions
+
+    workspace, _ = demo
+    spark = spark_for(warehouse)
+    runner = CliRunner(env=demo_keys(workspace.root))
+    base = ["--workspace", str(workspace.root)]
+    board = json.loads(runner.invoke(cli, [*base, "requests", "--output", "json"]).stdout)
+    assert {r["state"] for r in board} == {"closed"}  # the demo's request is closed: only the keyed records are left
+    # The records hold no form of the person in clear nor as an unkeyed hash (the file decoded, cells and pages).
+    forms = sorted({v for values in CAPTURED.values() for v in values}, key=repr)
+    records = workspace.root / ".piitracer" / "suppression.sqlite"
+    assert sqlite_cells(records, forms) == []
+    texts = [str(v).encode() for v in forms]
+    digests = [h for t in texts for a in ("sha256", "sha1", "md5") for h in (hashlib.new(a, t).digest(), hashlib.new(a, t).hexdigest().encode())]
+    assert [t for t in texts + digests if t in records.read_bytes()] == []
+    import sqlite3
+
+    with sqlite3.connect(records) as db:
+        assert db.execute("SELECT count(*), count(DISTINCT request_id) FROM records").fetchone()[1] == len(board)
+    first = runner.invoke(cli, [*base, "guard", "scan", "--output", "json"])
+    assert first.exit_code == 0 and json.loads(first.stdout)["came_back"] == [], first.output
+    clean = lake_rows(workspace, spark)
+
+    # The returns: a backfill (Iceberg through Spark, Delta through delta-rs), a copy, a restore.
+    payments = spark.table("lake.prod.payments")
+    spark.createDataFrame(BEFORE["payments"], payments.schema).writeTo("lake.prod.payments").append()
+    person_phone = BEFORE["payments"][0]["phone"]
+    decoys = {"cust": SUBJECT_USER_ID + 1, "phone": "+91" + "1" * (len(person_phone) - 7) + person_phone[-4:]}
+    txn = workspace.location_of("analytics.customer_txn")
+    decoy_txn = BEFORE["customer_txn"].slice(0, 1).set_column(0, "cust", pa.array([decoys["cust"]], BEFORE["customer_txn"]["cust"].type))
+    write_deltalake(str(txn), pa.concat_tables([BEFORE["customer_txn"], decoy_txn]), mode="append")
+    phones = workspace.location_of("support.phone_directory")
+    decoy_phone = BEFORE["phone_directory"].slice(0, 1).set_column(0, "phone", pa.array([decoys["phone"]]))
+    write_deltalake(str(phones), decoy_phone, mode="append")  # a decoy alone: this table must not be flagged
+    for dataset in ("risk.card_usage", "archive.payments_weekly"):
+        for path in sorted(BEFORE[dataset].rglob("*.parquet")):
+            target = workspace.location_of(dataset) / path.relative_to(BEFORE[dataset])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, target.with_name("restored-" + target.name))
+    assert find_values(workspace.location_of("archive.payments_weekly"), forms)  # the person is back on disk
+
+    scan = runner.invoke(cli, [*base, "guard", "scan", "--output", "json"])
+    assert scan.exit_code == 1, scan.output
+    found = json.loads(scan.stdout)
+    (back,) = found["came_back"]
+    # The person was erased twice (the demo ran twice): one person came back, linked to both requests.
+    assert back["earlier_requests"] == sorted(r["request_id"] for r in board) and back["new_request"], back
+    assert {p["dataset"] for p in back["found"]} == {"prod.payments", "analytics.customer_txn", "risk.card_usage",
+                                                     "archive.payments_weekly"}
+    assert {p["column"] for p in back["found"] if p["dataset"] == "prod.payments"} >= {"user_id", "pan", "phone"}
+    assert {p["column"] for p in back["found"] if p["dataset"] == "analytics.customer_txn"} == {"cust"}  # through lineage
+    assert all(str(SUBJECT_USER_ID) not in json.dumps(p) for p in back["found"])
+    again = runner.invoke(cli, [*base, "guard", "scan", "--output", "json"])
+    assert again.exit_code == 0 and all(t["unchanged"] and t["files_read"] == 0 for t in json.loads(again.stdout)["tables"])
+    assert not [p for p in BEFORE["payments"] if str(p["user_id"]) in scan.output + again.output]
+
+    # The new request erases the person again, as any request.
+    plan_path = workspace.root / "plan-back.json"
+    planned = runner.invoke(cli, [*base, "batch", "plan", "--all-open", "-o", str(plan_path)])
+    assert planned.exit_code == 0, planned.output
+    with open_session(workspace, keys_of_demo(workspace.root)) as session:
+        run = session.execute(plan_path, ExecuteOptions(no_concurrent_writers=True))
+        assert {r.state for r in run.results} <= {"committed", "awaiting_attestation", "skipped"}, run.results
+        session.verify(plan_path)
+        attest_as_simulated_owners(session, session.load_plan(plan_path), plan_path)
+        report = session.verify(plan_path).report
+        assert report.complete, [(d.dataset, d.state.value) for d in report.open_items()]
+        session.close(back["new_request"], now_reason="test: erased again")
+    after = lake_rows(workspace, spark)
+    # Nothing of the person is left and every other row is there: the rows before the returns, the
+    # decoys (other people), and the other people's rows of the restored files (restored data).
+    restored = {d: [r for p in sorted(BEFORE[d].rglob("*.parquet")) for r in row_texts(pq.read_table(p))]
+                for d in ("risk.card_usage", "archive.payments_weekly")}
+    assert [d for d, rows in after.items() if any(holds(r, forms) for r in rows)] == []
+    expected = {"prod.payments": clean["prod.payments"],
+                "analytics.customer_txn": clean["analytics.customer_txn"] + row_texts(decoy_txn),
+                "support.phone_directory": clean["support.phone_directory"] + row_texts(decoy_phone),
+                **{d: clean[d] + [r for r in rows if not holds(r, forms)] for d, rows in restored.items()}}
+    assert {d: checksum(rows) for d, rows in after.items()} == {d: checksum(rows) for d, rows in expected.items()}
+    locations = {workspace.location_of(d) for d in workspace.config.catalog} - {None}
+    left = [f"{folder.name}/{hit}" for folder in [workspace.root, *sorted(locations)] if folder.exists()
+            for hit in find_values(folder, forms)]
+    assert left == []
+    final = runner.invoke(cli, [*base, "guard", "scan", "--full", "--output", "json"])
+    assert final.exit_code == 0 and json.loads(final.stdout)["came_back"] == [], final.output
 
 
 def test_a_demo_run_that_fails_is_recorded_like_an_execute_that_fails(demo, warehouse: Path, monkeypatch) -> None:

@@ -1,0 +1,277 @@
+"""Erased people stay erased (issue 52): ``guard scan`` reads the lakehouse against the suppression
+list and opens a new request for anyone who came back; ``guard export`` writes the list a
+pipeline's guard reads (:mod:`piitracer.guard`); ``guard forget`` destroys records.
+
+The scan's tables are every catalogued dataset with a location (replicas, clones and archives are
+datasets of their own) and every table found under the warehouse roots that no catalog entry
+names (a new table is read in every column). A catalogued table's candidate columns are its
+identifiers, its key columns, the columns its lineage carries an identifier into and the columns
+the records' values came from; ``all_columns`` reads every column that can hold an identifier.
+
+Rooms: requests (the suppression list, the request store), verify (the scan), formats, discover
+(new tables), the lineage graph, audit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Callable, Sequence
+
+from piitracer.audit import AuditLog, record_request_entry
+from piitracer.guard import SuppressionList
+from piitracer.model.errors import NotFoundError
+from piitracer.model.lineage import ColumnRef
+from piitracer.model.plan import Subject
+from piitracer.model.requests import RequestState
+from piitracer.formats.table_files_now import lists_data_files
+from piitracer.planner.errors import PlanningError
+from piitracer.requests.suppression import SuppressionStore
+from piitracer.storage.guard import canonical
+from piitracer.verify.guard_scan import Found, ScanTarget, TableScan, scan_tables
+from piitracer.workspace.model import Workspace
+
+NEW_TABLE = "new table: "  # the prefix of a table found under the roots that no catalog entry names
+
+
+@dataclass
+class CameBack:
+    """One erased person found again: the earlier requests that erased them (one person may have
+    been erased more than once), the new request (None when it could not be opened, with ``why``),
+    and where (dataset, snapshot or version, file, column; never a value)."""
+
+    earlier_requests: list[str]
+    places: list[dict[str, str]]
+    kinds: list[str]
+    new_request: str | None = None
+    why: str | None = None
+
+
+@dataclass
+class GuardScan:
+    """What a scan read and found."""
+
+    full: bool
+    suppressed: int  # records on the list
+    people: int  # requests the list remembers someone for
+    tables: list[TableScan] = field(default_factory=list)
+    came_back: list[CameBack] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[TableScan]:
+        """The tables that could not be read."""
+        return [t for t in self.tables if t.problem]
+
+    @property
+    def complete(self) -> bool:
+        """Whether every table could be read (an unreadable one may hide a return)."""
+        return not self.problems
+
+    def as_dict(self) -> dict:
+        """The scan as JSON-ready data (``guard scan --output json``): no value, no hash."""
+        return {
+            "full": self.full, "complete": self.complete, "suppressed_records": self.suppressed, "suppressed_requests": self.people,
+            "came_back": [{"earlier_requests": c.earlier_requests, "new_request": c.new_request, "why": c.why,
+                           "kinds": c.kinds, "found": c.places} for c in self.came_back],
+            "tables": [{"dataset": t.dataset, "unchanged": t.unchanged, "files": t.files, "files_read": len(t.files_read),
+                        "rows_read": t.rows_read, "columns": list(t.columns), "absent": t.absent, "problem": t.problem}
+                       for t in self.tables],
+        }
+
+
+def guard_targets(workspace: Workspace, lakehouse, suppression: SuppressionStore, all_columns: bool = False,
+                  new_tables: bool = True) -> list[ScanTarget]:
+    """The tables a scan reads, with their candidate columns (module docstring), sorted by dataset."""
+    catalog = workspace.config.catalog
+    locations = lakehouse.locations
+    columns = {} if all_columns else candidate_columns(workspace, suppression.kinds())
+    targets = []
+    for dataset, location in sorted(locations.items()):
+        entry = catalog.get(dataset) or catalog.get(dataset.split("@", 1)[0])
+        if entry is None or not lists_data_files(entry.format):
+            continue
+        chosen = None if all_columns else tuple(sorted(columns.get(dataset.split("@", 1)[0], ())))
+        if chosen == ():
+            continue  # nothing in it can hold an identifier, as the catalog and the lineage say
+        targets.append(ScanTarget(dataset, entry.format, location, chosen))
+    if new_tables:
+        targets += _new_tables(lakehouse, locations.values())
+    return targets
+
+
+def candidate_columns(workspace: Workspace, kinds: Sequence[str]) -> dict[str, set[str]]:
+    """Dataset -> the columns that may hold an identifier: the catalog's identifiers and key
+    columns, the columns the lineage carries them into, and the columns records came from."""
+    from piitracer.api.lineage import build_lineage_graph
+
+    found: dict[str, set[str]] = {}
+    starts = []
+    for dataset, entry in workspace.config.catalog.items():
+        names = set(entry.identifiers) | set(entry.column_types) | ({entry.subject_key} if entry.subject_key else set())
+        found.setdefault(dataset, set()).update(names)
+        starts += [ColumnRef(dataset=dataset, column=name) for name in sorted(names)]
+    for kind in kinds:
+        for column in kind.split(" via ", 1)[0].split(","):
+            dataset, _, name = column.rpartition(".")
+            if dataset:
+                found.setdefault(dataset, set()).add(name)
+    graph = build_lineage_graph(workspace)
+    for start in starts:
+        if graph.has_column(start):
+            for ref in graph.downstream_columns(start):
+                found.setdefault(ref.dataset, set()).add(ref.column)
+    return found
+
+
+def _new_tables(lakehouse, catalogued) -> list[ScanTarget]:
+    """Tables under the warehouse roots that no catalog entry names, read in every column."""
+    from piitracer.discover.lakehouse import discover_tables
+
+    known = [canonical(location) for location in catalogued]
+    found = discover_tables(list(lakehouse.roots), lakehouse.store).tables
+    targets = []
+    for table in found:
+        place = canonical(table.location)
+        if lists_data_files(table.format) and not any(k.contains(place) or place.contains(k) for k in known):
+            targets.append(ScanTarget(NEW_TABLE + table.name, table.format, table.location, None))
+    return sorted(targets, key=lambda t: t.dataset)
+
+
+def run_guard_scan(workspace: Workspace, lakehouse, suppression: SuppressionStore, requests, log: AuditLog, *,
+                   full: bool = False, all_columns: bool = False, new_tables: bool = True,
+                   on_table: Callable[[str], None] | None = None) -> GuardScan:
+    """Scan the lakehouse against the suppression list and open a request for anyone who came back.
+
+    Args:
+        workspace: the loaded workspace.
+        lakehouse (Lakehouse): the session's places.
+        suppression: the suppression list, with the master key.
+        requests (RequestStore): the request store, with the master key (the new requests' values
+            are sealed there, as any request's).
+        log: the audit log (each return is recorded on the earlier request and the new one).
+        full: read every file, not only what changed since the last scan.
+        all_columns: read every column that can hold an identifier, not only the candidates.
+        new_tables: also read the tables under the roots that no catalog entry names.
+        on_table: told of each table as it is scanned.
+
+    Returns:
+        What was read and who came back.
+    """
+    records, people = suppression.count()
+    result = GuardScan(full=full, suppressed=records, people=people)
+    if records == 0:
+        return result
+    listed = SuppressionList(suppression.key(), suppression.hashes())
+    targets = guard_targets(workspace, lakehouse, suppression, all_columns, new_tables)
+    scans, found = scan_tables(targets, listed, lakehouse.store, suppression, full, on_table)
+    result.tables = scans
+    result.came_back = _reopen(workspace, lakehouse, suppression, requests, log, found)
+    for scan in scans:  # kept only now: a scan that failed half way reads the rest again next time
+        if scan.problem is None and scan.marker is not None:
+            suppression.save_position(scan.dataset, "table", {"marker": scan.marker}, scan.files_read)
+    return result
+
+
+def _reopen(workspace: Workspace, lakehouse, suppression: SuppressionStore, requests, log: AuditLog,
+            found: list[Found]) -> list[CameBack]:
+    """One new request per person found again, its values read from where they were found; each
+    return recorded on the new request and on every earlier request that erased the person.
+
+    A person is the earlier requests whose records share a hash that was found (erased twice, a
+    person has two requests; their return is one)."""
+    from piitracer.api.requests import add_requests
+
+    records = {item.hash: suppression.records_for([item.hash]) for item in found}
+    people = _people(found, records)
+    returns = []
+    now = datetime.now(timezone.utc)
+    for earlier in people:
+        hits = [(item, record) for item in found for record in records[item.hash] if record.request_id in earlier]
+        places = sorted({tuple(sorted(_place(item).items())) for item, _ in hits})
+        back = CameBack(earlier, [dict(p) for p in places], sorted({record.kind for _, record in hits}))
+        returns.append(back)
+        sources, values = _subject_values(requests, earlier, hits)
+        if not values:
+            back.why = "only values of other kinds were found (no subject value to erase the person by)"
+            continue
+        already = _open_request_for(requests, values)
+        if already is not None:  # found again before the request opened last time was erased: noted there
+            back.new_request, back.why = already, "already reopened: this return is noted on that request"
+            record_request_entry(log, already, [(already, v) for v in values], from_state=None, to_state="open",
+                                 action="came back", details={"came_back_of": earlier, "found_at": back.places,
+                                                              "kinds": back.kinds})
+            continue
+        new_id = _new_request_id(requests, earlier[-1], now)
+        subjects = [Subject(value=value, request_id=new_id, received_at=now) for value in values]
+        try:
+            add_requests(workspace, requests, log, sources, subjects, labels=[f"found value {i + 1}" for i in range(len(values))],
+                         action=f"came back (erased under {', '.join(earlier)})", lakehouse=lakehouse)
+        except PlanningError as error:
+            back.why = f"cannot queue it: {error}"
+            continue
+        back.new_request = new_id
+        details = {"came_back_of": earlier, "found_at": back.places, "kinds": back.kinds}
+        record_request_entry(log, new_id, [(new_id, v) for v in values], from_state=RequestState.QUEUED.value,
+                             to_state=RequestState.QUEUED.value, action="came back", details=details)
+        for request_id in earlier:
+            record_request_entry(log, request_id, [(request_id, "")], from_state=RequestState.CLOSED.value,
+                                 to_state=RequestState.CLOSED.value, action="came back",
+                                 details={"reopened_as": new_id, "found_at": back.places, "kinds": back.kinds})
+        requests.note(new_id, f"came back (erased under {', '.join(earlier)}): "
+                              f"{', '.join(sorted({p['dataset'] for p in back.places}))}")
+    return returns
+
+
+def _people(found: list[Found], records) -> list[list[str]]:
+    """The earlier requests grouped by person: requests whose found records share a hash are one
+    person's (sorted lists, sorted)."""
+    import networkx as nx
+
+    graph = nx.Graph()
+    for item in found:
+        ids = sorted({record.request_id for record in records[item.hash]})
+        graph.add_nodes_from(ids)
+        graph.add_edges_from(zip(ids, ids[1:]))
+    return sorted(sorted(component) for component in nx.connected_components(graph))
+
+
+def _place(item: Found) -> dict[str, str]:
+    """Where a value was found, with any path segment holding the value (a Hive partition
+    ``user_id=8841302``) masked: the audit log holds no value."""
+    place = item.place()
+    texts = {str(v) for v in item.values}
+    place["file"] = "/".join("…" if any(t in part for t in texts) else part for part in place["file"].split("/"))
+    return place
+
+
+def _subject_values(requests, earlier: list[str], hits) -> tuple[list[str], list[str]]:
+    """The sources of the person's latest earlier request, and the values found of the kind an
+    earlier request named the person by (its subject values), as text, sorted."""
+    kinds, sources = set(), []
+    for request_id in earlier:
+        try:
+            sources = list(requests.get(request_id).sources)
+        except NotFoundError:
+            continue
+        kinds.add(",".join(sources))
+    values = sorted({str(value) for item, record in hits if record.kind in kinds for value in item.values})
+    return sources, values
+
+
+def _open_request_for(requests, values: list[str]) -> str | None:
+    """An open request (not closed) holding one of these values, if any: the first by id."""
+    wanted = set(values)
+    for request in sorted(requests.all(), key=lambda r: r.request_id):
+        if request.state is not RequestState.CLOSED and wanted & set(requests.values(request.request_id)):
+            return request.request_id
+    return None
+
+
+def _new_request_id(requests, earlier: str, now: datetime) -> str:
+    """``<earlier>-back-<yyyymmdd>``, numbered when that is taken."""
+    base = f"{earlier}-back-{now:%Y%m%d}"
+    candidate, number = base, 1
+    while requests.has(candidate):
+        number += 1
+        candidate = f"{base}-{number}"
+    return candidate

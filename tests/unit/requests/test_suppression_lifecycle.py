@@ -1,0 +1,245 @@
+"""Erased people stay erased (issue 52), on a plain-Parquet lakehouse (no Spark): closing a request
+keeps a keyed record of each identifier it erased (never the value, never an unkeyed hash); a
+restored file brings the person back and ``guard scan`` finds them, opens a new request linked to
+the earlier one (recorded in the audit log, on the board, its value read from where it was found
+and sealed), which plans, executes and verifies as any request; a neighbouring id and a phone with
+the same last four digits are not flagged; a second scan with nothing new reads nothing; a
+request forgotten is no longer noticed; policy ``suppression: off`` keeps nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from click.testing import CliRunner
+from people_keys import AUDIT_KEY, workspace_keys
+
+import piitracer
+from piitracer.api import open as open_session
+from piitracer.cli.main import cli
+from piitracer.executor.runner import ExecuteOptions
+from piitracer.model.audit import EntryKind
+from piitracer.model.plan import Subject
+from piitracer.model.requests import RequestState
+
+PERSON = {"user_id": 7_000_000_001, "pan": "ABCPE1234F", "phone": "+919812345678"}
+DECOY = {"user_id": 7_000_000_002, "pan": "ZZZPZ9999Z", "phone": "+919800005678"}  # neighbour id, same last four
+OTHERS = [{"user_id": 7_000_000_100 + n, "pan": f"QQQPQ{n:04d}Q", "phone": f"+9198000{n:05d}"} for n in range(50)]
+
+
+def write_users(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"user_id": pa.array([r["user_id"] for r in rows], pa.int64()),
+                             "pan": [r["pan"] for r in rows], "phone": [r["phone"] for r in rows]}), path)
+
+
+def lake(root: Path, suppression: str = "keep") -> piitracer.Workspace:
+    write_users(root / "users" / "part-0.parquet", [PERSON, *OTHERS])
+    write_users(root / "contacts" / "part-0.parquet", [DECOY, *OTHERS[:5]])
+    (root / "sql").mkdir(parents=True, exist_ok=True)
+    (root / "sql" / "p.sql").write_text("INSERT INTO crm.contacts SELECT user_id, pan, phone FROM crm.users;\n")
+    (root / "piitracer.yaml").write_text(yaml.safe_dump({
+        "lineage": {"sql": [{"path": "sql"}]}, "warehouse_roots": ["users", "contacts", "restored"],
+        "policy": {"suppression": suppression},
+        "catalog": {"crm.users": {"format": "parquet", "location": "users", "columns": ["user_id", "pan", "phone"],
+                                  "identifiers": ["user_id", "pan", "phone"], "subject_key": "user_id",
+                                  "column_types": {"user_id": "bigint"}},
+                    "crm.contacts": {"format": "parquet", "location": "contacts", "columns": ["user_id", "pan", "phone"]}}}))
+    return piitracer.load_workspace(root)
+
+
+def erase(workspace, keys, subjects: list[Subject] | None = None) -> None:
+    """Plan (from the queued requests when ``subjects`` is None), execute, verify, close at once."""
+    with open_session(workspace, keys) as session:
+        if subjects is None:
+            path = workspace.root / "batch-plan.json"
+            path.write_text(session.batch_window(None).text)
+            plan = path
+        else:
+            plan = session.plan(["crm.users.user_id"], subjects, keep=True).plan
+        run = session.execute(plan, ExecuteOptions(no_concurrent_writers=True))
+        assert run.status == "complete", [(r.step.id, r.state, r.message) for r in run.results]
+        report = session.verify(plan).report
+        assert report.complete, [(d.dataset, d.state.value) for d in report.open_items()]
+        for request_id in sorted({r.request_id for r in session.board(None, False) if r.state is RequestState.WATCHING}):
+            session.close(request_id, now_reason="test: at once")
+
+
+def rows_of(folder: Path) -> list[tuple]:
+    found = []
+    for path in sorted(folder.rglob("*.parquet")):
+        found += [tuple(r.values()) for r in pq.read_table(path).to_pylist()]
+    return sorted(found)
+
+
+def forms(person: dict) -> list[bytes]:
+    """The person's values as text and as the unkeyed hashes a dictionary attack would reverse."""
+    texts = [str(v) for v in person.values()]
+    found = [t.encode() for t in texts]
+    for text in texts:
+        for algorithm in ("sha256", "sha1", "md5"):
+            digest = hashlib.new(algorithm, text.encode())
+            found += [digest.digest(), digest.hexdigest().encode()]
+    return found
+
+
+@pytest.fixture
+def erased(tmp_path: Path):
+    """The lake with PERSON erased and the request closed; a copy of their file taken before."""
+    workspace, keys = lake(tmp_path / "ws"), workspace_keys(tmp_path / "keys")
+    shutil.copy(tmp_path / "ws" / "users" / "part-0.parquet", tmp_path / "backup.parquet")
+    erase(workspace, keys, [Subject(value=str(PERSON["user_id"]), request_id="r1", received_at="2026-11-20T09:00:00Z")])
+    return workspace, keys, tmp_path
+
+
+def test_closing_keeps_keyed_records_only(erased) -> None:
+    workspace, keys, _ = erased
+    path = workspace.root / ".piitracer" / "suppression.sqlite"
+    with sqlite3.connect(path) as db:
+        records = db.execute("SELECT kind, value_type, request_id FROM records ORDER BY kind").fetchall()
+        hashes = [bytes(h) for (h,) in db.execute("SELECT hash FROM records")]
+    # The subject value (of its source column) and every identifier the resolve step captured.
+    assert {r[2] for r in records} == {"r1"}
+    assert {r[0] for r in records} >= {"crm.users.user_id", "crm.users.pan", "crm.users.phone"}
+    assert len(set(hashes)) >= 3 and all(len(h) == 16 for h in hashes)
+    raw = path.read_bytes()
+    assert [f for f in forms(PERSON) if f in raw] == []
+    with open_session(workspace, keys) as session:
+        audit = [e for e in session.audit().entries() if e.kind is EntryKind.REQUEST and e.body.get("to_state") == "closed"]
+    assert audit[-1].body["suppression_records_kept"] == len(records)
+
+
+def test_a_restored_file_brings_the_person_back_and_the_scan_reopens_them(erased) -> None:
+    workspace, keys, tmp_path = erased
+    users = workspace.root / "users"
+    before = rows_of(users)
+    assert not [r for r in before if PERSON["user_id"] in r]
+    with open_session(workspace, keys) as session:
+        first = session.guard_scan()
+    assert first.came_back == []  # the decoy (a neighbouring id, the same last four digits) is not flagged
+    assert {t.dataset for t in first.tables} == {"crm.users", "crm.contacts"}
+
+    shutil.copy(tmp_path / "backup.parquet", users / "restored-part-0.parquet")  # a restore writes the old file back
+    with open_session(workspace, keys) as session:
+        scan = session.guard_scan()
+        board = {r.request_id: r for r in session.board(None, False)}
+        entries = [e for e in session.audit().entries() if e.kind is EntryKind.REQUEST and e.body.get("action") == "came back"]
+    assert [(c.earlier_requests, c.new_request) for c in scan.came_back] == [(["r1"], scan.came_back[0].new_request)]
+    back = scan.came_back[0]
+    assert back.new_request.startswith("r1-back-")
+    assert sorted({(p["dataset"], p["file"], p["column"]) for p in back.places}) == [
+        ("crm.users", "restored-part-0.parquet", "pan"), ("crm.users", "restored-part-0.parquet", "phone"),
+        ("crm.users", "restored-part-0.parquet", "user_id")]
+    read = {t.dataset: t for t in scan.tables}
+    assert read["crm.users"].files_read == [i for i in read["crm.users"].files_read if i.startswith("restored-part-0.parquet|")]
+    assert read["crm.contacts"].unchanged and read["crm.contacts"].files_read == []
+    assert board[back.new_request].state is RequestState.QUEUED and "came back" in board[back.new_request].last_action
+    assert {e.body["request_id"] for e in entries} == {"r1", back.new_request}
+    assert not [f for f in forms(PERSON) if any(f in e.model_dump_json().encode() for e in entries)]
+    with open_session(workspace, keys) as session:
+        assert session.requests().values(back.new_request) == [str(PERSON["user_id"])]  # read from where it was found
+        again = session.guard_scan()
+    assert again.came_back == [] and all(t.unchanged for t in again.tables)  # nothing new: nothing read
+
+    others = [r for r in rows_of(users) if r[0] != PERSON["user_id"]]
+    erase(workspace, keys)  # the new request plans, executes and verifies as any request
+    assert not [r for r in rows_of(users) if PERSON["user_id"] in r]
+    assert rows_of(users) == others
+    with open_session(workspace, keys) as session:
+        assert session.guard_scan(full=True).came_back == []
+    raw = b"".join(p.read_bytes() for p in (workspace.root / ".piitracer").rglob("*") if p.is_file())
+    assert [f for f in forms(PERSON)[:3] if f in raw] == []  # nothing of the person beyond the keyed records
+
+
+def test_the_cli_scan_exits_1_when_someone_came_back_and_prints_no_value(erased) -> None:
+    workspace, keys, tmp_path = erased
+    shutil.copy(tmp_path / "backup.parquet", workspace.root / "contacts" / "old.parquet")
+    audit_key = tmp_path / "audit.key"
+    audit_key.write_text(AUDIT_KEY + "\n")
+    audit_key.chmod(0o600)
+    args = ["--workspace", str(workspace.root), "guard", "scan", "--audit-key-file", str(audit_key),
+            "--master-key-file", str(tmp_path / "keys" / "master.key")]
+    env = {"PIITRACER_AUDIT_KEY": None, "PIITRACER_MASTER_KEY_FILE": None}
+    result = CliRunner().invoke(cli, args, env=env)
+    assert result.exit_code == 1, result.output
+    lines = result.output.splitlines()
+    assert lines[1].startswith("CAME BACK: erased under r1 (new request r1-back-")
+    assert sorted(lines[2:5]) == [f"  crm.contacts file old.parquet column {c}" for c in ("pan", "phone", "user_id")]
+    assert not [v for v in PERSON.values() if str(v) in result.output]
+    again = CliRunner().invoke(cli, args, env=env)
+    assert again.exit_code == 0 and again.output.splitlines()[-1] == "no erased person came back"
+
+
+def test_a_forgotten_request_is_no_longer_noticed(erased) -> None:
+    workspace, keys, tmp_path = erased
+    with open_session(workspace, keys) as session:
+        assert session.guard_forget("r1") >= 3
+    shutil.copy(tmp_path / "backup.parquet", workspace.root / "users" / "restored.parquet")
+    with open_session(workspace, keys) as session:
+        assert session.guard_scan(full=True).came_back == []
+    with sqlite3.connect(workspace.root / ".piitracer" / "suppression.sqlite") as db:
+        assert db.execute("SELECT count(*) FROM records").fetchone() == (0,)
+
+
+def test_forgetting_everyone_destroys_the_key(erased) -> None:
+    workspace, keys, _ = erased
+    path = workspace.root / ".piitracer" / "suppression.sqlite"
+    with sqlite3.connect(path) as db:
+        wrapped = db.execute("SELECT value FROM meta WHERE name = 'key'").fetchone()[0]
+    with open_session(workspace, keys) as session:
+        assert session.guard_forget(None) >= 3
+    assert wrapped.encode() not in path.read_bytes()
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT count(*) FROM records").fetchone() == (0,)
+        assert db.execute("SELECT count(*) FROM meta WHERE name = 'key'").fetchone() == (0,)
+
+
+def test_policy_off_keeps_nothing(tmp_path: Path) -> None:
+    workspace, keys = lake(tmp_path / "ws", suppression="off"), workspace_keys(tmp_path / "keys")
+    erase(workspace, keys, [Subject(value=str(PERSON["user_id"]), request_id="r1", received_at="2026-11-20T09:00:00Z")])
+    path = workspace.root / ".piitracer" / "suppression.sqlite"
+    assert not path.exists()
+    with open_session(workspace, keys) as session:
+        scan = session.guard_scan()
+    assert scan.suppressed == 0 and scan.tables == []
+
+
+def test_a_person_erased_twice_comes_back_once(erased) -> None:
+    """The same person under two closed requests: one return, one new request linked to both."""
+    workspace, keys, tmp_path = erased
+    erase(workspace, keys, [Subject(value=str(PERSON["user_id"]), request_id="r2", received_at="2026-11-21T09:00:00Z")])
+    shutil.copy(tmp_path / "backup.parquet", workspace.root / "users" / "restored.parquet")
+    with open_session(workspace, keys) as session:
+        scan = session.guard_scan()
+        entries = [e for e in session.audit().entries() if e.kind is EntryKind.REQUEST and e.body.get("action") == "came back"]
+    assert [(c.earlier_requests, c.new_request) for c in scan.came_back] == [(["r1", "r2"], "r2-back-" + scan.came_back[0].new_request[8:])]
+    assert sorted(e.body["request_id"] for e in entries) == sorted(["r1", "r2", scan.came_back[0].new_request])
+
+
+def test_a_table_that_cannot_be_read_makes_the_scan_incomplete_and_is_read_again(erased) -> None:
+    """An unreadable file may hide a return: the scan says so (exit 1), still reads the other
+    tables, and keeps no position for that table, so the next scan reads it again."""
+    workspace, keys, tmp_path = erased
+    (workspace.root / "contacts" / "broken.parquet").write_bytes(b"PAR1 not really")
+    shutil.copy(tmp_path / "backup.parquet", workspace.root / "users" / "restored.parquet")
+    with open_session(workspace, keys) as session:
+        scan = session.guard_scan()
+    assert not scan.complete and [t.dataset for t in scan.problems] == ["crm.contacts"]
+    assert [c.earlier_requests for c in scan.came_back] == [["r1"]]  # the other table was still read
+    (workspace.root / "contacts" / "broken.parquet").unlink()
+    shutil.copy(tmp_path / "backup.parquet", workspace.root / "contacts" / "copied.parquet")
+    with open_session(workspace, keys) as session:
+        again = session.guard_scan()
+    assert again.complete and {p["dataset"] for c in again.came_back for p in c.places} == {"crm.contacts"}
+    # Found again before the reopened request was erased: noted on it, no second request.
+    assert [(c.new_request, c.why) for c in again.came_back] == [
+        (scan.came_back[0].new_request, "already reopened: this return is noted on that request")]
+    with open_session(workspace, keys) as session:
+        assert [r.request_id for r in session.board(None, False) if r.state is RequestState.QUEUED] == [
+            scan.came_back[0].new_request]
