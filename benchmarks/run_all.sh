@@ -31,6 +31,7 @@ run requests_add "$PY" benchmarks/bench_requests_add.py
 run catalog_asks "$PY" benchmarks/bench_catalog_asks.py
 run seed_erasure "$PY" benchmarks/bench_seed_erasure.py --runs 3
 run verify_process "$PY" benchmarks/bench_verify_process.py
+run guard_scan "$PY" benchmarks/bench_guard_scan.py
 demo_dir=$(mktemp -d)
 run demo /usr/bin/time -v "$(dirname "$PY")/piitracer" demo --dir "$demo_dir/demo"
 rm -rf "$demo_dir"
