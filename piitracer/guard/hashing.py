@@ -8,7 +8,7 @@ own that only the workspace's master key unwraps. Without the key the records sa
 destroying the key forgets everyone at once.
 
 **The construction.** Two keys are derived from the suppression key with HKDF-SHA256 (distinct
-``info`` labels): an AES-256 key and an HMAC-SHA256 key. With ``t`` the UTF-8 bytes of the
+``info`` labels): two AES-256 keys, one for short texts, one for long texts' CBC-MAC. With ``t`` the UTF-8 bytes of the
 canonical text:
 
 - ``len(t) <= 15``: ``AES-256(aes key, t + zero bytes to 15 + one byte holding len(t))``, one
@@ -21,16 +21,21 @@ canonical text:
   evaluation of the PRF on its own, and equal texts giving equal hashes is the point (a lookup).
   Being one block each, the hashes of a whole Arrow column are one AES-ECB call
   (``encryptor().update_into``) over the concatenated blocks, built with NumPy from the column's
-  offsets and data buffer (:func:`hash_array`): a few nanoseconds a value where the HMAC costs a
-  microsecond of Python each. User ids, phone numbers, Indian PANs and Aadhaar numbers are all 15
+  offsets and data buffer (:func:`hash_array`): a few nanoseconds a value where a Python HMAC
+  costs a microsecond each. User ids, phone numbers, Indian PANs and Aadhaar numbers are all 15
   bytes or fewer.
-- longer texts: ``HMAC-SHA256(hmac key, b"piitracer/suppress/v1|" + t)`` truncated to 16 bytes
-  (a collision among a million records is ~2^-88), one value at a time, each distinct text of a
-  column once (e-mail addresses, 16-digit card numbers, hex digests, ids of 16 digits or more).
-
+- longer texts: CBC-MAC under the second key (AES-256) of a first block holding the text's length
+  (8 bytes, big-endian) and ``b"pt-long1"``, then the text in 16-byte blocks, the last padded with
+  zeros: ``s = AES(k, L); s = AES(k, s XOR P_i)`` for each block, the last ``s`` the hash. CBC-MAC
+  is a PRF on a prefix-free set of messages, and the length block makes the set prefix-free
+  (Bellare, Kilian and Rogaway; Petrank and Rackoff): two texts of different lengths differ in
+  their first block, two of one length have as many blocks and neither is a prefix of the other.
+  It is computed for a whole column too: the long texts grouped by their number of blocks, each
+  group's blocks one AES-ECB call per block position (e-mail addresses, 16-digit card numbers, hex
+  digests: a card number is two AES blocks, a SHA-256 hex digest five).
 Both halves are keyed and both keys come from the one suppression key: destroying it forgets
 everyone. The two outputs cannot be confused with each other in a way that matters: a short and a
-long text colliding is a 2^-128 event per pair, like any two HMAC outputs. :func:`suppression_hash`
+long text colliding is a 2^-128 event per pair (two keys, two pseudorandom functions). :func:`suppression_hash`
 (one value) builds its block with plain ``bytes`` and is the reference the vectorised
 :func:`hash_array` is tested against, value for value.
 
@@ -47,11 +52,9 @@ they are as secret as the key.
 
 from __future__ import annotations
 
-import hmac
 import threading
 from decimal import Decimal
 from functools import lru_cache
-from hashlib import sha256
 from typing import Any, Iterable
 
 import numpy as np
@@ -62,11 +65,11 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 HASH_BYTES = 16
-DOMAIN = b"piitracer/suppress/v1|"
 KEY_BYTES = 32
 SHORT_BYTES = 15  # a canonical text of at most this many UTF-8 bytes is hashed by one AES block
 AES_INFO = b"piitracer/suppress/v1/aes-256-block"
-HMAC_INFO = b"piitracer/suppress/v1/hmac-sha256"
+LONG_INFO = b"piitracer/suppress/v1/aes-256-cbc-mac"
+LONG_TAG = b"pt-long1"  # the second half of a long text's length block
 HASH_DTYPE = np.dtype(f"V{HASH_BYTES}")  # NumPy's raw-bytes type of one hash (compared bytewise)
 
 _LOCAL = threading.local()  # each thread's AES encryptors, by key (_encryptor)
@@ -92,11 +95,12 @@ def canonical_text(value: Any) -> str | None:
 
 @lru_cache(maxsize=8)
 def _keys(key: bytes) -> tuple[bytes, bytes]:
-    """(AES-256 key, HMAC key), both derived from the suppression key with HKDF-SHA256."""
+    """(AES-256 key of short texts, AES-256 key of long texts' CBC-MAC), both derived from the
+    suppression key with HKDF-SHA256."""
     def derive(info: bytes) -> bytes:
         return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive(key)
 
-    return derive(AES_INFO), derive(HMAC_INFO)
+    return derive(AES_INFO), derive(LONG_INFO)
 
 
 def _encryptor(aes_key: bytes):
@@ -124,8 +128,16 @@ def _short_block(data: bytes) -> bytes:
     return data + bytes(SHORT_BYTES - len(data)) + bytes([len(data)])
 
 
-def _long_hash(hmac_key: bytes, data: bytes | memoryview) -> bytes:
-    return hmac.digest(hmac_key, DOMAIN + data, sha256)[:HASH_BYTES]
+def _length_block(size: int) -> bytes:
+    return size.to_bytes(8, "big") + LONG_TAG
+
+
+def _long_hash(long_key: bytes, data: bytes) -> bytes:
+    """The CBC-MAC of one long text (module docstring): CBC encryption with a zero IV of the length
+    block and the zero-padded text, its last block."""
+    padded = data + bytes(-len(data) % HASH_BYTES)
+    encryptor = Cipher(algorithms.AES(long_key), modes.CBC(bytes(HASH_BYTES))).encryptor()
+    return (encryptor.update(_length_block(len(data)) + padded) + encryptor.finalize())[-HASH_BYTES:]
 
 
 def suppression_hash(key: bytes, value: Any) -> bytes | None:
@@ -133,17 +145,17 @@ def suppression_hash(key: bytes, value: Any) -> bytes | None:
     text = canonical_text(value)
     if text is None:
         return None
-    aes_key, hmac_key = _keys(bytes(key))
+    aes_key, long_key = _keys(bytes(key))
     data = text.encode("utf-8")
     if len(data) <= SHORT_BYTES:
         return _encrypt_blocks(aes_key, _short_block(data))
-    return _long_hash(hmac_key, data)
+    return _long_hash(long_key, data)
 
 
 def suppression_hashes(key: bytes, values: Iterable[Any]) -> list[bytes | None]:
     """The keyed hash of each value, in order (None where a value has no canonical text); the short
     texts' blocks are encrypted together."""
-    aes_key, hmac_key = _keys(bytes(key))
+    aes_key, long_key = _keys(bytes(key))
     out: list[bytes | None] = []
     short: list[int] = []
     blocks = bytearray()
@@ -158,7 +170,7 @@ def suppression_hashes(key: bytes, values: Iterable[Any]) -> list[bytes | None]:
             blocks += _short_block(data)
             out.append(None)
         else:
-            out.append(_long_hash(hmac_key, data))
+            out.append(_long_hash(long_key, data))
     if short:
         encrypted = _encrypt_blocks(aes_key, bytes(blocks))
         for n, at in enumerate(short):
@@ -183,21 +195,21 @@ def hash_array(key: bytes, array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarra
         where not valid) and a boolean array, False for nulls and for values with no canonical text
         (the empty string, booleans, dates, binary, nested values, non-integral numbers).
     """
-    aes_key, hmac_key = _keys(bytes(key))
+    aes_key, long_key = _keys(bytes(key))
     if isinstance(array, pa.ChunkedArray):
-        parts = [_hash_one(aes_key, hmac_key, chunk) for chunk in array.chunks]
+        parts = [_hash_one(aes_key, long_key, chunk) for chunk in array.chunks]
         if len(parts) == 1:
             return parts[0]
         if not parts:
             return np.zeros(0, HASH_DTYPE), np.zeros(0, bool)
         return np.concatenate([h for h, _ in parts]), np.concatenate([v for _, v in parts])
-    return _hash_one(aes_key, hmac_key, array)
+    return _hash_one(aes_key, long_key, array)
 
 
-def _hash_one(aes_key: bytes, hmac_key: bytes, array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def _hash_one(aes_key: bytes, long_key: bytes, array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     kind = array.type
     if pa.types.is_dictionary(kind):
-        hashes, valid = _hash_one(aes_key, hmac_key, array.dictionary)
+        hashes, valid = _hash_one(aes_key, long_key, array.dictionary)
         indices = array.indices
         at = indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.intp, copy=False)
         if len(hashes) == 0:  # every index null
@@ -209,16 +221,16 @@ def _hash_one(aes_key: bytes, hmac_key: bytes, array: pa.Array) -> tuple[np.ndar
         taken[~present] = np.zeros(1, HASH_DTYPE)  # zeros where not valid, as elsewhere
         return taken, present
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-        return _hash_strings(aes_key, hmac_key, array)
+        return _hash_strings(aes_key, long_key, array)
     if pa.types.is_integer(kind):  # Arrow's cast writes the digits faster than NumPy's divisions
-        return _hash_strings(aes_key, hmac_key, pc.cast(array, pa.large_string()))
+        return _hash_strings(aes_key, long_key, pc.cast(array, pa.large_string()))
     if hasattr(pa.types, "is_string_view") and pa.types.is_string_view(kind):
-        return _hash_strings(aes_key, hmac_key, pc.cast(array, pa.large_string()))
+        return _hash_strings(aes_key, long_key, pc.cast(array, pa.large_string()))
     if pa.types.is_floating(kind) or pa.types.is_decimal(kind):
         if pa.types.is_float16(kind):
             array = array.cast(pa.float64())  # half floats convert to numpy scalars, not Python floats
         texts = pa.array([canonical_text(value) for value in array.to_pylist()], pa.large_string())
-        return _hash_strings(aes_key, hmac_key, texts)
+        return _hash_strings(aes_key, long_key, texts)
     return np.zeros(len(array), HASH_DTYPE), np.zeros(len(array), bool)
 
 
@@ -259,7 +271,7 @@ def _encrypt_array(aes_key: bytes, blocks: np.ndarray) -> np.ndarray:
     return out[:written].view(HASH_DTYPE)
 
 
-def _hash_strings(aes_key: bytes, hmac_key: bytes, array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def _hash_strings(aes_key: bytes, long_key: bytes, array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """Every element of a ``string`` or ``large_string`` array (any offset), from its buffers."""
     n = len(array)
     if n == 0:
@@ -286,14 +298,32 @@ def _hash_strings(aes_key: bytes, hmac_key: bytes, array: pa.Array) -> tuple[np.
 
     long_rows = np.flatnonzero(valid & (lengths > SHORT_BYTES))
     if len(long_rows):
-        view = memoryview(raw)
-        memo: dict[bytes, bytes] = {}  # each distinct long text through the HMAC once
-        digests = []
-        for begin, end in zip(offsets[:-1][long_rows].tolist(), offsets[1:][long_rows].tolist()):
-            data = view[begin:end].tobytes()
-            digest = memo.get(data)
-            if digest is None:
-                digest = memo[data] = _long_hash(hmac_key, data)
-            digests.append(digest)
-        hashes[long_rows] = np.frombuffer(b"".join(digests), dtype=HASH_DTYPE)
+        hashes[long_rows] = _long_hashes(long_key, raw, offsets[:-1][long_rows], lengths[long_rows], first, last)
     return hashes, valid
+
+
+def _long_hashes(long_key: bytes, raw: np.ndarray, starts: np.ndarray, size: np.ndarray, first: int,
+                 last: int) -> np.ndarray:
+    """The CBC-MAC of texts of more than 15 bytes (each at ``starts`` in ``raw``, ``size`` bytes
+    long, within ``raw[first:last]``), a column at a time: grouped by their number of blocks, each
+    group's chain advanced one block position at a time for every text at once (one AES-ECB call
+    per position)."""
+    hashes = np.zeros(len(size), HASH_DTYPE)
+    blocks_of = (size + HASH_BYTES - 1) // HASH_BYTES
+    widest = int(blocks_of.max()) * HASH_BYTES
+    data = np.zeros(last - first + widest, np.uint8)  # the used range, then zeros: any gather stays inside
+    data[:last - first] = raw[first:last]
+    for count in np.unique(blocks_of).tolist():
+        rows = np.flatnonzero(blocks_of == count)
+        width = count * HASH_BYTES
+        at = (starts[rows] - first)[:, None] + np.arange(width)[None, :]
+        padded = np.where(np.arange(width)[None, :] < size[rows][:, None], data[at], 0).astype(np.uint8)
+        state = np.zeros((len(rows), HASH_BYTES), np.uint8)
+        state[:, :8] = size[rows].astype(">u8").view(np.uint8).reshape(len(rows), 8)
+        state[:, 8:] = np.frombuffer(LONG_TAG, np.uint8)
+        state = _encrypt_array(long_key, state).view(np.uint8).reshape(len(rows), HASH_BYTES)
+        for position in range(count):
+            chained = state ^ padded[:, position * HASH_BYTES:(position + 1) * HASH_BYTES]
+            state = _encrypt_array(long_key, chained).view(np.uint8).reshape(len(rows), HASH_BYTES)
+        hashes[rows] = state.copy().view(HASH_DTYPE).reshape(len(rows))
+    return hashes

@@ -1,15 +1,13 @@
 """The keyed hash of issue 52, computed a whole Arrow column at a time (AES-256 on one block for a
-text of at most 15 bytes, a truncated HMAC-SHA256 beyond, both under keys HKDF derives from the
+text of at most 15 bytes, a CBC-MAC with the length block first beyond, both under keys HKDF derives from the
 suppression key): every element's bytes equal the one-value hash's, whatever the column's type,
 slicing, chunking, nulls or UTF-8; both equal an independent implementation of the definition;
 and a list's membership of random columns equals a Python set of one-value hashes."""
 
 from __future__ import annotations
 
-import hmac
 import random
 import secrets
-from hashlib import sha256
 
 import numpy as np
 import pyarrow as pa
@@ -33,13 +31,21 @@ def definition(key: bytes, value) -> bytes | None:
     if text is None:
         return None
     aes_key = HKDF(hashes.SHA256(), 32, None, b"piitracer/suppress/v1/aes-256-block").derive(key)
-    hmac_key = HKDF(hashes.SHA256(), 32, None, b"piitracer/suppress/v1/hmac-sha256").derive(key)
+    long_key = HKDF(hashes.SHA256(), 32, None, b"piitracer/suppress/v1/aes-256-cbc-mac").derive(key)
     data = text.encode("utf-8")
     if len(data) <= 15:
         block = data + b"\x00" * (15 - len(data)) + bytes([len(data)])
         encryptor = Cipher(algorithms.AES(aes_key), modes.ECB()).encryptor()
         return encryptor.update(block) + encryptor.finalize()
-    return hmac.new(hmac_key, b"piitracer/suppress/v1|" + data, sha256).digest()[:16]
+    # CBC-MAC written out block by block: the length block, then the text zero-padded to blocks
+    blocks = [len(data).to_bytes(8, "big") + b"pt-long1"]
+    padded = data + b"\x00" * (-len(data) % 16)
+    blocks += [padded[i:i + 16] for i in range(0, len(padded), 16)]
+    state = bytes(16)
+    for block in blocks:
+        encryptor = Cipher(algorithms.AES(long_key), modes.ECB()).encryptor()
+        state = encryptor.update(bytes(a ^ b for a, b in zip(state, block))) + encryptor.finalize()
+    return state
 
 
 def per_value(key: bytes, array: pa.Array | pa.ChunkedArray) -> list[bytes | None]:
@@ -60,7 +66,7 @@ def assert_same(key: bytes, array: pa.Array | pa.ChunkedArray) -> None:
     assert suppression_hashes(key, array.to_pylist()) == expected
 
 
-# texts around the one-block limit: 15 bytes is one AES block, 16 the HMAC; multi-byte UTF-8
+# texts around the one-block limit: 15 bytes is one AES block, 16 the CBC-MAC; multi-byte UTF-8
 # characters that end exactly at 15 bytes or cross it
 BOUNDARY = ["123456789012345", "1234567890123456", "12345678901234", "a", "12345678", "123456789",
             "é" * 7 + "x", "é" * 7 + "xy", "é" * 8, "€" * 5, "€" * 5 + "x", "x" + "€" * 5, "😀" * 3 + "abc",
@@ -80,7 +86,7 @@ def test_the_hash_is_the_definition_and_has_fixed_bytes() -> None:
         assert suppression_hash(KEY, value) == definition(KEY, value), value
     # the bytes themselves, so that a change of the definition is a decision, not an accident
     assert suppression_hash(KEY, 8841302).hex() == "a223d86032d3d4d2bc717197cb93b793"  # one AES block
-    assert suppression_hash(KEY, "f" * 64).hex() == "00c4be2e00f6bdb4d403a80cd96d5e9d"  # the HMAC
+    assert suppression_hash(KEY, "f" * 64).hex() == "84dd18ccf94e51be79a0b5cdf3557523"  # the CBC-MAC
     assert suppression_hash(KEY, "8841302") == suppression_hash(KEY, 8841302)
     other = bytes(reversed(range(32)))
     assert suppression_hash(other, 8841302) != suppression_hash(KEY, 8841302)
