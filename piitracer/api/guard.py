@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable, Sequence
 
+from piitracer.api.requests import DERIVED, SUBJECT_KIND, subject_kind
 from piitracer.audit import AuditLog, record_request_entry
 from piitracer.guard import SuppressionList
 from piitracer.model.errors import NotFoundError
@@ -111,7 +112,7 @@ def candidate_columns(workspace: Workspace, kinds: Sequence[str]) -> dict[str, s
         found.setdefault(dataset, set()).update(names)
         starts += [ColumnRef(dataset=dataset, column=name) for name in sorted(names)]
     for kind in kinds:
-        for column in kind.split(" via ", 1)[0].split(","):
+        for column in kind.removeprefix(SUBJECT_KIND).split(DERIVED, 1)[0].split(","):
             dataset, _, name = column.rpartition(".")
             if dataset:
                 found.setdefault(dataset, set()).add(name)
@@ -190,9 +191,10 @@ def _reopen(workspace: Workspace, lakehouse, suppression: SuppressionStore, requ
         places = sorted({tuple(sorted(_place(item).items())) for item, _ in hits})
         back = CameBack(earlier, [dict(p) for p in places], sorted({record.kind for _, record in hits}))
         returns.append(back)
-        sources, values = _subject_values(requests, earlier, hits)
+        sources, values = _subject_values(workspace, requests, earlier, hits)
         if not values:
-            back.why = "only values of other kinds were found (no subject value to erase the person by)"
+            back.why = ("only computed or derived forms were found (a hash, a surrogate key): no value of a "
+                        "catalogued identifier column to erase the person by")
             continue
         already = _open_request_for(requests, values)
         if already is not None:  # found again before the request opened last time was erased: noted there
@@ -244,18 +246,46 @@ def _place(item: Found) -> dict[str, str]:
     return place
 
 
-def _subject_values(requests, earlier: list[str], hits) -> tuple[list[str], list[str]]:
-    """The sources of the person's latest earlier request, and the values found of the kind an
-    earlier request named the person by (its subject values), as text, sorted."""
-    kinds, sources = set(), []
+def _subject_values(workspace: Workspace, requests, earlier: list[str], hits) -> tuple[list[str], list[str]]:
+    """What the new request names the person by, read from where they were found: the values of
+    the kind an earlier request named them by (its subject values, or its source column's own
+    identifier set), with that request's sources; else the values found of the person's other
+    identifiers, each a catalogued column's own values (a PAN of ``prod.payments.pan``), with those
+    columns as the sources. A computed or derived form (a hash, a surrogate key) is never a value
+    to erase by: a surrogate key 42 is not user 42. Values as text, sorted."""
+    sources: list[str] = []
+    subject: set[str] = set()
     for request_id in earlier:
         try:
             sources = list(requests.get(request_id).sources)
         except NotFoundError:
             continue
-        kinds.add(",".join(sources))
-    values = sorted({str(value) for item, record in hits if record.kind in kinds for value in item.values})
-    return sources, values
+        subject |= {subject_kind(sources), *sources}
+    values = sorted({str(value) for item, record in hits if record.kind in subject for value in item.values})
+    if values:
+        return sources, values
+    others: dict[str, set[str]] = {}
+    for item, record in hits:
+        if _catalogued_column(workspace, record.kind):
+            others.setdefault(record.kind, set()).update(str(value) for value in item.values)
+    if not others:
+        return [], []
+    # Planned together, each value must parse as every source's type: the first column alone otherwise.
+    kinds = sorted(others)
+    types = {workspace.config.catalog[k.rpartition(".")[0]].column_types.get(k.rpartition(".")[2]) for k in kinds}
+    if len(types) > 1:
+        kinds = kinds[:1]
+    return kinds, sorted(set().union(*(others[k] for k in kinds)))
+
+
+def _catalogued_column(workspace: Workspace, kind: str) -> bool:
+    """Whether a record's kind is a catalogued dataset's identifier or key column itself (not a
+    subject kind, a computed or derived form, or an unknown set)."""
+    if kind.startswith(SUBJECT_KIND) or DERIVED in kind or "," in kind:
+        return False
+    dataset, _, column = kind.rpartition(".")
+    entry = workspace.config.catalog.get(dataset)
+    return entry is not None and column in (*entry.identifiers, *entry.column_types, entry.subject_key)
 
 
 def _open_request_for(requests, values: list[str]) -> str | None:

@@ -178,8 +178,7 @@ def remember_erased(workspace: Workspace, store, suppression, request, pairs: li
     """
     from piitracer.requests.suppression import Identifier, identifiers_of, value_type
 
-    source = ",".join(request.sources)
-    identifiers = [Identifier(value, source, value_type(value)) for _, value in pairs]
+    identifiers = [Identifier(value, subject_kind(request.sources), value_type(value)) for _, value in pairs]
     journal_path = StateLayout(workspace.root).journal
     if request.plan_id and journal_path.exists() and pairs:
         with Journal(journal_path) as journal:
@@ -190,17 +189,35 @@ def remember_erased(workspace: Workspace, store, suppression, request, pairs: li
     return {"suppression_records_kept": suppression.remember(request.request_id, identifiers)}
 
 
+SUBJECT_KIND = "subject of "  # the kind of a request's own values: "subject of prod.payments.user_id"
+DERIVED = " via "  # in the kind of a value derived from a column (computed, surrogate): never the column's value
+
+
+def subject_kind(sources: Sequence[str]) -> str:
+    """The kind a request's own subject values are remembered as."""
+    return SUBJECT_KIND + ",".join(sources)
+
+
 def value_set_kinds(plan_text: str) -> dict[str, str]:
-    """Value set name -> where its values come from (``dataset.column``, and the expression of a
-    computed form), read from a kept plan's value sources."""
+    """Value set name -> what its values are, read from a kept plan's value sources and resolve
+    captures: the column itself (``dataset.column``) only for an identifier set of that column's
+    own values; a computed
+    form or a surrogate key is ``<column> via <expression or set name>`` (its values are not the
+    column's: a surrogate key 42 is not user 42)."""
     kinds: dict[str, str] = {}
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
             source = node.get("source")
-            if isinstance(node.get("name"), str) and isinstance(source, dict) and "dataset" in source and "column" in source:
-                kind = f"{source['dataset']}.{source['column']}"
-                kinds[node["name"]] = f"{kind} via {node['expression']}" if node.get("expression") else kind
+            name = node.get("name")
+            if isinstance(name, str) and isinstance(source, dict) and "dataset" in source and "column" in source:
+                column = f"{source['dataset']}.{source['column']}"
+                own = name == column and not node.get("expression") and not node.get("lookup")
+                kinds[name] = column if own else f"{column}{DERIVED}{node.get('expression') or name}"
+            if isinstance(node.get("dataset"), str) and isinstance(node.get("identifiers"), list):
+                # a resolve capture: each identifier and key column's own values, in a set named after it
+                for column in (*node["identifiers"], *(node.get("key_columns") or [])):
+                    kinds.setdefault(f"{node['dataset']}.{column}", f"{node['dataset']}.{column}")
             for value in node.values():
                 walk(value)
         elif isinstance(node, list):

@@ -208,7 +208,10 @@ def identifiers_of(value_sets: dict[str, list], kinds: dict[str, str]) -> list[I
     with no canonical text."""
     found = []
     for name, values in sorted(value_sets.items()):
+        # A set the plan does not describe is remembered under its own name, never as a column's
+        # values (a return found by it is reported, and erased by no guess).
+        kind = kinds.get(name, f"unknown via {name}")
         for value in values:
             if canonical_text(value) is not None:
-                found.append(Identifier(value, kinds.get(name, name), value_type(value)))
+                found.append(Identifier(value, kind, value_type(value)))
     return found

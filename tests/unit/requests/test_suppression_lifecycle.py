@@ -39,18 +39,27 @@ def write_users(path: Path, rows: list[dict]) -> None:
                              "pan": [r["pan"] for r in rows], "phone": [r["phone"] for r in rows]}), path)
 
 
+def write_cards(path: Path, rows: list[dict]) -> None:
+    """A table of card numbers only (the PAN): no user id in it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"pan": [r["pan"] for r in rows]}), path)
+
+
 def lake(root: Path, suppression: str = "keep") -> piitracer.Workspace:
     write_users(root / "users" / "part-0.parquet", [PERSON, *OTHERS])
     write_users(root / "contacts" / "part-0.parquet", [DECOY, *OTHERS[:5]])
+    write_cards(root / "cards" / "part-0.parquet", [PERSON, *OTHERS[:20]])
     (root / "sql").mkdir(parents=True, exist_ok=True)
-    (root / "sql" / "p.sql").write_text("INSERT INTO crm.contacts SELECT user_id, pan, phone FROM crm.users;\n")
+    (root / "sql" / "p.sql").write_text("INSERT INTO crm.contacts SELECT user_id, pan, phone FROM crm.users;\n"
+                                        "INSERT INTO crm.cards SELECT pan FROM crm.users;\n")
     (root / "piitracer.yaml").write_text(yaml.safe_dump({
-        "lineage": {"sql": [{"path": "sql"}]}, "warehouse_roots": ["users", "contacts", "restored"],
+        "lineage": {"sql": [{"path": "sql"}]}, "warehouse_roots": ["users", "contacts", "cards"],
         "policy": {"suppression": suppression},
         "catalog": {"crm.users": {"format": "parquet", "location": "users", "columns": ["user_id", "pan", "phone"],
                                   "identifiers": ["user_id", "pan", "phone"], "subject_key": "user_id",
                                   "column_types": {"user_id": "bigint"}},
-                    "crm.contacts": {"format": "parquet", "location": "contacts", "columns": ["user_id", "pan", "phone"]}}}))
+                    "crm.contacts": {"format": "parquet", "location": "contacts", "columns": ["user_id", "pan", "phone"]},
+                    "crm.cards": {"format": "parquet", "location": "cards", "columns": ["pan"]}}}))
     return piitracer.load_workspace(root)
 
 
@@ -94,6 +103,7 @@ def erased(tmp_path: Path):
     """The lake with PERSON erased and the request closed; a copy of their file taken before."""
     workspace, keys = lake(tmp_path / "ws"), workspace_keys(tmp_path / "keys")
     shutil.copy(tmp_path / "ws" / "users" / "part-0.parquet", tmp_path / "backup.parquet")
+    shutil.copy(tmp_path / "ws" / "cards" / "part-0.parquet", tmp_path / "cards-backup.parquet")
     erase(workspace, keys, [Subject(value=str(PERSON["user_id"]), request_id="r1", received_at="2026-11-20T09:00:00Z")])
     return workspace, keys, tmp_path
 
@@ -123,7 +133,7 @@ def test_a_restored_file_brings_the_person_back_and_the_scan_reopens_them(erased
     with open_session(workspace, keys) as session:
         first = session.guard_scan()
     assert first.came_back == []  # the decoy (a neighbouring id, the same last four digits) is not flagged
-    assert {t.dataset for t in first.tables} == {"crm.users", "crm.contacts"}
+    assert {t.dataset for t in first.tables} == {"crm.users", "crm.contacts", "crm.cards"}
 
     shutil.copy(tmp_path / "backup.parquet", users / "restored-part-0.parquet")  # a restore writes the old file back
     with open_session(workspace, keys) as session:
@@ -139,6 +149,7 @@ def test_a_restored_file_brings_the_person_back_and_the_scan_reopens_them(erased
     read = {t.dataset: t for t in scan.tables}
     assert read["crm.users"].files_read == [i for i in read["crm.users"].files_read if i.startswith("restored-part-0.parquet|")]
     assert read["crm.contacts"].unchanged and read["crm.contacts"].files_read == []
+    assert read["crm.cards"].unchanged
     assert board[back.new_request].state is RequestState.QUEUED and "came back" in board[back.new_request].last_action
     assert {e.body["request_id"] for e in entries} == {"r1", back.new_request}
     assert not [f for f in forms(PERSON) if any(f in e.model_dump_json().encode() for e in entries)]
@@ -243,3 +254,60 @@ def test_a_table_that_cannot_be_read_makes_the_scan_incomplete_and_is_read_again
     with open_session(workspace, keys) as session:
         assert [r.request_id for r in session.board(None, False) if r.state is RequestState.QUEUED] == [
             scan.came_back[0].new_request]
+
+
+def test_a_card_number_alone_brings_the_person_back_and_is_erased_by_it(erased) -> None:
+    """A restored file holding only the person's PAN (no user id): the new request names the
+    person by the PAN, of its catalogued identifier column, and erases them again."""
+    workspace, keys, tmp_path = erased
+    cards = workspace.root / "cards"
+    assert not [r for r in rows_of(cards) if PERSON["pan"] in r]
+    shutil.copy(tmp_path / "cards-backup.parquet", cards / "restored.parquet")
+    with open_session(workspace, keys) as session:
+        scan = session.guard_scan()
+        (back,) = scan.came_back
+        request = session.requests().get(back.new_request)
+        values = session.requests().values(back.new_request)
+    assert (back.kinds, request.sources, values) == (["crm.users.pan"], ("crm.users.pan",), [PERSON["pan"]])
+    others = [r for r in rows_of(cards) if PERSON["pan"] not in r]
+    erase(workspace, keys)
+    assert rows_of(cards) == others
+
+
+def test_a_derived_form_found_opens_no_request_and_erases_no_one(erased) -> None:
+    """A surrogate key (or a hash) of the person is no value of a column to erase by: 7000000107 as
+    a surrogate of the person is user 7000000107 in crm.users, someone else. Its return is
+    reported, no request is opened, nobody's rows change."""
+    from piitracer.requests.suppression import Identifier, SuppressionStore
+
+    workspace, keys, _ = erased
+    someone_else = OTHERS[7]["user_id"]
+    with SuppressionStore(workspace.root / ".piitracer" / "suppression.sqlite", keys.master) as store:
+        store.remember("r9", [Identifier(someone_else, "crm.users.user_id via r9~surrogate", "int")])
+    users = rows_of(workspace.root / "users")
+    with open_session(workspace, keys) as session:
+        scan = session.guard_scan(full=True)
+        queued = [r.request_id for r in session.board(None, False) if r.state is RequestState.QUEUED]
+    (back,) = scan.came_back
+    assert (back.earlier_requests, back.new_request, queued) == (["r9"], None, [])
+    assert back.why.startswith("only computed or derived forms were found")
+    assert rows_of(workspace.root / "users") == users
+
+
+def test_only_a_columns_own_values_are_remembered_as_that_column() -> None:
+    """The kinds records keep: an identifier set of a column is that column; a computed form or a
+    surrogate key derived from it is '<column> via ...' (never taken for the column's values)."""
+    import json
+
+    from piitracer.api.requests import value_set_kinds
+
+    plan = {"resolve": [{"dataset": "prod.p", "key_columns": ["user_id"], "identifiers": ["pan", "user_id"]}],
+            "steps": [{"values_from": [
+                {"name": "prod.p.user_id", "kind": "identifier", "source": {"dataset": "prod.p", "column": "user_id"}},
+                {"name": "computed_1", "kind": "computed", "source": {"dataset": "prod.p", "column": "phone"},
+                 "expression": "SHA2(phone, 256)"},
+                {"name": "m.keys~surrogate", "kind": "surrogate", "source": {"dataset": "prod.p", "column": "user_id"},
+                 "lookup": {"dataset": "m.keys"}}]}]}
+    assert value_set_kinds(json.dumps(plan)) == {
+        "prod.p.user_id": "prod.p.user_id", "prod.p.pan": "prod.p.pan",
+        "computed_1": "prod.p.phone via SHA2(phone, 256)", "m.keys~surrogate": "prod.p.user_id via m.keys~surrogate"}
