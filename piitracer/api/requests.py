@@ -20,6 +20,7 @@ from piitracer.crypto.sealed_body import BodySealer
 from piitracer.executor.estimate import estimate_plan
 from piitracer.executor.journal import Journal
 from piitracer.ingest.openlineage.received import forget_values, has_rejected
+from piitracer.model.errors import NotFoundError
 from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import DeletionPlan, Subject
 from piitracer.model.progress import Progress, report
@@ -184,9 +185,18 @@ def remember_erased(workspace: Workspace, store, suppression, request, pairs: li
         with Journal(journal_path) as journal:
             others = journal.resolved_requests(request.plan_id) - {request.request_id}
             sets = journal.load_values(request.plan_id, store.cipher([request.request_id]), skip=others) or {}
-        kinds = value_set_kinds(store.plan_json(request.plan_id)) if sets else {}
+        kinds = value_set_kinds(_kept_plan(store, request.plan_id)) if sets else {}
         identifiers += identifiers_of(sets, kinds)
     return {"suppression_records_kept": suppression.remember(request.request_id, identifiers)}
+
+
+def _kept_plan(store, plan_id: str) -> str:
+    """The kept plan's text, or an empty plan when the store keeps none (a plan run from its file
+    alone): its sets are then remembered by their names, as derived forms (never as a column)."""
+    try:
+        return store.plan_json(plan_id)
+    except NotFoundError:
+        return "{}"
 
 
 SUBJECT_KIND = "subject of "  # the kind of a request's own values: "subject of prod.payments.user_id"

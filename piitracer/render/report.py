@@ -61,10 +61,10 @@ def report_html(trail: RequestTrail, graph: LineageGraph | None, generated_at: d
                       _hash_cell(s.get("run_id"), 12)] for s in facts.steps]),
         *(['<h2 id="refs">Tags and branches</h2>', f"<p>{html.escape(REFS_NOTE)}</p>",
            _html_table(REF_HEADERS, _ref_rows(facts))] if _ref_rows(facts) else []),
-        *(['<h2 id="estimate">Estimate and run</h2>', _html_table(ESTIMATE_HEADERS, _estimate_rows(facts))]
-          if facts.estimate else []),
         *(['<h2 id="guard">Where a pipeline guard belongs</h2>', f"<p>{html.escape(GUARD_NOTE)}</p>",
            _html_table(GUARD_HEADERS, _guard_rows(facts))] if facts.guard_points else []),
+        *(['<h2 id="estimate">Estimate and run</h2>', _html_table(ESTIMATE_HEADERS, _estimate_rows(facts))]
+          if facts.estimate else []),
         '<h2 id="attestations">Attestations</h2>',
         _html_table(ATTESTATION_HEADERS, _attestation_rows(facts)) if facts.attestations
         else '<p class="muted">No person\'s step attested.</p>',
@@ -100,9 +100,9 @@ def report_markdown(trail: RequestTrail, generated_at: datetime | None = None) -
                         for s in facts.steps]), "",
              *(["## Tags and branches", "", REFS_NOTE, "", _md_table(REF_HEADERS, _ref_rows(facts)), ""]
                if _ref_rows(facts) else []),
-             *(["## Estimate and run", "", _md_table(ESTIMATE_HEADERS, _estimate_rows(facts)), ""] if facts.estimate else []),
              *(["## Where a pipeline guard belongs", "", GUARD_NOTE, "", _md_table(GUARD_HEADERS, _guard_rows(facts)), ""]
                if facts.guard_points else []),
+             *(["## Estimate and run", "", _md_table(ESTIMATE_HEADERS, _estimate_rows(facts)), ""] if facts.estimate else []),
              "## Attestations", "",
              _md_table(ATTESTATION_HEADERS, _attestation_rows(facts)) if facts.attestations else "No person's step attested.",
              "", "## Verification evidence", ""]
