@@ -34,30 +34,18 @@ from pathlib import Path
 from _common import write_results
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "support"))  # the lake the request tests use (users_lake.py)
 PIITRACER = REPO / ".venv" / "bin" / "piitracer"
 SOURCE = "crm.users.user_id"
 
 
 def make_workspace(folder: Path) -> Path:
     """The workspace (``folder/ws``) and its two keys (``folder/keys``); returns the workspace."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    import yaml
-
     from piitracer.audit.keys import write_audit_key
     from piitracer.crypto.envelope import write_master_key
+    from users_lake import users_lake
 
-    root = folder / "ws"
-    (root / "users").mkdir(parents=True)
-    pq.write_table(pa.table({"user_id": pa.array([7_000_000_001, 8_000_000_002], pa.int64())}),
-                   root / "users" / "part-0.parquet")
-    (root / "sql").mkdir()
-    (root / "sql" / "p.sql").write_text("INSERT INTO stream.cdc SELECT user_id FROM crm.users;\n")
-    (root / "piitracer.yaml").write_text(yaml.safe_dump({
-        "lineage": {"sql": [{"path": "sql"}]}, "owners": ["streaming-team"],
-        "catalog": {"crm.users": {"format": "parquet", "location": "users", "columns": ["user_id"],
-                                  "identifiers": ["user_id"], "subject_key": "user_id"},
-                    "stream.cdc": {"format": "external", "owner": "streaming-team (topic cdc)", "columns": ["user_id"]}}}))
+    root = users_lake(folder / "ws")
     keys = folder / "keys"
     keys.mkdir(mode=0o700)
     write_audit_key(keys / "audit.key")

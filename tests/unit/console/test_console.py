@@ -193,26 +193,14 @@ def test_owners_add_needs_the_keys_prints_the_token_once_and_refuses_an_unlisted
 def test_an_evidence_file_is_attested_as_the_cli_records_one_and_no_evidence_is_refused(tmp_path: Path) -> None:
     import hashlib
 
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     from piitracer.api import open as open_session
     from piitracer.console.tokens import ConsoleUser
     from piitracer.console.views import ConsoleRefused, attest
     from piitracer.model.plan import Subject
 
-    root = tmp_path / "ws"
-    (root / "users").mkdir(parents=True)
-    pq.write_table(pa.table({"user_id": pa.array([7_000_000_001, 8_000_000_002], pa.int64())}),
-                   root / "users" / "part-0.parquet")
-    (root / "sql").mkdir()
-    (root / "sql" / "p.sql").write_text("INSERT INTO stream.cdc SELECT user_id FROM crm.users;\n")
-    (root / "piitracer.yaml").write_text(yaml.safe_dump({
-        "lineage": {"sql": [{"path": "sql"}]}, "owners": ["streaming-team"],
-        "catalog": {"crm.users": {"format": "parquet", "location": "users", "columns": ["user_id"],
-                                  "identifiers": ["user_id"], "subject_key": "user_id"},
-                    "stream.cdc": {"format": "external", "owner": "streaming-team (topic cdc)", "columns": ["user_id"]}}}))
-    ws = piitracer.load_workspace(root)
+    from users_lake import users_lake
+
+    ws = piitracer.load_workspace(users_lake(tmp_path / "ws"))
     keys = workspace_keys(tmp_path / "keys")
     token = tokens(ws, keys, "streaming-team")["streaming-team"]
     with open_session(ws, keys) as session:

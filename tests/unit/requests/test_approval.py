@@ -12,12 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-import yaml
 from click.testing import CliRunner
 from people_keys import AUDIT_KEY, workspace_keys
+from users_lake import users_lake
 
 import piitracer
 from piitracer.api import Keys, open as open_session
@@ -31,18 +29,7 @@ from piitracer.requests.approval import ApprovalRefused, PolicyChanged, approval
 
 
 def small_lake(root: Path, approval: str = "required", approvers=("ana", "bo", "chen")) -> piitracer.Workspace:
-    (root / "users").mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.table({"user_id": pa.array([7_000_000_001, 8_000_000_002], pa.int64())}),
-                   root / "users" / "part-0.parquet")
-    (root / "sql").mkdir(exist_ok=True)
-    (root / "sql" / "p.sql").write_text("INSERT INTO stream.cdc SELECT user_id FROM crm.users;\n")
-    (root / "piitracer.yaml").write_text(yaml.safe_dump({
-        "lineage": {"sql": [{"path": "sql"}]}, "owners": ["streaming-team"], "approvers": list(approvers),
-        "policy": {"approval": approval},
-        "catalog": {"crm.users": {"format": "parquet", "location": "users", "columns": ["user_id"],
-                                  "identifiers": ["user_id"], "subject_key": "user_id"},
-                    "stream.cdc": {"format": "external", "owner": "streaming-team (topic cdc)", "columns": ["user_id"]}}}))
-    return piitracer.load_workspace(root)
+    return piitracer.load_workspace(users_lake(root, approvers=list(approvers), policy={"approval": approval}))
 
 
 def subject(value: str = "7000000001", request_id: str = "r1") -> Subject:

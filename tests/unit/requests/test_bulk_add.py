@@ -15,12 +15,10 @@ import sqlite3
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-import yaml
 from click.testing import CliRunner
 from people_keys import AUDIT_KEY, workspace_keys
+from users_lake import users_lake
 
 import piitracer
 from piitracer.api import open as open_session
@@ -37,18 +35,8 @@ RECEIVED = datetime(2026, 11, 20, 9, 0, tzinfo=timezone.utc)
 
 
 def small_lake(root: Path) -> piitracer.Workspace:
-    """One Parquet table whose bigint ``user_id`` is the subject key (as tests/unit/requests/test_approval.py)."""
-    (root / "users").mkdir(parents=True)
-    pq.write_table(pa.table({"user_id": pa.array([7_000_000_001, 8_000_000_002], pa.int64())}),
-                   root / "users" / "part-0.parquet")
-    (root / "sql").mkdir()
-    (root / "sql" / "p.sql").write_text("INSERT INTO stream.cdc SELECT user_id FROM crm.users;\n")
-    (root / "piitracer.yaml").write_text(yaml.safe_dump({
-        "lineage": {"sql": [{"path": "sql"}]}, "owners": ["streaming-team"],
-        "catalog": {"crm.users": {"format": "parquet", "location": "users", "columns": ["user_id"],
-                                  "identifiers": ["user_id"], "subject_key": "user_id"},
-                    "stream.cdc": {"format": "external", "owner": "streaming-team (topic cdc)", "columns": ["user_id"]}}}))
-    return piitracer.load_workspace(root)
+    """One Parquet table whose bigint ``user_id`` is the subject key (tests/support/users_lake.py)."""
+    return piitracer.load_workspace(users_lake(root))
 
 
 @pytest.fixture
