@@ -54,7 +54,7 @@ _EXPORTS = {
     # piitracer.api.people
     "Credential": "people", "PersonError": "people", "make_credential": "people", "revoke_credential": "people",
     # piitracer.api.verify
-    "AttestationError": "verify", "Evidence": "verify", "attest_step": "verify", "attested_steps": "verify",
+    "AttestationError": "verify", "Evidence": "verify", "attest_step": "verify", "attested_steps": "audit",
     "scanner_choice": "verify", "verify_plan": "verify", "reverify_requests": "verify",
     # piitracer.api.audit
     "audit_anchor": "audit", "audit_log": "audit", "audit_report": "audit", "check_certificate": "audit",

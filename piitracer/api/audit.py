@@ -437,3 +437,29 @@ def table_metadata_hash(workspace: Workspace, dataset: str, lakehouse: Lakehouse
     if newest is None:
         return None
     return location.relative(newest), hashlib.sha256(store.read_bytes(newest)).hexdigest()
+
+
+def attested_steps(log: AuditLog, plan: DeletionPlan, registrar: Any = None) -> dict[str, str]:
+    """The attestations the audit log holds for a plan's person steps: only those signed by the
+    attesting person's own registered key count (an entry written with the audit key alone, or by
+    a revoked key, does not).
+
+    Args:
+        log: the workspace's audit log.
+        plan: the plan.
+        registrar: the workspace signing key's public key, which signed every person's registration
+            (None: registrations are taken from the log's integrity alone).
+
+    Returns:
+        Step id -> "by NAME at TIME" for every attested person step (manual, manual_review,
+            recompute).
+    """
+    from piitracer.audit.signatures import Registry, signer
+
+    registry = Registry(log.entries(kinds=(EntryKind.PERSON,)), registrar)
+    found: dict[str, str] = {}
+    for entry in log.entries(plan_id=plan.plan_id, kinds=(EntryKind.ATTESTATION,)):
+        body = entry.body
+        if signer(entry, registry) == body.get("attested_by"):
+            found[str(body.get("step_id"))] = f"by {body.get('attested_by')} at {body.get('attested_at')}"
+    return found

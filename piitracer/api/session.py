@@ -696,7 +696,7 @@ class Session:
         Returns:
             Step id -> "by NAME at TIME"; empty without an audit key or an audit log.
         """
-        from piitracer.api.verify import attested_steps
+        from piitracer.api.audit import attested_steps  # not api.verify: execute would import the verifier
 
         if self.keys.audit is None or not self.has_audit_log():
             return {}

@@ -17,6 +17,7 @@ from piitracer.api.plan import parse_plan, plan_requests
 from piitracer.model.progress import Progress, phase
 from piitracer.requests.lifecycle import move_request
 from piitracer.audit import AuditLog, record_attestation_entry, record_plan_entry
+from piitracer.api.audit import attested_steps  # noqa: F401 (its home was here)
 from piitracer.crypto.envelope import KeyWrapper, ShreddedError, ValueCipher, has_master_key, load_master_key
 from piitracer.executor.journal import Journal
 from piitracer.executor.spark_session import spark_session
@@ -79,7 +80,7 @@ def verify_plan(
         plan: the plan (it must have run here: its resolve step captured the values to search).
         value_sets: value set name -> values to search; default: what the journal captured.
         step_states: step id -> journal state; default: the journal's.
-        attested: person step id -> who attested it and when ([`attested_steps`][piitracer.api.verify.attested_steps]).
+        attested: person step id -> who attested it and when ([`attested_steps`][piitracer.api.audit.attested_steps]).
         sweep: also decode what the plan does not reach: ``catalog`` or ``roots``.
         cipher: opens the journal's sealed values; default: the request store's keys under the
             master key from the environment, when both exist.
@@ -241,32 +242,6 @@ def attest_step(log: AuditLog, plan: DeletionPlan, step_id: str, by: Any, eviden
     return record_attestation_entry(log, plan, step_id=step.id, dataset=step.dataset, action=step.action.value,
                                     attester=by, evidence_sha256=evidence.sha256 if evidence else None,
                                     evidence_kind=evidence.kind if evidence else None, statement_text=note)
-
-
-def attested_steps(log: AuditLog, plan: DeletionPlan, registrar: Any = None) -> dict[str, str]:
-    """The attestations the audit log holds for a plan's person steps: only those signed by the
-    attesting person's own registered key count (an entry written with the audit key alone, or by
-    a revoked key, does not).
-
-    Args:
-        log: the workspace's audit log.
-        plan: the plan.
-        registrar: the workspace signing key's public key, which signed every person's registration
-            (None: registrations are taken from the log's integrity alone).
-
-    Returns:
-        Step id -> "by NAME at TIME" for every attested person step (manual, manual_review,
-            recompute).
-    """
-    from piitracer.audit.signatures import Registry, signer
-
-    registry = Registry(log.entries(kinds=(EntryKind.PERSON,)), registrar)
-    found: dict[str, str] = {}
-    for entry in log.entries(plan_id=plan.plan_id, kinds=(EntryKind.ATTESTATION,)):
-        body = entry.body
-        if signer(entry, registry) == body.get("attested_by"):
-            found[str(body.get("step_id"))] = f"by {body.get('attested_by')} at {body.get('attested_at')}"
-    return found
 
 
 def reverify_requests(workspace: Workspace, store, log: AuditLog, sweep: str | None = "catalog",

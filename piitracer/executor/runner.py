@@ -132,6 +132,7 @@ class PlanExecutor:
         self._resolved_now = False
         self._ciphertext: dict[str, dict[str, Any]] = {}
         self._checked: Preflight | None = None
+        self._present: set[str] = set()  # locations an earlier step of this run found there
 
     # ---- running --------------------------------------------------------------------------
 
@@ -288,7 +289,9 @@ class PlanExecutor:
         location = self.context.locations.get(step.dataset)
         if location is None:
             raise SafetyError(f"{step.dataset}: no location in the catalog")
-        check_location(step, location, self.context.warehouse_roots, self.context.store)
+        check_location(step, location, self.context.warehouse_roots, self.context.store,
+                       known_present=location.uri in self._present)
+        self._present.add(location.uri)
         values = values_for(step.values_from, self._values(journal)) if step.values_from else []
         perform = support_for(entry.format).perform.get(step.action)
         if perform is None:
@@ -406,10 +409,12 @@ def describe(step: Step, catalog: Mapping[str, CatalogDataset], plan: DeletionPl
     return f"[{step.engine.value}] {said}" if step.engine else said
 
 
-def check_location(step: Step, location: Location, roots: tuple[Location, ...], store: Store | None = None) -> None:
+def check_location(step: Step, location: Location, roots: tuple[Location, ...], store: Store | None = None,
+                   known_present: bool = False) -> None:
     """Refuse to act on a location that is not there or not under the warehouse roots: a
     mistyped catalog location would otherwise erase nothing (or rewrite files elsewhere) and the
-    verifier would find nothing to look at."""
+    verifier would find nothing to look at. ``known_present``: an earlier step of this run found
+    it (one round trip to the store per dataset, not per step; the roots are checked each time)."""
     from piitracer.storage.guard import is_under
 
     if not roots:
@@ -418,7 +423,7 @@ def check_location(step: Step, location: Location, roots: tuple[Location, ...], 
     if not any(is_under(location, root) for root in roots):
         raise SafetyError(f"{step.dataset}: location {location} is outside the warehouse roots "
                           f"({', '.join(map(str, roots))}): refusing to touch it")
-    if not (store or Store()).exists(location):
+    if not known_present and not (store or Store()).exists(location):
         raise SafetyError(f"{step.dataset}: location {location} does not exist: fix catalog.{step.dataset}.location")
 
 

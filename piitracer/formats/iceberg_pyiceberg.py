@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, TypeVar
 
 from piitracer.formats import FormatError, hidden, relative_to
 from piitracer.formats.iceberg_eraser import WORK_BRANCH_PREFIX  # the working branch of a tag's rewrite, as on Spark
 from piitracer.formats.iceberg_table import manifest_entry_paths, snapshot_manifests
+from piitracer.formats.iceberg_rows import count, live_rows
 from piitracer.formats.values import typed_values
 from piitracer.model.outcome import Attempt, SafetyError, StepOutcome
 from piitracer.storage.disk import removed_between
@@ -104,27 +105,33 @@ class PyicebergEraser:
     # ---- the logical delete -----------------------------------------------------------------
 
     def delete_rows(self, key_column: str, values: list[Any], attempt: Attempt | None = None,
-                    branch: str = "main") -> StepOutcome:
+                    branch: str = "main", counted: tuple[int, int] | None = None) -> StepOutcome:
         """Delete the rows whose ``key_column`` holds one of ``values`` (copy-on-write), checking on
         the snapshots the commit went between that exactly those rows went; a subject row another
         writer added meanwhile is deleted by one more round. ``rows_deleted`` counts from the first
-        attempt (a resumed step finds the rows a killed attempt removed already gone)."""
+        attempt (a resumed step finds the rows a killed attempt removed already gone). ``counted``:
+        (snapshot id, the subjects' rows in it) the caller counted already; used only while that
+        snapshot is still the branch's head."""
         attempt = attempt or Attempt()
         first: dict[str, Any] = {}
         outcome = StepOutcome()
         for _ in range(COMMIT_ROUNDS):
             done = self._rounds("the delete", lambda table: self._delete_once(table, key_column, values, attempt,
-                                                                              first, outcome, branch))
+                                                                              first, outcome, branch, counted))
             if done:
                 return outcome
         raise SafetyError(f"{self.identifier}: rows of the subjects keep arriving on {branch} while they are deleted "
                           f"({COMMIT_ROUNDS} rounds): stop the writer and run execute --resume")
 
     def _delete_once(self, table: "Table", key_column: str, values: list[Any], attempt: Attempt,
-                     first: dict[str, Any], outcome: StepOutcome, branch: str) -> bool:
+                     first: dict[str, Any], outcome: StepOutcome, branch: str,
+                     counted: tuple[int, int] | None = None) -> bool:
         predicate = self.subjects(table, key_column, values)
         head = _head(table, branch)
-        expected = count(table, head, predicate)
+        if counted is not None and head is not None and counted[0] == head.snapshot_id:
+            expected = counted[1]  # the caller counted the subjects' rows of this very snapshot
+        else:
+            expected = count(table, head, predicate)
         if not first:  # this process's first look: the facts of the step's first attempt, and what it removed
             first.update(attempt.start({"expected": expected, "version_before": _id(head)}))
             outcome.version_before = first["version_before"]
@@ -142,7 +149,7 @@ class PyicebergEraser:
         # No reload: pyiceberg's commit leaves the table object at the metadata the catalog answered
         # the commit with (the catalog's state after it, another writer's commits before it included).
         base, mine = self._committed(table, token, branch)
-        before, after = count(table, base), count(table, mine)
+        before, after = live_rows(table, base), live_rows(table, mine)
         # The commit's base is the snapshot counted above unless another writer committed between:
         # then its subjects' rows are counted again (the same count, so not asked twice otherwise).
         same_base = base is not None and head is not None and base.snapshot_id == head.snapshot_id
@@ -218,9 +225,10 @@ class PyicebergEraser:
                         written += 1
             transaction.commit_transaction()  # the table object follows the commit: no reload
             base, mine = self._committed(table, token, "main")
-            if count(table, base) != count(table, mine):
+            rows_before, rows_after = live_rows(table, base), live_rows(table, mine)
+            if rows_before != rows_after:
                 raise SafetyError(f"{self.identifier}: rewriting {len(tasks)} data file(s) changed the table's row count "
-                                  f"({count(table, base)} -> {count(table, mine)}): stopping")
+                                  f"({rows_before} -> {rows_after}): stopping")
             outcome.files_rewritten, outcome.version_after = len(tasks), _id(mine)
             outcome.details["data_files_written"] = written
             return outcome
@@ -254,9 +262,9 @@ class PyicebergEraser:
         if clean_expired_files:  # a path outside the location: refused before the expiry commits
             candidates = sorted(self._inside(_paths(table, doomed, live_only=False, store=self.store)))
             self._referenced(table)
+        listing = self.store.sizes(self.location)
         first = attempt.start({"version_before": _id(table.current_snapshot()), "expire": [s.snapshot_id for s in doomed],
-                               "candidates": candidates,
-                               "files_before": self.store.sizes(self.location)})
+                               "candidates": candidates, "files_before": listing})
 
         def expire(table: "Table") -> int:
             keep_now = _retained(table, retain_last)
@@ -268,7 +276,7 @@ class PyicebergEraser:
         failpoint("iceberg.pyiceberg.expired")  # test-only: expiry committed, nothing removed yet
         details: dict[str, Any] = {"engine": "pyiceberg", "snapshots_expired": expired}
         if clean_expired_files:
-            details["unreferenced_files_removed"] = self._remove_unreferenced(first["candidates"])
+            details["unreferenced_files_removed"] = self._remove_unreferenced(first["candidates"], listing)
         else:
             details["clean_expired_files"] = "false"
         return self._removal_outcome(first, details)
@@ -282,7 +290,7 @@ class PyicebergEraser:
         referenced = self._referenced(self.table())
         orphans = sorted(path for path in listing if path not in referenced and not _kept(path))
         first = attempt.start({"orphans": orphans, "files_before": listing})
-        details = {"engine": "pyiceberg", "orphan_files": self._remove_unreferenced(first["orphans"])}
+        details = {"engine": "pyiceberg", "orphan_files": self._remove_unreferenced(first["orphans"], listing)}
         return self._removal_outcome(first, details)
 
     def drop_ref(self, name: str, ref_type: str) -> StepOutcome:
@@ -321,7 +329,7 @@ class PyicebergEraser:
             self._rounds(f"branching {work}", lambda t: t.manage_snapshots().create_branch(old, work).commit())
         removed = rewritten = 0
         if rows:
-            deleted = self.delete_rows(key_column, values, Attempt(), branch=work)
+            deleted = self.delete_rows(key_column, values, Attempt(), branch=work, counted=(old, rows))
             removed = deleted.rows_deleted
             if removed != rows:
                 raise SafetyError(f"{self.identifier}: {ref_type} '{name}' held {rows} rows of the subjects; the delete "
@@ -381,11 +389,12 @@ class PyicebergEraser:
         paths |= {f.statistics_path for f in [*metadata.statistics, *metadata.partition_statistics]}
         return self._inside(paths, foreign_ok=self.shared_files)
 
-    def _remove_unreferenced(self, candidates: list[str]) -> int:
-        """Delete those of ``candidates`` (relative paths journaled before) that are still there
-        and that no snapshot of the table references now, each checked inside the location."""
+    def _remove_unreferenced(self, candidates: list[str], present: Mapping[str, int]) -> int:
+        """Delete those of ``candidates`` (relative paths journaled before) that are in ``present``
+        (this process's listing at the step's start: a resumed step's journaled candidates are
+        checked against files there now) and that no snapshot of the table references now, each
+        checked inside the location."""
         failpoint("iceberg.pyiceberg.before_removal")  # test-only: listed and journaled, nothing deleted yet
-        present = set(self.store.sizes(self.location))
         # Asked of the catalog again right before files go (the one reload of a step): a writer may
         # have registered one of them since it was listed (add_files), or a resumed run's listing is old.
         table = self.table()
@@ -393,10 +402,8 @@ class PyicebergEraser:
         referenced = self._referenced(table)
         doomed = [path for path in candidates if path in present and path not in referenced and not _kept(path)]
         self._inside(self.location.child(path).uri for path in doomed)
-        for number, path in enumerate(doomed, start=1):
-            self.store.delete(self.location.child(path))
-            failpoint("iceberg.pyiceberg.removing", str(number))  # test-only: a kill part-way
-        return len(doomed)
+        return self.store.delete_each([self.location.child(path) for path in doomed],
+                                      lambda number: failpoint("iceberg.pyiceberg.removing", str(number)))  # test-only: a kill part-way
 
     def _removal_outcome(self, first: dict[str, Any], details: dict[str, Any]) -> StepOutcome:
         files, size = removed_between(first["files_before"], self.store.sizes(self.location))
@@ -466,17 +473,7 @@ def drop_tombstones(table: "Table", branch: str = "main") -> tuple[int, int]:
     return rewritten[0], kept
 
 
-# ---- reading the table --------------------------------------------------------------------------
-
-def count(table: "Table", snapshot, predicate=None) -> int:
-    """Rows of ``snapshot`` (matching ``predicate``), delete files applied; 0 for no snapshot."""
-    if snapshot is None:
-        return 0
-    from pyiceberg.expressions import AlwaysTrue
-
-    return table.scan(row_filter=predicate if predicate is not None else AlwaysTrue(),
-                      snapshot_id=snapshot.snapshot_id).count()
-
+# ---- refs and snapshots ---------------------------------------------------------------------------
 
 def _head(table: "Table", branch: str):
     return table.metadata.snapshot_by_name(branch)

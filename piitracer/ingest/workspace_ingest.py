@@ -111,7 +111,7 @@ def batch_from_store(store: LineageStore, datasets: set[str] | None = None) -> L
 
 def assemble(places: list[UnitPlace], batches: dict[str, LineageBatch]) -> LineageBatch:
     """Units' batches merged in order; the files of one SQL source merged, then sorted together."""
-    from piitracer.ingest.sql.lineage import sorted_batch
+    from piitracer.ingest.sql.batches import sorted_batch
 
     batch = LineageBatch()
     index = 0
@@ -152,9 +152,8 @@ def _units(workspace: Workspace, store: LineageStore | None,
            update: StoreUpdate) -> Iterator[tuple[UnitPlace, LineageBatch | None]]:
     """Every unit in order with its batch: parsed when there is no store or its fingerprint
     changed (then stored), None when the store already holds it."""
-    from piitracer.ingest.openlineage.events import EVENT_SUFFIXES
-    from piitracer.ingest.openlineage.received import EVENTS_FILE
-    from piitracer.ingest.sql.lineage import copy_schemas
+    from piitracer.ingest.openlineage.places import EVENT_SUFFIXES, EVENTS_FILE
+    from piitracer.ingest.sql.batches import copy_schemas
 
     sources = workspace.config.lineage
     namer_print = namer_fingerprint(workspace.namer)

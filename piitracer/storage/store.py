@@ -31,7 +31,7 @@ import os
 import stat
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Protocol
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 from piitracer.model.errors import UnavailableError
 from piitracer.model.settings import StorageOptions, StorageSettings
@@ -42,6 +42,9 @@ from piitracer.storage.locations import Location
 class StorageError(UnavailableError):
     """A location cannot be read or written (no such bucket, wrong credentials, unreachable
     endpoint, unknown scheme): the message names the location and the store's reason."""
+
+
+_DELETE_THREADS = 8  # concurrent deletes on an object store (pyarrow's own I/O pool is 8 too)
 
 
 @dataclass(frozen=True)
@@ -406,6 +409,29 @@ class Store:
             return
         except OSError as error:
             raise StorageError(f"{location}: cannot delete: {_reason(error)}") from None
+
+    def delete_each(self, locations: Sequence[Location], after_each: Callable[[int], None] | None = None) -> int:
+        """Delete every one of ``locations`` (one already gone is not an error) and return how
+        many were asked. On an object store several go at once (each delete is a round trip: 20
+        files took 0.4 s one by one on the S3 server); on a local disk one by one. ``after_each(n)``
+        runs in this thread once the first ``n`` are gone. A failure raises after the deletes
+        already under way have finished (the caller's step is journaled: a resume lists again)."""
+        if not locations:
+            return 0
+        if all(location.is_local for location in locations):
+            for number, location in enumerate(locations, start=1):
+                self.delete(location)
+                if after_each is not None:
+                    after_each(number)
+            return len(locations)
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.filesystem(locations[0])  # opened once here, not by several threads at once
+        with ThreadPoolExecutor(min(_DELETE_THREADS, len(locations)), thread_name_prefix="piitracer-delete") as pool:
+            for number, _ in enumerate(pool.map(self.delete, locations), start=1):
+                if after_each is not None:
+                    after_each(number)
+        return len(locations)
 
 
 def _fsync_folder(folder: str) -> None:

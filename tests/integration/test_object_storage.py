@@ -277,3 +277,23 @@ def test_wrong_credentials_are_one_clear_error(tmp_path: Path) -> None:
     line = wrong.stderr.strip().splitlines()[-1]
     assert line.startswith("error: source crm.people.user_id: dataset crm.people: ") and uris["crm.people"] in line
     assert "wrong" not in line and "Traceback" not in wrong.stderr  # never the secret
+
+
+@pytest.mark.parametrize("where", ["s3", "local"])
+def test_delete_each_removes_exactly_the_files_asked_and_counts_them_in_order(s3, tmp_path: Path, where: str) -> None:
+    """The file-removing steps delete several objects at once on S3: exactly the files asked go
+    (one already gone is no error), every neighbour stays, ``after_each`` counts 1..n in order."""
+    from piitracer.storage.locations import Location
+    from piitracer.storage.store import Store
+
+    base = Location.parse(s3.uri(f"delete-each/{tmp_path.name}") if where == "s3" else str(tmp_path / "t"))
+    store = Store()
+    names = [f"data/part-{i:02d}.parquet" for i in range(30)]
+    for name in names:
+        with store.open_output(base.child(name)) as out:
+            out.write(name.encode())
+    doomed = names[::2] + ["data/never-there.parquet"]
+    seen: list[int] = []
+    assert store.delete_each([base.child(name) for name in doomed], seen.append) == len(doomed)
+    assert seen == list(range(1, len(doomed) + 1))
+    assert sorted(store.sizes(base)) == names[1::2]

@@ -64,9 +64,7 @@ from piitracer.model.lineage import (
 )
 from piitracer.model.naming import DatasetNamer
 
-JSON_SUFFIXES = frozenset({".json"})
-LINE_SUFFIXES = frozenset({".jsonl", ".ndjson"})
-EVENT_SUFFIXES = JSON_SUFFIXES | LINE_SUFFIXES
+from piitracer.ingest.openlineage.places import EVENT_SUFFIXES, JSON_SUFFIXES, LINE_SUFFIXES  # noqa: F401
 
 # Python's json module recurses per nesting level; orjson stops at 1,024 levels.
 TOO_DEEP = "invalid JSON: nested deeper than the JSON parser's limit (about 1,000 levels)"

@@ -41,10 +41,8 @@ from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
 from piitracer.ingest.openlineage.models import validate_event
 from piitracer.model.errors import InputError, PiitracerError
-from piitracer.workspace.layout import StateLayout
+from piitracer.ingest.openlineage.places import EVENTS_FILE, FOLDER
 
-FOLDER = StateLayout.relative("lineage")
-EVENTS_FILE = FOLDER / "events.jsonl"
 REJECTED_FOLDER = FOLDER / "rejected"
 LEGACY_REJECTED_FILE = FOLDER / "rejected.jsonl"  # before 2026-11-26: bodies in clear, converted at start
 MAX_BODY_BYTES = 16 * 1024 * 1024  # one event; Spark's largest column-lineage events are well below

@@ -40,6 +40,7 @@ from piitracer.model.lineage import (
     ProblemSeverity,
 )
 from piitracer.model.naming import DatasetNamer
+from piitracer.ingest.sql.batches import copy_schemas, sorted_batch  # noqa: F401 (used here and by callers)
 
 _MAX_REASON = 200
 # Edges that keep their expression: a transform's (evaluated by the resolve step), a surrogate
@@ -116,11 +117,6 @@ def ingest_sql_file(
 
 
 # ---- files and statements -----------------------------------------------------------------------
-
-
-def copy_schemas(schemas: Mapping[str, Sequence[str]] | None) -> dict[str, list[str]]:
-    """A private copy of ``schemas`` with lower-case column names (what the SQL ingest keys on)."""
-    return {dataset: [c.lower() for c in columns] for dataset, columns in (schemas or {}).items()}
 
 
 def _one_line(message: str) -> str:
@@ -270,22 +266,3 @@ def _ingest_text(
     return _FileIngest(file, namer, schemas, reader).run(text)
 
 
-def sorted_batch(batch: LineageBatch) -> LineageBatch:
-    """A batch in the SQL ingest's deterministic order (edges and facts sorted, problems as found)."""
-
-    def origin_key(origin: Origin) -> tuple:
-        return (origin.file, origin.line or 0)
-
-    def dataset_edge_key(edge: DatasetEdge) -> tuple:
-        return (edge.source, edge.target, edge.relation.value, *origin_key(edge.origin))
-
-    def facts_key(facts: DatasetFacts) -> tuple:
-        return (facts.dataset, *origin_key(facts.origin), facts.columns)
-
-    return LineageBatch(
-        column_edges=tuple(sorted(batch.column_edges, key=ColumnEdge.sort_key)),
-        dataset_edges=tuple(sorted(batch.dataset_edges, key=dataset_edge_key)),
-        datasets=tuple(sorted(batch.datasets, key=facts_key)),
-        problems=batch.problems,
-        units_read=batch.units_read,
-    )
