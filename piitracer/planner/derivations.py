@@ -19,13 +19,13 @@ Each reached column gets :class:`Derivation` records. Their ``kind`` decides the
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from dataclasses import dataclass, replace
 from enum import IntEnum
 
 from piitracer.graph.lineage_graph import LineageGraph
 from piitracer.model.lineage import ColumnEdge, ColumnRef, EdgeKind, EdgeSubtype
-from piitracer.planner.expressions import NotComposable, column_expression, compose, surrogate_function
 
 
 class DerivationKind(IntEnum):
@@ -90,6 +90,8 @@ class Derivation:
             masked = "a masked transform" if edge.masking else "a transform"
             why = f"{target} holds {self.source} through {masked} with no known expression{described}"
             return Derivation(target, self.source, DerivationKind.OPAQUE, None, path, why)
+        from piitracer.planner.expressions import NotComposable, compose, surrogate_function  # sqlglot: only for a transform
+
         try:
             composed = compose(edge.expression, edge.source.column, self.expression or column_expression(self.source.column))
         except NotComposable as error:
@@ -117,6 +119,20 @@ class Derivation:
     def state(self) -> tuple:
         """Two derivations with the same state reach the same places the same way."""
         return (self.column, self.source, self.kind, self.expression, self.via_join is not None, self.lookup)
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def column_expression(column: str) -> str:
+    """:func:`piitracer.planner.expressions.column_expression`, which sqlglot writes; a plain name
+    is written as it is, without importing sqlglot (0.1 s: every plan and every execute's replan
+    starts here, most with no transform to compose)."""
+    if _PLAIN_NAME.match(column):
+        return column
+    from piitracer.planner.expressions import column_expression as written_by_sqlglot
+
+    return written_by_sqlglot(column)
 
 
 def seeds(graph: LineageGraph, source_keys: list[ColumnRef], identifiers: dict[str, tuple[str, ...]]) -> list[Derivation]:

@@ -44,8 +44,7 @@ from piitracer.model.plan import (Action, CiphertextColumn, CiphertextHeld, Data
 from piitracer.model.stored import StoredSchema, StoredSchemas
 from piitracer.model.workspace import CatalogDataset, DatasetFormat
 from piitracer.planner.decisions import RULE_OPAQUE, Decision, decide, value_source
-from piitracer.planner.derivations import USABLE, Derivation, DerivationKind, describe_path
-from piitracer.planner.expressions import column_expression
+from piitracer.planner.derivations import USABLE, Derivation, DerivationKind, column_expression, describe_path
 from piitracer.planner.templates import StepTemplate
 
 RULE_SHRED = "shred: ciphertext under the subject's key"

@@ -14,10 +14,7 @@ no identifier of the subject, and its decision says why.
 
 from __future__ import annotations
 
-from typing import Mapping
-
-import sqlglot
-from sqlglot import exp
+from typing import TYPE_CHECKING, Mapping
 
 from piitracer.graph.lineage_graph import LineageGraph
 from piitracer.model.lineage import ColumnRef, EdgeKind, EdgeSubtype
@@ -25,6 +22,9 @@ from piitracer.model.plan import SurrogateLookup
 from piitracer.model.workspace import CatalogDataset
 from piitracer.planner.decisions import best_key, value_source
 from piitracer.planner.derivations import USABLE, Derivation, DerivationKind
+
+if TYPE_CHECKING:
+    from sqlglot import exp
 
 _MAX_HOPS = 8  # how far back a column is followed through IDENTITY edges to the ranking it copies
 
@@ -122,7 +122,9 @@ def _ranking_of(graph: LineageGraph, column: ColumnRef, reached: set[ColumnRef])
     return None
 
 
-def _parsed(text: str) -> exp.Expression | None:
+def _parsed(text: str) -> "exp.Expression | None":
+    import sqlglot  # here, not at the top: most plans have no window expression (0.1 s to import)
+
     try:
         return sqlglot.parse_one(text, read="spark")
     except sqlglot.errors.ParseError:
@@ -130,11 +132,15 @@ def _parsed(text: str) -> exp.Expression | None:
 
 
 def _is_ranking(text: str) -> bool:
+    from sqlglot import exp
+
     tree = _parsed(text)
     return isinstance(tree, exp.Window) and isinstance(tree.this, (exp.RowNumber, exp.Rank, exp.DenseRank))
 
 
 def _why_not(text: str) -> str:
+    from sqlglot import exp
+
     tree = _parsed(text)
     assert isinstance(tree, exp.Window)
     if tree.args.get("partition_by"):
