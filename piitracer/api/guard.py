@@ -182,10 +182,13 @@ def _reopen(workspace: Workspace, lakehouse, suppression: SuppressionStore, requ
     person has two requests; their return is one)."""
     from piitracer.api.requests import add_requests
 
-    records = {item.hash: suppression.records_for([item.hash]) for item in found}
+    records: dict[bytes, list] = {item.hash: [] for item in found}
+    for record in suppression.records_for(sorted(records)):  # one query for every hash found
+        records[record.hash].append(record)
     people = _people(found, records)
     returns = []
     now = datetime.now(timezone.utc)
+    open_values = _open_values(requests)
     for earlier in people:
         hits = [(item, record) for item in found for record in records[item.hash] if record.request_id in earlier]
         places = sorted({tuple(sorted(_place(item).items())) for item, _ in hits})
@@ -196,7 +199,7 @@ def _reopen(workspace: Workspace, lakehouse, suppression: SuppressionStore, requ
             back.why = ("only computed or derived forms were found (a hash, a surrogate key): no value of a "
                         "catalogued identifier column to erase the person by")
             continue
-        already = _open_request_for(requests, values)
+        already = next((request_id for request_id, held in open_values if held & set(values)), None)
         if already is not None:  # found again before the request opened last time was erased: noted there
             back.new_request, back.why = already, "already reopened: this return is noted on that request"
             record_request_entry(log, already, [(already, v) for v in values], from_state=None, to_state="open",
@@ -212,6 +215,7 @@ def _reopen(workspace: Workspace, lakehouse, suppression: SuppressionStore, requ
             back.why = f"cannot queue it: {error}"
             continue
         back.new_request = new_id
+        open_values.append((new_id, set(values)))
         details = {"came_back_of": earlier, "found_at": back.places, "kinds": back.kinds}
         record_request_entry(log, new_id, [(new_id, v) for v in values], from_state=RequestState.QUEUED.value,
                              to_state=RequestState.QUEUED.value, action="came back", details=details)
@@ -288,13 +292,11 @@ def _catalogued_column(workspace: Workspace, kind: str) -> bool:
     return entry is not None and column in (*entry.identifiers, *entry.column_types, entry.subject_key)
 
 
-def _open_request_for(requests, values: list[str]) -> str | None:
-    """An open request (not closed) holding one of these values, if any: the first by id."""
-    wanted = set(values)
-    for request in sorted(requests.all(), key=lambda r: r.request_id):
-        if request.state is not RequestState.CLOSED and wanted & set(requests.values(request.request_id)):
-            return request.request_id
-    return None
+def _open_values(requests) -> list[tuple[str, set[str]]]:
+    """(request id, its values) of every request not closed, by id: opened once per scan (a
+    return found for a person already reopened is noted on the first of these holding a value)."""
+    return [(request.request_id, set(requests.values(request.request_id)))
+            for request in sorted(requests.all(), key=lambda r: r.request_id) if request.state is not RequestState.CLOSED]
 
 
 def _new_request_id(requests, earlier: str, now: datetime) -> str:

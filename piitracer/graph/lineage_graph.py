@@ -273,8 +273,15 @@ class LineageGraph:
         return column_edges, dataset_edges
 
     def edges_into(self, dataset_id: str) -> list[ColumnEdge]:
-        """Column edges (column- and dataset-level) whose target is ``dataset_id``, sorted."""
-        return [e for e in self.column_edges() if e.target_dataset == dataset_id]
+        """Column edges (column- and dataset-level) whose target is ``dataset_id``, sorted: the
+        edges arriving at its columns' nodes and its dataset node (not a sort of every edge of the
+        graph: the planner asks this of every planned dataset)."""
+        info = self._datasets.get(dataset_id)
+        if info is None:
+            return []
+        nodes = [column_node(ColumnRef(dataset=dataset_id, column=c)) for c in info.columns] + [dataset_node(dataset_id)]
+        edges = [data["edge"] for _, _, data in self._graph.in_edges(nodes, data=True) if "edge" in data]
+        return sorted(edges, key=ColumnEdge.sort_key)
 
     # ---- traversal ------------------------------------------------------------------------
 

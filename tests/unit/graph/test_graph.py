@@ -118,3 +118,32 @@ def test_json_is_deterministic_and_typed() -> None:
     kinds = {(e["source"]["column"], e["target_dataset"], e["kind"], e["subtype"]) for e in first["column_edges"]}
     assert ("user_id", "e.filtered", "INDIRECT", "FILTER") in kinds
     assert {d["id"]: d["reached"] for d in first["datasets"]}["g.export"] == "flow"
+
+
+def test_edges_into_a_dataset_are_every_edge_whose_target_it_is() -> None:
+    """``edges_into`` reads a dataset's in-edges (the planner asks it of every planned dataset):
+    on random graphs (column- and dataset-level edges, clones from the catalog) it is exactly the
+    sorted edges of the whole graph whose target is that dataset."""
+    import random
+
+    from piitracer.model.lineage import ColumnEdge
+
+    subtypes = [I, T, A, EdgeSubtype.FILTER, EdgeSubtype.WINDOW, EdgeSubtype.JOIN]
+    for seed in range(20):
+        rng = random.Random(seed)
+        datasets = [f"s{n}.t{n}" for n in range(8)]
+        edges = []
+        for _ in range(60):
+            source, target = rng.sample(datasets, 2)
+            subtype = rng.choice(subtypes)
+            if rng.random() < 0.2:
+                edges.append(edge(f"{source}.c{rng.randrange(4)}", None, subtype, dataset=target))
+            else:
+                edges.append(edge(f"{source}.c{rng.randrange(4)}", f"{target}.c{rng.randrange(4)}", subtype))
+        catalog = {"dev.copy": CatalogDataset(format="iceberg", location="y", clone_of={"dataset": datasets[0], "mode": "shallow"})}
+        graph = LineageGraph.build(LineageBatch(column_edges=tuple(edges)), catalog)
+        everything = graph.column_edges()
+        assert everything == sorted(everything, key=ColumnEdge.sort_key)
+        for dataset in [*datasets, "dev.copy", "not.there"]:
+            assert graph.edges_into(dataset) == [e for e in everything if e.target_dataset == dataset]
+        assert sum(len(graph.edges_into(d)) for d in [*datasets, "dev.copy"]) == len(everything)
