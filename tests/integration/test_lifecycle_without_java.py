@@ -4,7 +4,9 @@
 catalog, psycopg2, the password only in ``PGPASSWORD``), data on the S3 server — erased through the
 real CLI by processes whose ``PATH`` holds no ``java`` and whose environment has no ``JAVA_HOME``:
 ``init``, ``catalog discover --write``, ``plan``, ``execute --dry-run`` (which says no step starts
-Spark), ``execute``, ``verify``, ``requests close``, ``audit verify``.
+Spark), ``execute``, ``verify``, ``requests close``, ``audit verify``; then ``guard scan`` (issue 52) on
+that catalog and bucket: a backfill of the subject's row is found in the new file alone and reopened,
+a decoy beside it is not.
 
 The test can fail: the same environment is first shown unable to start Spark at all, so any step
 that needed a JVM would fail the command. Then the bucket's every object, decoded, holds none of
@@ -149,3 +151,33 @@ def test_the_seed_scene_is_erased_proven_and_closed_with_no_java(s3, catalog_env
         assert checksum(rows) == kept[name], name
     assert TAG in payments.metadata.refs
     assert find_values(s3.download(tmp_path / "after"), SUBJECT_VALUES) == []
+
+    # Erased people stay erased (issue 52), on the same catalog and bucket, still with no Java: a
+    # backfill appends the subject's row and a decoy's (the neighbouring id, a phone ending in the
+    # same four digits) through pyiceberg; `guard scan` (after a first one right after close) reads
+    # only the new snapshot's file, finds the subject (exit 1), opens one request linked to the
+    # closed one, and leaves the decoy alone.
+    from pyiceberg_lakehouse import arrow
+
+    first = run(env, *at, "guard", "scan", "--output", "json", cwd=tmp_path)  # right after close: nobody back
+    assert first.returncode == 0, said(first)
+    assert json.loads(first.stdout)["came_back"] == [] and json.loads(first.stdout)["complete"]
+    decoy = {"user_id": SUBJECT["user_id"] + 1, "pan": "ZZZZZ9999Z", "phone": "+919999990001",
+             "aadhaar_ref": "AADH-9999-0002", "amount": 3.5, "dt": "2026-04-19"}
+    payments.append(arrow([{**SUBJECT, "amount": 99.5, "dt": "2026-04-19"}, decoy]))
+    scanned = run(env, *at, "guard", "scan", "--output", "json", cwd=tmp_path)
+    assert scanned.returncode == 1, said(scanned)
+    scan = json.loads(scanned.stdout)
+    assert scan["complete"] and not scan["full"]
+    (back,) = scan["came_back"]
+    assert back["earlier_requests"] == [REQUEST] and back["new_request"].startswith(f"{REQUEST}-back-")
+    assert {place["dataset"] for place in back["found"]} == {"fintech.payments"}
+    read = {table["dataset"]: table for table in scan["tables"]}
+    assert read["fintech.payments"]["files_read"] == 1 and read["fintech.payments"]["rows_read"] == 2  # the new file only
+    assert read["fintech.payments_by_user"]["files_read"] == 0
+    board = run(env, *at, "requests", "--output", "json", cwd=tmp_path)
+    assert board.returncode == 0, said(board)
+    assert {r["request_id"]: r["state"] for r in json.loads(board.stdout)} == {REQUEST: "closed", back["new_request"]: "queued"}
+    again = run(env, *at, "guard", "scan", "--output", "json", cwd=tmp_path)
+    assert again.returncode == 0, said(again)  # noted once: nothing new since
+    assert [t["files_read"] for t in json.loads(again.stdout)["tables"]] == [0, 0]
