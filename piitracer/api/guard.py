@@ -57,6 +57,7 @@ class GuardScan:
     people: int  # requests the list remembers someone for
     tables: list[TableScan] = field(default_factory=list)
     came_back: list[CameBack] = field(default_factory=list)
+    not_read: list[str] = field(default_factory=list)  # catalogued tables with no candidate column (said, not hidden)
 
     @property
     def problems(self) -> list[TableScan]:
@@ -77,12 +78,18 @@ class GuardScan:
             "tables": [{"dataset": t.dataset, "unchanged": t.unchanged, "files": t.files, "files_read": len(t.files_read),
                         "rows_read": t.rows_read, "columns": list(t.columns), "absent": t.absent, "problem": t.problem}
                        for t in self.tables],
+            "not_read": [{"dataset": d, "why": NO_CANDIDATE} for d in self.not_read],
         }
 
 
+NO_CANDIDATE = ("no column the catalog or the lineage says can hold an identifier of an erased person: "
+                "guard scan --all-columns reads it")
+
+
 def guard_targets(workspace: Workspace, lakehouse, suppression: SuppressionStore, all_columns: bool = False,
-                  new_tables: bool = True) -> list[ScanTarget]:
-    """The tables a scan reads, with their candidate columns (module docstring), sorted by dataset."""
+                  new_tables: bool = True, not_read: list[str] | None = None) -> list[ScanTarget]:
+    """The tables a scan reads, with their candidate columns (module docstring), sorted by dataset;
+    the catalogued tables left out for want of a candidate column go to ``not_read``."""
     catalog = workspace.config.catalog
     locations = lakehouse.locations
     columns = {} if all_columns else candidate_columns(workspace, suppression.kinds())
@@ -92,8 +99,10 @@ def guard_targets(workspace: Workspace, lakehouse, suppression: SuppressionStore
         if entry is None or not lists_data_files(entry.format):
             continue
         chosen = None if all_columns else tuple(sorted(columns.get(dataset.split("@", 1)[0], ())))
-        if chosen == ():
-            continue  # nothing in it can hold an identifier, as the catalog and the lineage say
+        if chosen == ():  # nothing in it can hold an identifier, as the catalog and the lineage say
+            if not_read is not None:
+                not_read.append(dataset)
+            continue
         targets.append(ScanTarget(dataset, entry.format, location, chosen))
     if new_tables:
         targets += _new_tables(lakehouse, locations.values())
@@ -163,7 +172,7 @@ def run_guard_scan(workspace: Workspace, lakehouse, suppression: SuppressionStor
     if records == 0:
         return result
     listed = SuppressionList(suppression.key(), suppression.hashes())
-    targets = guard_targets(workspace, lakehouse, suppression, all_columns, new_tables)
+    targets = guard_targets(workspace, lakehouse, suppression, all_columns, new_tables, result.not_read)
     scans, found = scan_tables(targets, listed, lakehouse.store, suppression, full, on_table)
     result.tables = scans
     result.came_back = _reopen(workspace, lakehouse, suppression, requests, log, found)

@@ -51,6 +51,9 @@ def guard_scan(ctx: click.Context, full: bool, all_columns: bool, no_new_tables:
                f"{sum(t.unchanged for t in scan.tables)} unchanged")
     for table in scan.problems:
         click.echo(f"  could not read {table.dataset}: {table.problem}")
+    if scan.not_read:
+        click.echo(f"  not read ({len(scan.not_read)}): {', '.join(scan.not_read)}: no column the catalog or the lineage "
+                   "says can hold an identifier (--all-columns reads them)")
     for back in scan.came_back:
         opened = (f"noted on open request {back.new_request}" if back.new_request and back.why else
                   f"new request {back.new_request}" if back.new_request else f"no new request: {back.why}")

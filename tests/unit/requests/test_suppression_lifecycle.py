@@ -311,3 +311,36 @@ def test_only_a_columns_own_values_are_remembered_as_that_column() -> None:
     assert value_set_kinds(json.dumps(plan)) == {
         "prod.p.user_id": "prod.p.user_id", "prod.p.pan": "prod.p.pan",
         "computed_1": "prod.p.phone via SHA2(phone, 256)", "m.keys~surrogate": "prod.p.user_id via m.keys~surrogate"}
+
+
+def test_a_catalogued_table_with_no_candidate_column_is_said_not_read(tmp_path: Path) -> None:
+    """A catalogued table the catalog and the lineage give no identifier column is not read by the
+    default scan, and the scan says so (JSON and text), never silently; --all-columns reads it."""
+    root = tmp_path / "ws"
+    lake(root)
+    pq.write_table(pa.table({"ref": pa.array([PERSON["user_id"], 1, 2], pa.int64())}), _made(root / "totals") / "part-0.parquet")
+    config = yaml.safe_load((root / "piitracer.yaml").read_text())
+    config["warehouse_roots"].append("totals")
+    config["catalog"]["fin.totals"] = {"format": "parquet", "location": "totals", "columns": ["ref"]}
+    (root / "piitracer.yaml").write_text(yaml.safe_dump(config))
+    workspace, keys = piitracer.load_workspace(root), workspace_keys(tmp_path / "keys")
+    erase(workspace, keys, [Subject(value=str(PERSON["user_id"]), request_id="r1", received_at="2026-11-20T09:00:00Z")])
+    with open_session(workspace, keys) as session:
+        default = session.guard_scan(full=True)
+        assert default.not_read == ["fin.totals"] and "fin.totals" not in [t.dataset for t in default.tables]
+        assert default.as_dict()["not_read"] == [{"dataset": "fin.totals", "why": piitracer.api.guard.NO_CANDIDATE}]
+        every = session.guard_scan(full=True, all_columns=True)
+        assert every.not_read == [] and "fin.totals" in [t.dataset for t in every.tables]
+    audit_key = tmp_path / "audit.key"
+    audit_key.write_text(AUDIT_KEY + "\n")
+    audit_key.chmod(0o600)
+    args = ["--workspace", str(root), "guard", "scan", "--full", "--audit-key-file", str(audit_key),
+            "--master-key-file", str(tmp_path / "keys" / "master.key")]
+    shown = CliRunner().invoke(cli, args, env={"PIITRACER_AUDIT_KEY": None, "PIITRACER_MASTER_KEY_FILE": None})
+    assert shown.exit_code == 0, shown.output
+    assert "  not read (1): fin.totals: no column the catalog or the lineage says can hold an identifier" in shown.output
+
+
+def _made(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
