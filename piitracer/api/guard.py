@@ -208,7 +208,8 @@ def _reopen(workspace: Workspace, lakehouse, suppression: SuppressionStore, requ
             back.why = ("only computed or derived forms were found (a hash, a surrogate key): no value of a "
                         "catalogued identifier column to erase the person by")
             continue
-        already = next((request_id for request_id, held in open_values if held & set(values)), None)
+        wanted = set(values)
+        already = next((request_id for request_id, held in open_values if held & wanted), None)
         if already is not None:  # found again before the request opened last time was erased: noted there
             back.new_request, back.why = already, "already reopened: this return is noted on that request"
             record_request_entry(log, already, [(already, v) for v in values], from_state=None, to_state="open",
@@ -224,7 +225,7 @@ def _reopen(workspace: Workspace, lakehouse, suppression: SuppressionStore, requ
             back.why = f"cannot queue it: {error}"
             continue
         back.new_request = new_id
-        open_values.append((new_id, set(values)))
+        open_values.append((new_id, wanted))
         details = {"came_back_of": earlier, "found_at": back.places, "kinds": back.kinds}
         record_request_entry(log, new_id, [(new_id, v) for v in values], from_state=RequestState.QUEUED.value,
                              to_state=RequestState.QUEUED.value, action="came back", details=details)

@@ -17,7 +17,7 @@ from piitracer.api.plan import parse_plan, plan_requests
 from piitracer.model.progress import Progress, phase
 from piitracer.requests.lifecycle import move_request
 from piitracer.audit import AuditLog, record_attestation_entry, record_plan_entry
-from piitracer.api.audit import attested_steps  # noqa: F401 (its home was here)
+from piitracer.api.audit import attested_steps
 from piitracer.crypto.envelope import KeyWrapper, ShreddedError, ValueCipher, has_master_key, load_master_key
 from piitracer.executor.journal import Journal
 from piitracer.executor.spark_session import spark_session

@@ -400,10 +400,10 @@ class PyicebergEraser:
         table = self.table()
         table.refresh()
         referenced = self._referenced(table)
-        doomed = [path for path in candidates if path in present and path not in referenced and not _kept(path)]
-        self._inside(self.location.child(path).uri for path in doomed)
-        return self.store.delete_each([self.location.child(path) for path in doomed],
-                                      lambda number: failpoint("iceberg.pyiceberg.removing", str(number)))  # test-only: a kill part-way
+        doomed = [self.location.child(path) for path in candidates
+                  if path in present and path not in referenced and not _kept(path)]
+        self._inside(place.uri for place in doomed)
+        return self.store.delete_each(doomed, lambda number: failpoint("iceberg.pyiceberg.removing", str(number)))  # test-only: a kill part-way
 
     def _removal_outcome(self, first: dict[str, Any], details: dict[str, Any]) -> StepOutcome:
         files, size = removed_between(first["files_before"], self.store.sizes(self.location))

@@ -264,5 +264,3 @@ def _ingest_text(
         problem = IngestProblem(origin=Origin(kind=OriginKind.SQL, file=file), reason=_one_line(str(error)))
         return LineageBatch(problems=(problem,))
     return _FileIngest(file, namer, schemas, reader).run(text)
-
-
