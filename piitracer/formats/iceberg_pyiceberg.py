@@ -38,6 +38,7 @@ from piitracer.formats import FormatError, hidden, relative_to
 from piitracer.formats.iceberg_eraser import WORK_BRANCH_PREFIX  # the working branch of a tag's rewrite, as on Spark
 from piitracer.formats.iceberg_table import manifest_entry_paths, snapshot_manifests
 from piitracer.formats.iceberg_rows import count, live_rows
+from piitracer.formats.iceberg_tombstones import drop_tombstones, stage_tombstone_drop
 from piitracer.formats.values import typed_values
 from piitracer.model.outcome import Attempt, SafetyError, StepOutcome
 from piitracer.storage.disk import removed_between
@@ -143,12 +144,17 @@ class PyicebergEraser:
         token = uuid.uuid4().hex
         transaction = table.transaction()
         transaction.delete(predicate, snapshot_properties={MARK: token}, branch=branch)
+        # The DELETED entries the delete writes keep the removed files' column bounds (the
+        # subjects' values): their drop goes in the same commit, one catalog commit instead of two
+        # (the plan's rewrite_manifests step then finds nothing left to drop).
+        tombstones = stage_tombstone_drop(transaction, table.io, branch, {MARK: token})
         failpoint("iceberg.pyiceberg.before_commit")  # test-only: another writer commits here
         transaction.commit_transaction()
         failpoint("iceberg.delete.after_commit")  # test-only: committed, the journal does not know
         # No reload: pyiceberg's commit leaves the table object at the metadata the catalog answered
         # the commit with (the catalog's state after it, another writer's commits before it included).
-        base, mine = self._committed(table, token, branch)
+        marked = self._committed(table, token, branch)
+        base, mine = _parent(table, marked[-1]), marked[0]
         before, after = live_rows(table, base), live_rows(table, mine)
         # The commit's base is the snapshot counted above unless another writer committed between:
         # then its subjects' rows are counted again (the same count, so not asked twice otherwise).
@@ -160,7 +166,10 @@ class PyicebergEraser:
                               f"to {after} ({matched_after} of theirs): other rows changed: stopping")
         outcome.rows_deleted += matched_before - matched_after
         outcome.version_after = _id(_head(table, branch))
-        outcome.details.update(total_rows_after=after, engine="pyiceberg")
+        written = sum(int(snapshot.summary.get("added-data-files") or 0) for snapshot in marked)
+        outcome.details.update(total_rows_after=after, engine="pyiceberg",
+                               data_files_written=outcome.details.get("data_files_written", 0) + written,
+                               manifests_rewritten=outcome.details.get("manifests_rewritten", 0) + tombstones[0])
         return matched_after == 0  # rows of a subject another writer added meanwhile: one more round
 
     def subjects(self, table: "Table", key_column: str, values: list[Any]):
@@ -176,17 +185,18 @@ class PyicebergEraser:
         kept = [v.isoformat() if hasattr(v, "isoformat") else v for v in kept]  # dates as ISO text (pyiceberg's literal)
         return In(key_column, kept) if kept else AlwaysFalse()
 
-    def _committed(self, table: "Table", token: str, branch: str):
-        """(the snapshot the commit ``token`` started from, the last snapshot it added) on ``branch``."""
+    def _committed(self, table: "Table", token: str, branch: str) -> list:
+        """The snapshots the commit ``token`` added to ``branch``, the last first (a delete, the
+        rewrite of its files and the drop of its tombstones: up to three)."""
         mine, snapshot = [], _head(table, branch)
         while snapshot is not None and _mark(snapshot) != token:  # another writer's commits after it
             snapshot = _parent(table, snapshot)
-        while snapshot is not None and _mark(snapshot) == token:  # a delete and a rewrite: two snapshots
+        while snapshot is not None and _mark(snapshot) == token:
             mine.append(snapshot)
             snapshot = _parent(table, snapshot)
         if not mine:
             raise SafetyError(f"{self.identifier}: the commit is not on {branch} after it succeeded: stopping")
-        return _parent(table, mine[-1]), mine[0]
+        return mine
 
     # ---- the files that keep deleted rows ---------------------------------------------------
 
@@ -224,7 +234,8 @@ class PyicebergEraser:
                         overwrite.append_data_file(data_file)
                         written += 1
             transaction.commit_transaction()  # the table object follows the commit: no reload
-            base, mine = self._committed(table, token, "main")
+            marked = self._committed(table, token, "main")
+            base, mine = _parent(table, marked[-1]), marked[0]
             rows_before, rows_after = live_rows(table, base), live_rows(table, mine)
             if rows_before != rows_after:
                 raise SafetyError(f"{self.identifier}: rewriting {len(tasks)} data file(s) changed the table's row count "
@@ -238,7 +249,8 @@ class PyicebergEraser:
         """One commit whose data manifests keep only live entries (see :func:`drop_tombstones`)."""
         def once(table: "Table") -> StepOutcome:
             before = _head(table, branch)
-            rewritten, kept = drop_tombstones(table, branch)  # committed through the table object: it follows
+            # committed through the table object: it follows
+            rewritten, kept = drop_tombstones(table, branch, {MARK: uuid.uuid4().hex})
             details = {"engine": "pyiceberg", "manifests_rewritten": rewritten}
             if kept:
                 details["delete_manifests_keeping_tombstones"] = kept
@@ -308,7 +320,7 @@ class PyicebergEraser:
                     attempt: Attempt | None = None) -> StepOutcome:
         """Remove the subjects' rows from a tag's or branch's snapshot without dropping the ref: a
         copy-on-write delete committed to the branch (a tag: to a working branch made at its
-        snapshot), one more commit without the delete's tombstones, then the tag moved to the new
+        snapshot) together with the drop of its tombstones, then the tag moved to the new
         snapshot with its max-ref-age and the working branch dropped. The tag is moved only once
         the new snapshot is complete; a rerun finds the ref without the subjects and tidies up."""
         attempt = attempt or Attempt()
@@ -334,8 +346,9 @@ class PyicebergEraser:
             if removed != rows:
                 raise SafetyError(f"{self.identifier}: {ref_type} '{name}' held {rows} rows of the subjects; the delete "
                                   f"removed {removed}: stopping")
-            rewritten = int((_head(self.table(), work).summary.get("added-data-files") or 0))
-        tombstones = self._rounds("the rewrite of manifests", lambda t: drop_tombstones(t, work))
+            rewritten = int(deleted.details.get("data_files_written", 0))
+        # The delete dropped its own tombstones in its commit; this drops any the ref's snapshot held before.
+        tombstones = self._rounds("the rewrite of manifests", lambda t: drop_tombstones(t, work, {MARK: uuid.uuid4().hex}))
         failpoint("iceberg.rewrite_ref.before_move")  # test-only: new snapshot written, the tag not yet moved
         new = _head(self.table(), work).snapshot_id
         if ref_type == "tag":
@@ -410,67 +423,6 @@ class PyicebergEraser:
         current = _id(self.table().current_snapshot())
         return StepOutcome(files_removed=files, bytes_removed=size, version_before=first.get("version_before", current),
                            version_after=current, details=details)
-
-
-def drop_tombstones(table: "Table", branch: str = "main") -> tuple[int, int]:
-    """Commit to ``branch`` a snapshot whose data manifests hold only live entries, when a manifest
-    of its head keeps DELETED entries (they carry the removed files' column bounds): the role of
-    Spark's ``rewrite_manifests``, which pyiceberg 0.12 lacks. The data does not change (operation
-    ``replace``). pyiceberg writes no delete manifests, so one holding DELETED entries is kept
-    (position deletes' bounds are file paths and positions). Returns (manifests rewritten or
-    dropped, delete manifests that keep DELETED entries)."""
-    from pyiceberg.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus
-    from pyiceberg.table.snapshots import Operation, Summary
-    from pyiceberg.table.update.snapshot import _FastAppendFiles
-
-    head = _head(table, branch)
-    if head is None:
-        return 0, 0
-    manifests = head.manifests(table.io)
-
-    def tombstoned(manifest) -> bool:
-        if manifest.deleted_files_count is not None:
-            return manifest.deleted_files_count > 0
-        return any(e.status == ManifestEntryStatus.DELETED for e in manifest.fetch_manifest_entry(table.io, discard_deleted=False))
-
-    kept = sum(1 for m in manifests if m.content == ManifestContent.DELETES and tombstoned(m))
-    if not any(m.content == ManifestContent.DATA and tombstoned(m) for m in manifests):
-        return 0, kept
-    rewritten = [0]
-
-    class LiveEntriesOnly(_FastAppendFiles):
-        def _existing_manifests(self):  # the parent's manifests, each without its DELETED entries
-            found, rewritten[0] = [], 0
-            parent = self._transaction.table_metadata.snapshot_by_id(self._parent_snapshot_id)
-            for manifest in parent.manifests(self._io) if parent is not None else []:
-                if manifest.content != ManifestContent.DATA or not tombstoned(manifest):
-                    found.append(manifest)
-                    continue
-                rewritten[0] += 1
-                live = manifest.fetch_manifest_entry(self._io, discard_deleted=True)
-                if not live:
-                    continue  # tombstones only: the manifest goes
-                with self.new_manifest_writer(self.spec(manifest.partition_spec_id)) as writer:
-                    for entry in live:
-                        writer.add_entry(ManifestEntry.from_args(
-                            status=ManifestEntryStatus.EXISTING, snapshot_id=entry.snapshot_id,
-                            sequence_number=entry.sequence_number, file_sequence_number=entry.file_sequence_number,
-                            data_file=entry.data_file))
-                found.append(writer.to_manifest_file())
-            return found
-
-        def _summary(self, snapshot_properties=None) -> Summary:  # nothing added or removed: the parent's totals
-            parent = self._transaction.table_metadata.snapshot_by_id(self._parent_snapshot_id)
-            totals = {k: v for k, v in (parent.summary.model_dump() if parent and parent.summary else {}).items()
-                      if k.startswith("total-")}
-            return Summary(operation=Operation.REPLACE, **totals, **(snapshot_properties or {}))
-
-    transaction = table.transaction()
-    producer = LiveEntriesOnly(operation=Operation.REPLACE, transaction=transaction, io=table.io, branch=branch,
-                               snapshot_properties={MARK: uuid.uuid4().hex})
-    producer.commit()
-    transaction.commit_transaction()
-    return rewritten[0], kept
 
 
 # ---- refs and snapshots ---------------------------------------------------------------------------

@@ -30,6 +30,11 @@ def find_values(root: Path, values: Iterable[Any]) -> list[str]:
     return found
 
 
+def values_in_file(path: Path, values: Iterable[Any]) -> list[str]:
+    """``where`` for every place in the one file ``path`` that holds one of ``values``."""
+    return list(_scan(Path(path), list(values)))
+
+
 def _scan(path: Path, wanted: list[Any]) -> Iterator[str]:
     name = path.name
     if name.endswith(".parquet"):

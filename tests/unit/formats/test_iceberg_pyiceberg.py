@@ -65,16 +65,61 @@ def test_the_steps_leave_no_byte_of_the_subject_and_every_other_row(lake: Lake) 
     assert not any(name.startswith("piitracer_rewrite_") for name in lake.connect().load_table("fintech.payments").metadata.refs)
 
 
-def test_without_the_manifest_commit_a_deleted_entry_keeps_the_subject_in_its_bounds(lake: Lake) -> None:
-    lake.run(Action.DELETE_ROWS, keyed=True)
+def _head_manifest_entries(table) -> list:
+    head = table.current_snapshot()
+    return [e for m in head.manifests(table.io) for e in m.fetch_manifest_entry(table.io, discard_deleted=False)]
+
+
+def _head_manifests_hold(table, values) -> list[str]:
+    """Which of the head's manifest files hold one of ``values`` (decoded, as the byte scan does)."""
+    from byte_scan import values_in_file
+
+    found = []
+    for manifest in table.current_snapshot().manifests(table.io):
+        path = Path(manifest.manifest_path.removeprefix("file://"))
+        found += [f"{path.name}: {where}" for where in values_in_file(path, values)]
+    return found
+
+
+def test_the_delete_drops_its_tombstones_in_its_own_commit(lake: Lake) -> None:
+    """The delete's DELETED manifest entries would keep the removed files' bounds (the subject's
+    values): the delete step commits their drop with it, in one commit (one new metadata file),
+    the data as the delete left it; the plan's rewrite_manifests step then finds nothing."""
+    from pyiceberg_lakehouse import SUBJECT_VALUES
+
+    before = lake.connect().load_table("fintech.payments")
+    metadata_files = len(before.metadata.metadata_log)
+    assert any(e.data_file.lower_bounds for e in _head_manifest_entries(before))
+    outcome = lake.run(Action.DELETE_ROWS, keyed=True)
     table = lake.connect().load_table("fintech.payments")
-    statuses = [e.status.name for m in table.current_snapshot().manifests(table.io) for e in m.fetch_manifest_entry(table.io, False)]
-    assert "DELETED" in statuses
-    lake.run(Action.REWRITE_MANIFESTS)
+    head = table.current_snapshot()
+    assert head.summary.operation.value == "replace" and outcome.details["manifests_rewritten"] > 0
+    assert len(table.metadata.metadata_log) == metadata_files + 1  # one commit: delete and drop together
+    assert [e.status.name for e in _head_manifest_entries(table) if e.status.name == "DELETED"] == []
+    assert _head_manifests_hold(table, SUBJECT_VALUES) == []
+    assert checksum(table.scan().to_arrow()) == checksum(table.scan(snapshot_id=head.parent_snapshot_id).to_arrow())
+    assert outcome.rows_deleted == 3 and checksum(table.scan().to_arrow()) == checksum(others(before.scan().to_arrow()))
+    assert lake.run(Action.REWRITE_MANIFESTS).files_rewritten == 0
+    assert lake.connect().load_table("fintech.payments").current_snapshot().snapshot_id == head.snapshot_id
+
+
+def test_the_manifest_step_drops_the_tombstones_another_delete_left(lake: Lake) -> None:
+    """A delete piitracer did not make (pyiceberg's own) leaves DELETED entries whose bounds hold
+    the subject's values; the rewrite_manifests step commits a snapshot without them, the data
+    unchanged."""
+    from pyiceberg.expressions import EqualTo
+    from pyiceberg_lakehouse import SUBJECT_VALUES
+
+    lake.connect().load_table("fintech.payments").delete(EqualTo("user_id", SUBJECT["user_id"]))
+    table = lake.connect().load_table("fintech.payments")
+    assert "DELETED" in [e.status.name for e in _head_manifest_entries(table)]
+    assert _head_manifests_hold(table, SUBJECT_VALUES)
+    assert lake.run(Action.REWRITE_MANIFESTS).files_rewritten > 0
     table = lake.connect().load_table("fintech.payments")
     head = table.current_snapshot()
     assert head.summary.operation.value == "replace"
-    assert all(e.status.name != "DELETED" for m in head.manifests(table.io) for e in m.fetch_manifest_entry(table.io, False))
+    assert all(e.status.name != "DELETED" for e in _head_manifest_entries(table))
+    assert _head_manifests_hold(table, SUBJECT_VALUES) == []
     assert checksum(table.scan().to_arrow()) == checksum(table.scan(snapshot_id=head.parent_snapshot_id).to_arrow())
 
 
@@ -310,3 +355,4 @@ def test_live_rows_from_the_manifest_list_are_what_reading_every_snapshot_counts
             matched = EqualTo("user_id", subject)
             assert count(table, snapshot, matched) == table.scan(row_filter=matched, snapshot_id=snapshot.snapshot_id).count() \
                 == len(table.scan(row_filter=matched, snapshot_id=snapshot.snapshot_id).to_arrow())
+
