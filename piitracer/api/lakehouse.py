@@ -43,6 +43,8 @@ class Lakehouse:
         the step that committed, :meth:`~piitracer.storage.store.Store.committed`)."""
         if self._catalogs is not None:
             self._catalogs.forget_tables()
+        if self._store is not None:  # a long-lived session would keep every table's every metadata file read
+            self._store.forget_written("iceberg metadata")
         return self
 
     # ---- datasets' places ---------------------------------------------------------------------

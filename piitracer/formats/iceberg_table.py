@@ -80,18 +80,26 @@ def stray_note(found: Location, current: Location) -> str:
 
 
 def static_table(location: Location, store: Store):
-    """pyiceberg's ``StaticTable`` of the newest metadata, or None when there is no table yet."""
+    """pyiceberg's ``StaticTable`` of the newest metadata, or None when there is no table yet. Each
+    metadata file is read once per store: a commit writes a new one, under a path no later commit
+    reuses (which file is the newest is asked every time)."""
     metadata_file = newest_metadata_file(location, store)
     if metadata_file is None:
         return None
+    key = ("iceberg metadata", metadata_file.uri)
+    found = store.written_once.get(key)
+    if found is not None:
+        return found
     from pyiceberg.table import StaticTable  # ~1 s to import: only once there is a table to read
 
     properties = store.iceberg_properties(location)  # the catalog's key among them: kept out of the message
     try:
-        return StaticTable.from_metadata(metadata_file.uri, properties=properties)
+        found = StaticTable.from_metadata(metadata_file.uri, properties=properties)
     except Exception as error:  # pyiceberg raises many types for a corrupt or foreign file
         raise FormatError(f"{metadata_file}: cannot read Iceberg metadata: {type(error).__name__}: "
                           f"{scrubbed(str(error), properties)}") from None
+    store.written_once[key] = found
+    return found
 
 
 def catalog_metadata_file(location: Location, pointer: str) -> Location:

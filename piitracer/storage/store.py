@@ -136,6 +136,12 @@ class Store:
         return {"settings": self.settings, "pointers": self.pointers, "_filesystems": {}, "_access_cache": {},
                 "written_once": {}}
 
+    def forget_written(self, kind: str) -> None:
+        """Drop what was kept of files of one kind written once (``written_once`` keys start with
+        the kind): they are read again when next asked."""
+        for key in [key for key in self.written_once if key[0] == kind]:
+            del self.written_once[key]
+
     def committed(self, location: Location) -> None:
         """Say that a table at ``location`` was committed to by something other than this store's
         catalogs' own table objects (a Spark step): its catalog is asked afresh next time."""

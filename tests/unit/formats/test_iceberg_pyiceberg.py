@@ -356,3 +356,27 @@ def test_live_rows_from_the_manifest_list_are_what_reading_every_snapshot_counts
             assert count(table, snapshot, matched) == table.scan(row_filter=matched, snapshot_id=snapshot.snapshot_id).count() \
                 == len(table.scan(row_filter=matched, snapshot_id=snapshot.snapshot_id).to_arrow())
 
+
+def test_a_metadata_file_is_read_once_per_store_and_a_commit_is_read_as_the_new_file(lake: Lake, monkeypatch) -> None:
+    """``static_table`` keeps what it read of a metadata file (written once, never changed) for the
+    store; a commit writes a new file, which is read (the table's new state), and a session's next
+    use case (``forget_written``) reads again."""
+    from pyiceberg.table import StaticTable
+
+    from piitracer.formats.iceberg_table import static_table
+
+    reads = []
+    original = StaticTable.from_metadata.__func__
+    monkeypatch.setattr(StaticTable, "from_metadata",
+                        classmethod(lambda cls, uri, properties=None: reads.append(uri) or original(cls, uri, properties)))
+    first = static_table(lake.location, lake.store)
+    assert static_table(lake.location, lake.store) is first and len(reads) == 1
+    lake.connect().load_table("fintech.payments").append(arrow(other_rows(9000, 3)))
+    lake.store.committed(lake.location)  # as a step that committed says
+    after = static_table(lake.location, lake.store)
+    catalog = lake.connect().load_table("fintech.payments")
+    name = catalog.metadata_location.rsplit("/", 1)[-1]
+    assert len(reads) == 2 and reads[1] != reads[0] and after.metadata_location.endswith(name)
+    assert after.current_snapshot().snapshot_id == catalog.current_snapshot().snapshot_id != first.current_snapshot().snapshot_id
+    lake.store.forget_written("iceberg metadata")
+    assert static_table(lake.location, lake.store).metadata_location.endswith(name) and len(reads) == 3
