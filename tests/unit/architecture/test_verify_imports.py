@@ -43,3 +43,17 @@ def test_the_parsers_and_networkx_load_when_lineage_is_read(tmp_path: Path) -> N
                    "edges = [(str(e.source), str(e.target)) for e in batch.column_edges]\n"
                    "assert edges == [('default.a.x', 'default.b.x')], edges")
     assert {"networkx", "sqlglot", "piitracer.ingest.sql.lineage"} <= found
+
+
+def test_execute_imports_the_graph_library_in_the_background_and_a_failure_stays_quiet() -> None:
+    """``execute`` starts importing networkx (for its origin check) while the preflight waits on
+    the lakehouse; a module that cannot be imported there says nothing (its real import will)."""
+    found = loaded("from piitracer.api.session import _import_in_background\n"
+                   "assert 'networkx' not in sys.modules\n"
+                   "_import_in_background('networkx').join()\n"
+                   "assert _import_in_background('networkx') is None")
+    assert "networkx" in found
+    quiet = subprocess.run([sys.executable, "-c", "from piitracer.api.session import _import_in_background\n"
+                            "_import_in_background('piitracer_no_such_module').join()"],
+                           capture_output=True, text=True, check=True)
+    assert quiet.stderr == ""
