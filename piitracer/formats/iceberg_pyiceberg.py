@@ -153,8 +153,8 @@ class PyicebergEraser:
         failpoint("iceberg.delete.after_commit")  # test-only: committed, the journal does not know
         # No reload: pyiceberg's commit leaves the table object at the metadata the catalog answered
         # the commit with (the catalog's state after it, another writer's commits before it included).
-        marked = self._committed(table, token, branch)
-        base, mine = _parent(table, marked[-1]), marked[0]
+        base, marked = self._committed(table, token, branch)
+        mine = marked[0]
         before, after = live_rows(table, base), live_rows(table, mine)
         # The commit's base is the snapshot counted above unless another writer committed between:
         # then its subjects' rows are counted again (the same count, so not asked twice otherwise).
@@ -185,9 +185,10 @@ class PyicebergEraser:
         kept = [v.isoformat() if hasattr(v, "isoformat") else v for v in kept]  # dates as ISO text (pyiceberg's literal)
         return In(key_column, kept) if kept else AlwaysFalse()
 
-    def _committed(self, table: "Table", token: str, branch: str) -> list:
-        """The snapshots the commit ``token`` added to ``branch``, the last first (a delete, the
-        rewrite of its files and the drop of its tombstones: up to three)."""
+    def _committed(self, table: "Table", token: str, branch: str) -> tuple[Any, list]:
+        """The snapshot the commit ``token`` went from (None for a table's first) and the snapshots
+        it added to ``branch``, the last first (a delete, the rewrite of its files and the drop of
+        its tombstones: up to three)."""
         mine, snapshot = [], _head(table, branch)
         while snapshot is not None and _mark(snapshot) != token:  # another writer's commits after it
             snapshot = _parent(table, snapshot)
@@ -196,7 +197,7 @@ class PyicebergEraser:
             snapshot = _parent(table, snapshot)
         if not mine:
             raise SafetyError(f"{self.identifier}: the commit is not on {branch} after it succeeded: stopping")
-        return mine
+        return snapshot, mine
 
     # ---- the files that keep deleted rows ---------------------------------------------------
 
@@ -234,8 +235,8 @@ class PyicebergEraser:
                         overwrite.append_data_file(data_file)
                         written += 1
             transaction.commit_transaction()  # the table object follows the commit: no reload
-            marked = self._committed(table, token, "main")
-            base, mine = _parent(table, marked[-1]), marked[0]
+            base, marked = self._committed(table, token, "main")
+            mine = marked[0]
             rows_before, rows_after = live_rows(table, base), live_rows(table, mine)
             if rows_before != rows_after:
                 raise SafetyError(f"{self.identifier}: rewriting {len(tasks)} data file(s) changed the table's row count "

@@ -11,11 +11,8 @@ if TYPE_CHECKING:
 
 
 def drop_tombstones(table: "Table", branch: str = "main", properties: dict[str, str] | None = None) -> tuple[int, int]:
-    """Commit to ``branch`` a snapshot whose data manifests hold only live entries, when a manifest
-    of its head keeps DELETED entries (they carry the removed files' column bounds): the role of
-    Spark's ``rewrite_manifests``, which pyiceberg 0.12 lacks. The data does not change (operation
-    ``replace``), its summary carrying ``properties``. Returns (manifests rewritten or dropped,
-    delete manifests that keep DELETED entries); see :func:`stage_tombstone_drop`."""
+    """Commit, in a transaction of its own, what :func:`stage_tombstone_drop` stages for ``branch``
+    (nothing when no manifest of its head keeps DELETED entries); returns what it returns."""
     transaction = table.transaction()
     rewritten, kept = stage_tombstone_drop(transaction, table.io, branch, properties or {})
     if rewritten:
