@@ -1,7 +1,8 @@
-"""How the guard scan reads a file's candidate columns (issue 52): a column chunk that is all
-dictionary-encoded is read through its dictionary, one that outgrew its dictionary (or has none) as
-plain values, every value hashed; either way the scan finds exactly the values a Python set of
-one-value hashes says, and nothing else."""
+"""How the guard scan reads a file's candidate columns (issue 52): a text column chunk that is all
+dictionary-encoded with few distinct values for its rows is read through its dictionary; one of
+mostly distinct values, one that outgrew its dictionary (or has none) as plain values, every value
+hashed; either way the scan finds exactly the values a Python set of one-value hashes says, and
+nothing else."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from piitracer.guard import SuppressionList, suppression_hash
 from piitracer.model.workspace import DatasetFormat
 from piitracer.storage.locations import Location
 from piitracer.storage.store import Store
-from piitracer.verify.guard_scan import _DICTIONARY_ONLY, _FEW_DISTINCT, ScanTarget, _bytes_per_value, scan_table
+from piitracer.verify.guard_scan import (_DICTIONARY_ONLY, _FEW_DISTINCT, ScanTarget, _bytes_per_value, _through_dictionary,
+                                         scan_table)
 
 
 class NothingSeen:
@@ -54,12 +56,50 @@ def test_which_chunks_are_read_through_their_dictionary(tmp_path) -> None:
     def below(found: dict, limit: float) -> set[str]:
         return {name for name, width in found.items() if width is not None and width < limit}
 
+    def through_dictionary(found: dict) -> set[str]:
+        return {name for name in ("phone", "city", "email") if _through_dictionary(found[name], data.num_rows)}
+
     default, small, plain = widths("default.parquet"), widths("small-dictionary.parquet"), widths("no-dictionary.parquet")
-    assert below(default, _DICTIONARY_ONLY) == set(data.column_names)  # read as dictionaries where text
+    assert below(default, _DICTIONARY_ONLY) == set(data.column_names)  # every chunk all dictionary-encoded
+    assert through_dictionary(default) == {"city", "email"}  # the phones are mostly distinct: read plain
     assert below(default, _FEW_DISTINCT) == {"city", "segment", "email"}  # dictionary-encoded before hashing
     assert below(small, _DICTIONARY_ONLY) == {"city", "segment", "email"}
+    assert through_dictionary(small) == {"city", "email"}
     assert below(small, _FEW_DISTINCT) == {"city", "segment", "email"}
-    assert set(plain.values()) == {None}
+    assert set(plain.values()) == {None} and through_dictionary(plain) == set()
+
+
+def test_a_chunk_that_outgrew_its_dictionary_near_its_end_is_read_plain_and_matched_the_same(tmp_path, monkeypatch) -> None:
+    """75,000 ten-character PANs, all but a few distinct: pyarrow's 1 MiB dictionary holds ~73,000
+    of them, so the chunk falls back to plain values only on its last page and its data pages
+    look all dictionary-encoded (~2 bytes a value). Read through the dictionary, Arrow encodes
+    that last page into it value by value (2-3x the plain read): it is read plain, and the scan
+    still finds exactly the PANs on the list."""
+    rng = random.Random(5)
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    pans = ["".join(rng.choice(letters) for _ in range(5)) + f"{rng.randrange(10**4):04d}" + rng.choice(letters)
+            for _ in range(75_000)]
+    folder = tmp_path / "t"
+    folder.mkdir()
+    pq.write_table(pa.table({"pan": pans}), folder / "part-0.parquet")
+    chunk = pq.ParquetFile(folder / "part-0.parquet").metadata.row_group(0).column(0)
+    assert _bytes_per_value(chunk) < _DICTIONARY_ONLY  # it looks all dictionary-encoded
+    key = secrets.token_bytes(32)
+    erased = rng.sample(pans, 6) + ["ZZZZZ0000Z"]
+    suppression = SuppressionList(key, [suppression_hash(key, value) for value in erased])
+    kinds = []
+    real = SuppressionList.matches
+
+    def recording(self, array, *, distinct=True):
+        kinds.append(array.type)
+        return real(self, array, distinct=distinct)
+
+    monkeypatch.setattr(SuppressionList, "matches", recording)
+    target = ScanTarget("t", DatasetFormat.PARQUET, Location.parse(str(folder)), ("pan",))
+    scan, found = scan_table(target, suppression, Store(), NothingSeen())
+    assert kinds == [pa.string()]  # read plain, not as a dictionary
+    assert scan.rows_read == 75_000
+    assert {value for item in found for value in item.values} == set(erased[:6])
 
 
 @pytest.mark.parametrize("how", [{}, {"dictionary_pagesize_limit": 4_096}, {"use_dictionary": False},
