@@ -311,19 +311,26 @@ def _long_hashes(long_key: bytes, raw: np.ndarray, starts: np.ndarray, size: np.
     hashes = np.zeros(len(size), HASH_DTYPE)
     blocks_of = (size + HASH_BYTES - 1) // HASH_BYTES
     widest = int(blocks_of.max()) * HASH_BYTES
-    data = np.zeros(last - first + widest, np.uint8)  # the used range, then zeros: any gather stays inside
+    data = np.zeros(last - first + widest, np.uint8)  # the used range, then zeros: any window stays inside
     data[:last - first] = raw[first:last]
-    for count in np.unique(blocks_of).tolist():
-        rows = np.flatnonzero(blocks_of == count)
+    counts = np.bincount(blocks_of)
+    for count in np.flatnonzero(counts).tolist():
+        rows = np.flatnonzero(blocks_of == count) if counts[count] < len(size) else np.arange(len(size))
         width = count * HASH_BYTES
-        at = (starts[rows] - first)[:, None] + np.arange(width)[None, :]
-        padded = np.where(np.arange(width)[None, :] < size[rows][:, None], data[at], 0).astype(np.uint8)
-        state = np.zeros((len(rows), HASH_BYTES), np.uint8)
+        # Each text's ``width`` bytes from its start, one row each (a window view of the data,
+        # rows taken by one gather), then the bytes past its end zeroed: they can only be in the
+        # last block, masked as two 64-bit words as the short blocks are.
+        padded = np.lib.stride_tricks.sliding_window_view(data, width)[starts[rows] - first]
+        left = (size[rows] - (count - 1) * HASH_BYTES).astype(np.int64)  # 1..16 bytes in the last block
+        tail = padded[:, width - HASH_BYTES:].view("<u8")  # (n, 2): its bytes 0-7, 8-15
+        tail[:, 0] &= _MASKS[np.minimum(left, 8)]
+        tail[:, 1] &= _MASKS[np.clip(left - 8, 0, 8)]
+        state = np.empty((len(rows), HASH_BYTES), np.uint8)
         state[:, :8] = size[rows].astype(">u8").view(np.uint8).reshape(len(rows), 8)
         state[:, 8:] = np.frombuffer(LONG_TAG, np.uint8)
         state = _encrypt_array(long_key, state).view(np.uint8).reshape(len(rows), HASH_BYTES)
         for position in range(count):
             chained = state ^ padded[:, position * HASH_BYTES:(position + 1) * HASH_BYTES]
             state = _encrypt_array(long_key, chained).view(np.uint8).reshape(len(rows), HASH_BYTES)
-        hashes[rows] = state.copy().view(HASH_DTYPE).reshape(len(rows))
+        hashes[rows] = state.view(HASH_DTYPE).reshape(len(rows))
     return hashes

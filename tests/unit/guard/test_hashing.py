@@ -78,7 +78,7 @@ def random_text(rng: random.Random) -> str | None:
     if rng.random() < 0.08:
         return None
     alphabet = rng.choice(["0123456789", "abcXYZ+@. -", "éü€😀ñ", "0123456789é€😀\x00"])
-    return "".join(rng.choice(alphabet) for _ in range(rng.choice([0, 1, 2, 7, 8, 9, 14, 15, 16, 17, 30, 40])))
+    return "".join(rng.choice(alphabet) for _ in range(rng.choice([0, 1, 2, 7, 8, 9, 14, 15, 16, 17, 23, 24, 25, 30, 32, 33, 40])))
 
 
 def test_the_hash_is_the_definition_and_has_fixed_bytes() -> None:
