@@ -97,9 +97,12 @@ def holds_identifiers(kind: pa.DataType) -> bool:
 
 
 def scan_table(target: ScanTarget, suppression: SuppressionList, store: Store, positions: ScanPositions,
-               full: bool = False, on_file: Callable[[str], None] | None = None) -> tuple[TableScan, list[Found]]:
+               full: bool = False, on_file: Callable[[str], None] | None = None,
+               pool: ThreadPoolExecutor | None = None) -> tuple[TableScan, list[Found]]:
     """Scan one table (module docstring). A table that cannot be read is reported (``problem``),
-    never silently skipped; the caller decides what that means for the exit code."""
+    never silently skipped; the caller decides what that means for the exit code. ``pool``: the
+    threads to match columns on (:func:`scan_tables` shares one between tables: starting them
+    costs ~1 ms a thread); None starts this table's own."""
     scan = TableScan(target.dataset)
     now = data_files_now(target.format, target.location, store)
     if now is None:
@@ -119,7 +122,8 @@ def scan_table(target: ScanTarget, suppression: SuppressionList, store: Store, p
     # A row group's candidate columns are matched side by side on a few threads (hashing and
     # searching release the GIL: NumPy, Arrow's cast, AES) while this thread reads the next row
     # group (Arrow's reader on its own threads): one row group read ahead, no more.
-    pool = ThreadPoolExecutor(column_threads(), thread_name_prefix="piitracer-guard-scan")
+    own_pool = pool is None
+    pool = pool or matching_pool()
     pending: _RowGroup | None = None
     try:
         for identity in unread:
@@ -134,10 +138,19 @@ def scan_table(target: ScanTarget, suppression: SuppressionList, store: Store, p
             scan.files_read.append(identity)
         if pending is not None:
             pending.collect(suppression, target.dataset, found)
+            pending = None
     finally:
-        pool.shutdown(cancel_futures=True)
+        if pending is not None:  # stopped by an error: what this table queued is not run for nothing
+            pending.cancel()
+        if own_pool:
+            pool.shutdown(cancel_futures=True)
     scan.columns = tuple(sorted(columns_used))
     return scan, list(found.values())
+
+
+def matching_pool() -> ThreadPoolExecutor:
+    """Threads to match a row group's columns on (:func:`column_threads` of them)."""
+    return ThreadPoolExecutor(column_threads(), thread_name_prefix="piitracer-guard-scan")
 
 
 def column_threads() -> int:
@@ -158,6 +171,11 @@ class _RowGroup:
     where: str
     table: pa.Table
     flags: list[tuple[str, Future]]
+
+    def cancel(self) -> None:
+        """Drop the matching not started yet (a scan stopped by an error)."""
+        for _, future in self.flags:
+            future.cancel()
 
     def collect(self, suppression: SuppressionList, dataset: str, found: dict[tuple[str, str, bytes], Found]) -> None:
         """Wait for the flags and keep every value on the list, with where it was found."""
@@ -269,15 +287,16 @@ def scan_tables(targets: Sequence[ScanTarget], suppression: SuppressionList, sto
     ``problem`` of its own and the others are still scanned."""
     scans: list[TableScan] = []
     found: list[Found] = []
-    for target in targets:
-        if on_table is not None:
-            on_table(target.dataset)
-        try:
-            scan, hits = scan_table(target, suppression, store, positions, full)
-        except Exception as error:  # one unreadable table must not hide the others: reported, not dropped
-            scan, hits = TableScan(target.dataset, problem=f"cannot read it: {type(error).__name__}: {_first_line(error)}"), []
-        scans.append(scan)
-        found += hits
+    with matching_pool() as pool:  # one for every table
+        for target in targets:
+            if on_table is not None:
+                on_table(target.dataset)
+            try:
+                scan, hits = scan_table(target, suppression, store, positions, full, pool=pool)
+            except Exception as error:  # one unreadable table must not hide the others: reported, not dropped
+                scan, hits = TableScan(target.dataset, problem=f"cannot read it: {type(error).__name__}: {_first_line(error)}"), []
+            scans.append(scan)
+            found += hits
     return scans, found
 
 

@@ -158,3 +158,33 @@ def test_a_list_matches_the_same_with_or_without_distinct_values() -> None:
         assert suppression.matches(column).to_pylist() == expected
         assert suppression.matches(column, distinct=False).to_pylist() == expected
 
+
+
+def test_one_pool_of_threads_matches_every_table_of_a_scan(tmp_path, monkeypatch) -> None:
+    """scan_tables starts its matching threads once for all its tables (each table's own pool cost
+    ~1 ms a thread), and every table is still read whole and matched exactly."""
+    from piitracer.verify import guard_scan
+
+    key = secrets.token_bytes(32)
+    data = table(3_000, 4)
+    erased = next(phone for phone in data.column("phone").to_pylist()[1_000:2_000] if phone)  # in t0 and t1
+    targets = []
+    for number in range(3):
+        folder = tmp_path / f"t{number}"
+        folder.mkdir()
+        pq.write_table(data.slice(number * 1_000, 1_000) if number else data, folder / "part-0.parquet")
+        targets.append(ScanTarget(f"t{number}", DatasetFormat.PARQUET, Location.parse(str(folder)), ("phone",)))
+    pools = []
+    real = guard_scan.matching_pool
+
+    def counted():
+        pools.append(real())
+        return pools[-1]
+
+    monkeypatch.setattr(guard_scan, "matching_pool", counted)
+    scans, found = guard_scan.scan_tables(targets, SuppressionList(key, [suppression_hash(key, erased)]), Store(),
+                                          NothingSeen())
+    assert len(pools) == 1
+    assert [(scan.dataset, scan.rows_read, scan.problem) for scan in scans] == [("t0", 3_000, None), ("t1", 1_000, None),
+                                                                                ("t2", 1_000, None)]
+    assert sorted(item.dataset for item in found) == ["t0", "t1"]
