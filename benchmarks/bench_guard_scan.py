@@ -485,8 +485,7 @@ def demo_columns(targets, listed, lakehouse) -> list[list]:
             for group in range(metadata.num_row_groups):
                 widths = {name: guard_scan._bytes_per_value(metadata.row_group(group).column(leaf[name])) for name in chosen}
                 text = [n for n in chosen if pa.types.is_string(schema.field(n).type) or pa.types.is_large_string(schema.field(n).type)]
-                as_dictionary = [n for n in text if guard_scan._through_dictionary(
-                    widths[n], metadata.row_group(group).column(leaf[n]).num_values)]
+                as_dictionary = [n for n in text if guard_scan._through_dictionary(widths[n], metadata.row_group(group).num_rows)]
                 reader = pq.ParquetFile(path, read_dictionary=as_dictionary) if as_dictionary else parquet
                 table = reader.read_row_group(group, columns=chosen)
                 for name in chosen:

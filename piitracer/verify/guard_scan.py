@@ -123,7 +123,8 @@ def scan_table(target: ScanTarget, suppression: SuppressionList, store: Store, p
     # searching release the GIL: NumPy, Arrow's cast, AES) while this thread reads the next row
     # group (Arrow's reader on its own threads): one row group read ahead, no more.
     own_pool = pool is None
-    pool = pool or matching_pool()
+    if own_pool:
+        pool = matching_pool()
     pending: _RowGroup | None = None
     try:
         for identity in unread:
@@ -214,8 +215,7 @@ def _read_row_groups(target: ScanTarget, relative: str, where: str, suppression:
             # A text column whose chunk is all dictionary-encoded and holds few distinct values for
             # its rows is read as a dictionary: its distinct values come with it, each hashed once.
             # Any other is read as plain values (_through_dictionary).
-            as_dictionary = tuple(name for name in text
-                                  if _through_dictionary(widths[name], row_group.column(leaf[name]).num_values))
+            as_dictionary = tuple(name for name in text if _through_dictionary(widths[name], row_group.num_rows))
             reader = readers.get(as_dictionary)
             if reader is None:
                 reader = readers[as_dictionary] = (pq.ParquetFile(handle, read_dictionary=list(as_dictionary), metadata=metadata)
@@ -234,14 +234,14 @@ def _read_row_groups(target: ScanTarget, relative: str, where: str, suppression:
 # values take more: 4 bytes of length and the text's bytes, 8 bytes an int64.
 _DICTIONARY_ONLY = 3.0
 _FEW_DISTINCT = 1.0
-# Read through its dictionary only a chunk with at most this many distinct values per value.
+# Read through its dictionary only a chunk with at most this many distinct values per row.
 _DISTINCT_SHARE = 0.5
 
 
-def _through_dictionary(width: float | None, values: int) -> bool:
-    """Whether a text chunk (``width`` bytes a value in its data pages, ``values`` values) is read
-    as a dictionary: all dictionary-encoded (under :data:`_DICTIONARY_ONLY` bytes a value), and
-    its indices' width says at most half as many distinct values as values (an index of ``w``
+def _through_dictionary(width: float | None, rows: int) -> bool:
+    """Whether a text chunk (``width`` bytes a value in its data pages, of a row group of ``rows``
+    rows) is read as a dictionary: all dictionary-encoded (under :data:`_DICTIONARY_ONLY` bytes a
+    value), and its indices' width says at most half as many distinct values as rows (an index of ``w``
     bytes a value is ~``2^(8w)`` distinct values, bit-packed). Arrow's dictionary reader is slower
     than its plain one where most values are distinct (measured at 75,000 rows: 10.3 ms against
     7.8 ms for ~47,000 distinct ten-character texts), and much slower for a chunk that outgrew its
@@ -250,7 +250,7 @@ def _through_dictionary(width: float | None, values: int) -> bool:
     hashes saved does not pay for that. With few distinct values the dictionary wins by far (100
     to 30,000 distinct in 75,000 or 300,000 rows: 2.7-11.5 ms against 8.6-35 ms, reading and
     matching). A wrong guess costs time, never a match: the flags are the same either way."""
-    return _below(width, _DICTIONARY_ONLY) and 2.0 ** (8 * width) <= _DISTINCT_SHARE * values
+    return _below(width, _DICTIONARY_ONLY) and 2.0 ** (8 * width) <= _DISTINCT_SHARE * rows
 
 
 def _bytes_per_value(chunk: pq.ColumnChunkMetaData) -> float | None:
