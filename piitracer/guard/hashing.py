@@ -315,7 +315,7 @@ def _long_hashes(long_key: bytes, raw: np.ndarray, starts: np.ndarray, size: np.
     data[:last - first] = raw[first:last]
     counts = np.bincount(blocks_of)
     for count in np.flatnonzero(counts).tolist():
-        rows = np.flatnonzero(blocks_of == count) if counts[count] < len(size) else np.arange(len(size))
+        rows = np.flatnonzero(blocks_of == count)
         width = count * HASH_BYTES
         # Each text's ``width`` bytes from its start, one row each (a window view of the data,
         # rows taken by one gather), then the bytes past its end zeroed: they can only be in the
