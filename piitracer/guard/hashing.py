@@ -76,6 +76,13 @@ _LOCAL = threading.local()  # each thread's AES encryptors, by key (_encryptor)
 
 # _MASKS[k]: the k low bytes of a little-endian 64-bit word (k = 0..8).
 _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
+# _DIGITS4[k]: the four ASCII digits of k (0000 to 9999) in the low bytes of a little-endian word,
+# the first digit lowest: an integer's decimal text is built four digits a lookup.
+_DIGITS4 = np.array([int.from_bytes(f"{k:04d}".encode(), "little") for k in range(10_000)], dtype=np.uint64)
+_ASCII_ZEROS = np.uint64(int.from_bytes(b"0" * 8, "little"))
+# An integer whose decimal text is one block: 0 <= v < 10^15 (15 digits), -10^14 < v < 0 ("-" and 14).
+_SHORT_ABOVE, _SHORT_BELOW = -(10**14), 10**15
+_SLICE_ROWS = 1 << 15  # a column is hashed this many values at a time (hash_array)
 
 
 def canonical_text(value: Any) -> str | None:
@@ -182,9 +189,10 @@ def hash_array(key: bytes, array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarra
     """The keyed hash of every element of an Arrow column, computed a column at a time.
 
     Strings (``string``, ``large_string``, ``string_view``) are hashed from their UTF-8 bytes,
-    integers from their decimal digits (the column cast to text by Arrow), a dictionary column
-    through its dictionary; integral floats and decimals go through :func:`canonical_text` one
-    value at a time (rare in an identifier column). The bytes are exactly :func:`suppression_hash`'s.
+    integers from their decimal digits (written from the numbers by NumPy, no text column made), a
+    dictionary column through its dictionary; integral floats and decimals go through
+    :func:`canonical_text` one value at a time (rare in an identifier column). A long column is
+    hashed a slice at a time. The bytes are exactly :func:`suppression_hash`'s.
 
     Args:
         key: the 32-byte suppression key.
@@ -196,14 +204,22 @@ def hash_array(key: bytes, array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarra
         (the empty string, booleans, dates, binary, nested values, non-integral numbers).
     """
     aes_key, long_key = _keys(bytes(key))
-    if isinstance(array, pa.ChunkedArray):
-        parts = [_hash_one(aes_key, long_key, chunk) for chunk in array.chunks]
-        if len(parts) == 1:
-            return parts[0]
-        if not parts:
-            return np.zeros(0, HASH_DTYPE), np.zeros(0, bool)
-        return np.concatenate([h for h, _ in parts]), np.concatenate([v for _, v in parts])
-    return _hash_one(aes_key, long_key, array)
+    chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+    if len(chunks) == 1 and (len(chunks[0]) <= _SLICE_ROWS or pa.types.is_dictionary(chunks[0].type)):
+        return _hash_one(aes_key, long_key, chunks[0])
+    hashes, valid = np.empty(len(array), HASH_DTYPE), np.empty(len(array), bool)
+    at = 0
+    for chunk in chunks:
+        # A long column a slice at a time: each step's temporaries stay small enough to be reused
+        # from the allocator's free memory and the cache, where whole-column temporaries (a few MB
+        # each) are fresh pages every time (measured: 2-3x the time). A dictionary column is
+        # hashed through its dictionary once.
+        step = len(chunk) if pa.types.is_dictionary(chunk.type) else _SLICE_ROWS
+        for start in range(0, len(chunk), max(step, 1)):
+            part = chunk.slice(start, step)
+            hashes[at:at + len(part)], valid[at:at + len(part)] = _hash_one(aes_key, long_key, part)
+            at += len(part)
+    return hashes, valid
 
 
 def _hash_one(aes_key: bytes, long_key: bytes, array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -222,8 +238,8 @@ def _hash_one(aes_key: bytes, long_key: bytes, array: pa.Array) -> tuple[np.ndar
         return taken, present
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
         return _hash_strings(aes_key, long_key, array)
-    if pa.types.is_integer(kind):  # Arrow's cast writes the digits faster than NumPy's divisions
-        return _hash_strings(aes_key, long_key, pc.cast(array, pa.large_string()))
+    if pa.types.is_integer(kind):
+        return _hash_integers(aes_key, long_key, array)
     if hasattr(pa.types, "is_string_view") and pa.types.is_string_view(kind):
         return _hash_strings(aes_key, long_key, pc.cast(array, pa.large_string()))
     if pa.types.is_floating(kind) or pa.types.is_decimal(kind):
@@ -232,6 +248,123 @@ def _hash_one(aes_key: bytes, long_key: bytes, array: pa.Array) -> tuple[np.ndar
         texts = pa.array([canonical_text(value) for value in array.to_pylist()], pa.large_string())
         return _hash_strings(aes_key, long_key, texts)
     return np.zeros(len(array), HASH_DTYPE), np.zeros(len(array), bool)
+
+
+def _hash_integers(aes_key: bytes, long_key: bytes, array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Every element of an integer array (any width, signed or not, any offset), from its values:
+    the short ones' blocks written from their digits (:func:`_decimal_blocks`) without a text
+    column; the few whose text is longer than 15 bytes through Arrow's cast to text."""
+    n = len(array)
+    if n == 0:
+        return np.zeros(0, HASH_DTYPE), np.zeros(0, bool)
+    kind = array.type
+    data = array.buffers()[1]
+    if data is None:  # no values buffer (not seen from pyarrow, but legal): the texts Arrow writes
+        return _hash_strings(aes_key, long_key, pc.cast(array, pa.large_string()))
+    numbers = np.frombuffer(data, dtype=kind.to_pandas_dtype(), count=n, offset=array.offset * kind.bit_width // 8)
+    valid = array.is_valid().to_numpy(zero_copy_only=False) if array.null_count else np.ones(n, bool)
+    if kind.bit_width == 64 and pa.types.is_unsigned_integer(kind):
+        short = numbers < np.uint64(_SHORT_BELOW)
+        values = np.where(short, numbers, 0).astype(np.int64)
+    else:
+        values = numbers.astype(np.int64, copy=False)
+        short = (values > _SHORT_ABOVE) & (values < _SHORT_BELOW) if kind.bit_width > 32 else None
+    if short is None or short.all():
+        hashes = _encrypt_array(aes_key, _decimal_blocks(values))
+        if array.null_count:
+            hashes[~valid] = np.zeros(1, HASH_DTYPE)  # zeros where not valid, as elsewhere
+        return hashes, valid
+    hashes = np.zeros(n, HASH_DTYPE)  # zeros where not valid
+    rows = np.flatnonzero(short & valid)
+    if len(rows):
+        hashes[rows] = _encrypt_array(aes_key, _decimal_blocks(values[rows]))
+    long_rows = np.flatnonzero(~short & valid)
+    if len(long_rows):
+        texts = pc.cast(array.take(pa.array(long_rows)), pa.large_string())
+        hashes[long_rows] = _hash_strings(aes_key, long_key, texts)[0]
+    return hashes, valid
+
+
+def _decimal_blocks(values: np.ndarray) -> np.ndarray:
+    """The one-block encoding of each integer's decimal text (int64, each -10^14 < v < 10^15), as
+    an ``(n, 16)`` uint8 matrix: exactly the block of ``str(v)`` (:func:`_short_block`).
+
+    Each value's 16-digit zero-padded text is written as two little-endian words, four digits a
+    table lookup; the text proper is the 16 bytes from its first significant digit (a "-" in the
+    byte before it for a negative value), masked to its length, the length put last."""
+    count = len(values)
+    negative = values < 0
+    magnitude = np.abs(values)
+    words = np.empty(2 * count + 2, np.uint64)  # each value's two words, then a spare block to read into
+    words[2 * count:] = 0
+    padded = words[:2 * count].reshape(count, 2)
+    if count and int(magnitude.max()) < 10**8:  # ids of up to 8 digits: the first word is all zeros
+        padded[:, 0] = _ASCII_ZEROS
+        padded[:, 1] = _eight_digits(magnitude)
+    else:
+        high, low = np.divmod(magnitude, 10**8)
+        padded[:, 0] = _eight_digits(high)
+        padded[:, 1] = _eight_digits(low)
+    data = words.view(np.uint8)
+    smallest, largest = (int(magnitude.min()), int(magnitude.max())) if count else (0, 0)
+    if not negative.any() and len(str(smallest)) == len(str(largest)):
+        # One number of digits (a day of user ids): every text starts at one place in its 16 bytes.
+        size = len(str(largest))
+        blocks = np.ndarray((count,), dtype=HASH_DTYPE, buffer=data, offset=16 - size, strides=(16,)).copy()
+        halves = blocks.view("<u8").reshape(count, 2)
+        halves &= _block_masks()[size:size + 1].view("<u8")
+        matrix = blocks.view(np.uint8).reshape(count, HASH_BYTES)
+        matrix[:, SHORT_BYTES] = size
+        return matrix
+    skip = np.minimum(_leading_zero_digits(padded), HASH_BYTES - 1)  # "0" itself keeps its one digit
+    size = (HASH_BYTES - skip) + negative
+    starts = np.arange(0, HASH_BYTES * count, HASH_BYTES) + skip - negative
+    windows = np.ndarray((len(data) - HASH_BYTES + 1,), dtype=HASH_DTYPE, buffer=data, strides=(1,))
+    matrix = _masked_blocks(windows[starts], size)
+    matrix[negative, 0] = ord("-")
+    return matrix
+
+
+def _eight_digits(values: np.ndarray) -> np.ndarray:
+    """The eight ASCII digits of each value (0 <= v < 10^8, zero-padded) as a little-endian word."""
+    high, low = np.divmod(values, 10**4)
+    return _DIGITS4[high] | (_DIGITS4[low] << np.uint64(32))
+
+
+def _leading_zero_digits(padded: np.ndarray) -> np.ndarray:
+    """How many "0" characters each zero-padded 16-digit text (an ``(n, 2)`` array of little-endian
+    words) starts with, 0 to 16."""
+    first = _zero_bytes_at_start(padded[:, 0] ^ _ASCII_ZEROS)
+    second = _zero_bytes_at_start(padded[:, 1] ^ _ASCII_ZEROS)
+    return np.where(first == 8, 8 + second, first).astype(np.intp)
+
+
+def _zero_bytes_at_start(words: np.ndarray) -> np.ndarray:
+    """The number of zero bytes at the low end of each little-endian word (8 for a zero word): the
+    bits below the lowest set bit, counted, over 8."""
+    below = (words & (~words + np.uint64(1))) - np.uint64(1)  # ones below the lowest set bit (all ones for 0)
+    if hasattr(np, "bitwise_count"):  # NumPy 2
+        return np.bitwise_count(below).astype(np.intp) >> 3
+    return np.unpackbits(below.view(np.uint8).reshape(-1, 8), axis=1).sum(axis=1, dtype=np.intp) >> 3
+
+
+@lru_cache(maxsize=1)
+def _block_masks() -> np.ndarray:
+    """``_block_masks()[k]``: a 16-byte block whose first ``k`` bytes are all ones (k = 0..15), as ``V16``."""
+    masks = np.zeros((HASH_BYTES, HASH_BYTES), np.uint8)
+    for k in range(HASH_BYTES):
+        masks[k, :k] = 0xFF
+    return masks.view(HASH_DTYPE).reshape(HASH_BYTES)
+
+
+def _masked_blocks(blocks: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """``blocks`` (a fresh ``V16`` array, each starting with a text of ``size`` bytes, 1 to 15) with
+    the bytes past each text zeroed and its length put last, as an ``(n, 16)`` uint8 matrix."""
+    halves = blocks.view("<u8").reshape(-1, 2)
+    halves &= _block_masks()[size].view("<u8").reshape(-1, 2)
+    matrix = blocks.view(np.uint8).reshape(-1, HASH_BYTES)
+    matrix[:, SHORT_BYTES] = size
+    return matrix
 
 
 def _short_blocks(raw: np.ndarray, starts: np.ndarray, size: np.ndarray, first: int, last: int) -> np.ndarray:
@@ -253,14 +386,9 @@ def _short_blocks(raw: np.ndarray, starts: np.ndarray, size: np.ndarray, first: 
         matrix = blocks.view(np.uint8).reshape(count, HASH_BYTES)
         matrix[:, SHORT_BYTES] = width
         return matrix
-    blocks = np.empty((count, HASH_BYTES), dtype=np.uint8)
-    words = np.ndarray(shape=(len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))  # unaligned: one per byte
-    at = starts - first
-    halves = blocks.view("<u8")  # (n, 2): bytes 0-7 of each block, bytes 8-15
-    np.bitwise_and(words[at], _MASKS[np.minimum(size, 8)], out=halves[:, 0])
-    np.bitwise_and(words[at + 8], _MASKS[np.clip(size - 8, 0, SHORT_BYTES - 8)], out=halves[:, 1])
-    blocks[:, SHORT_BYTES] = size  # the length in the block's last byte (the mask left it zero)
-    return blocks
+    # The 16 bytes from each text's start (one gather from a view of a block at every byte), masked.
+    windows = np.ndarray((len(data) - HASH_BYTES + 1,), dtype=HASH_DTYPE, buffer=data, strides=(1,))
+    return _masked_blocks(windows[starts - first], size)
 
 
 def _encrypt_array(aes_key: bytes, blocks: np.ndarray) -> np.ndarray:

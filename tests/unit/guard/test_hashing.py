@@ -168,20 +168,88 @@ def test_numbers_that_are_not_integers_and_other_types() -> None:
         assert len(digests) == len(array) and not valid.any()
 
 
-def test_a_wrong_block_in_the_vectorised_path_is_caught(monkeypatch) -> None:
-    """The comparisons above fail when the column path builds its blocks differently from one value
-    alone: here the mask of the text's second 8 bytes keeps one byte too many."""
-    array = pa.array(["123456789", "12345678901234", "123"])
-    assert_same(KEY, array)
-    wrong = hashing._MASKS.copy()
-    wrong[1:8] = hashing._MASKS[2:9]
-    monkeypatch.setattr(hashing, "_MASKS", wrong)
-    with pytest.raises(AssertionError):
+def _boundary_integers(kind: pa.DataType) -> list[int]:
+    """Every power of ten the type holds, one below it and one above, negated too when signed; the
+    type's limits; the one-block limits of a decimal text (15 digits, "-" and 14)."""
+    info = np.iinfo(kind.to_pandas_dtype())
+    near = {0, 1, 9, 10**14 - 1, 10**14, 10**15 - 1, 10**15, 10**15 + 1, int(info.min), int(info.max)}
+    for power in range(20):
+        near |= {10**power - 1, 10**power, 10**power + 1}
+    near |= {-value for value in near}
+    return sorted(value for value in near if int(info.min) <= value <= int(info.max))
+
+
+@pytest.mark.parametrize("kind", [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(),
+                                  pa.uint32(), pa.uint64()])
+def test_integers_at_every_digit_boundary(kind) -> None:
+    """A column of every number of digits (and one of each width alone, where the digits start at
+    one place): one block up to 15 characters, the CBC-MAC past them, a sign in the block."""
+    values = _boundary_integers(kind)
+    assert_same(KEY, pa.array(values, kind))
+    assert_same(KEY, pa.array(values + [None], kind).slice(1))
+    by_width: dict[int, list[int]] = {}
+    for value in values:
+        by_width.setdefault(len(str(value)), []).append(value)
+    for same_width in by_width.values():
+        assert_same(KEY, pa.array(same_width * 3, kind))
+        assert_same(KEY, pa.array([None] + same_width, kind))
+
+
+@pytest.mark.parametrize("slice_rows", [None, 61])
+def test_a_random_day_of_ids_of_one_width_and_of_many(slice_rows, monkeypatch) -> None:
+    if slice_rows:  # hashed in slices: a slice of one width in a column of many, and the other way
+        monkeypatch.setattr(hashing, "_SLICE_ROWS", slice_rows)
+    rng = np.random.default_rng(52)
+    for low, high in ((7_000_000_000, 7_005_000_000), (1, 99_999_999), (-10**14 + 1, 10**15 - 1),
+                      (10**15 - 50, 10**15 + 50), (-(2**63), 2**63 - 1)):
+        values = rng.integers(low, high, 2_000, dtype=np.int64, endpoint=True)
+        assert_same(KEY, pa.array(values))
+        nulls = rng.random(2_000) < 0.05
+        assert_same(KEY, pa.array(values, mask=nulls))
+        texts = pa.array([str(value) for value in values[:500]] + ["x" * 40, "", "é" * 9] * 7)
+        assert_same(KEY, pa.chunked_array([texts.slice(3, 250), pa.array(values[:300], mask=nulls[:300]).cast(pa.string()),
+                                           texts.slice(200)]))
+
+
+@pytest.mark.parametrize("broken", ["_MASKS", "_block_masks", "_DIGITS4"])
+def test_a_wrong_block_in_the_vectorised_path_is_caught(monkeypatch, broken) -> None:
+    """The comparisons above fail when a column path builds its blocks differently from one value
+    alone: each table the paths build blocks from, broken by one byte (texts of one width and of
+    many; integers of one width and of many)."""
+    arrays = [pa.array(["123456789", "12345678901234", "123"]), pa.array(["123456789", "987654321"]),
+              pa.array([123456789, 12345678901234, 123]), pa.array([123456789, 987654321]),
+              pa.array([5, 12, 123456789012, -4242])]
+    for array in arrays:
         assert_same(KEY, array)
+    if broken == "_MASKS":
+        wrong = hashing._MASKS.copy()
+        wrong[1:8] = hashing._MASKS[2:9]  # the second 8 bytes keep one byte too many
+        monkeypatch.setattr(hashing, "_MASKS", wrong)
+    elif broken == "_block_masks":
+        wrong = hashing._block_masks().copy().view(np.uint8).reshape(16, 16)
+        wrong[9:, 15] = 0xFF  # past 9 bytes, the byte the length goes in is kept
+        wrong[:, :] = np.roll(wrong, 1, axis=1)  # each mask one byte too long
+        monkeypatch.setattr(hashing, "_block_masks", lambda: wrong.view(np.dtype("V16")).reshape(16))
+    else:
+        wrong = hashing._DIGITS4.copy()
+        wrong[4242] = wrong[4243]
+        monkeypatch.setattr(hashing, "_DIGITS4", wrong)
+    caught = []
+    for n, array in enumerate(arrays):
+        try:
+            assert_same(KEY, array)
+        except AssertionError:
+            caught.append(n)
+    # each table breaks exactly the arrays whose path reads it (and the entry broken)
+    assert caught == {"_MASKS": [1], "_block_masks": [0, 2, 3, 4], "_DIGITS4": [4]}[broken]
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_membership_of_random_columns_is_a_set_of_one_value_hashes(seed) -> None:
+def test_membership_of_random_columns_is_a_set_of_one_value_hashes(seed, monkeypatch) -> None:
+    """(Seeds 3 and 4 hash a column in slices of a hundred values, as a column longer than a
+    slice is: the slices' edges fall inside chunks, nulls and runs of one value.)"""
+    if seed >= 3:
+        monkeypatch.setattr(hashing, "_SLICE_ROWS", 97 + seed)
     rng = random.Random(100 + seed)
     key = secrets.token_bytes(32)
     people = [rng.randrange(10**12) for _ in range(300)]
