@@ -19,10 +19,10 @@ canonical text:
   injective (the last byte tells ``b"1"`` from ``b"1\\0"``), and a permutation never maps two
   texts to one hash: short texts do not collide at all. ECB here is no misuse: each block is one
   evaluation of the PRF on its own, and equal texts giving equal hashes is the point (a lookup).
-  Being one block each, the hashes of a whole Arrow column are one AES-ECB call
+  Being one block each, the hashes of a slice of an Arrow column are one AES-ECB call
   (``encryptor().update_into``) over the concatenated blocks, built with NumPy from the column's
-  offsets and data buffer (:func:`hash_array`): a few nanoseconds a value where a Python HMAC
-  costs a microsecond each. User ids, phone numbers, Indian PANs and Aadhaar numbers are all 15
+  offsets and data buffer, or from an integer column's numbers (:func:`hash_array`): a few
+  nanoseconds a value where a Python HMAC costs a microsecond each. User ids, phone numbers, Indian PANs and Aadhaar numbers are all 15
   bytes or fewer.
 - longer texts: CBC-MAC under the second key (AES-256) of a first block holding the text's length
   (8 bytes, big-endian) and ``b"pt-long1"``, then the text in 16-byte blocks, the last padded with

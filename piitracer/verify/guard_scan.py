@@ -120,8 +120,8 @@ def scan_table(target: ScanTarget, suppression: SuppressionList, store: Store, p
     if not unread:
         return scan, []
     # A row group's candidate columns are matched side by side on a few threads (hashing and
-    # searching release the GIL: NumPy, Arrow's cast, AES) while this thread reads the next row
-    # group (Arrow's reader on its own threads): one row group read ahead, no more.
+    # searching are mostly NumPy loops, which release the GIL) while this thread reads the next
+    # row group (Arrow's reader on its own threads): one row group read ahead, no more.
     own_pool = pool is None
     if own_pool:
         pool = matching_pool()
