@@ -80,6 +80,7 @@ _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
 # the first digit lowest: an integer's decimal text is built four digits a lookup.
 _DIGITS4 = np.array([int.from_bytes(f"{k:04d}".encode(), "little") for k in range(10_000)], dtype=np.uint64)
 _ASCII_ZEROS = np.uint64(int.from_bytes(b"0" * 8, "little"))
+_POWERS_OF_TEN = 10 ** np.arange(1, 16, dtype=np.int64)  # an integer's digits: 1 + how many it reaches
 # An integer whose decimal text is one block: 0 <= v < 10^15 (15 digits), -10^14 < v < 0 ("-" and 14).
 _SHORT_ABOVE, _SHORT_BELOW = -(10**14), 10**15
 _SLICE_ROWS = 1 << 15  # a column is hashed this many values at a time (hash_array)
@@ -258,10 +259,8 @@ def _hash_integers(aes_key: bytes, long_key: bytes, array: pa.Array) -> tuple[np
     if n == 0:
         return np.zeros(0, HASH_DTYPE), np.zeros(0, bool)
     kind = array.type
-    data = array.buffers()[1]
-    if data is None:  # no values buffer (not seen from pyarrow, but legal): the texts Arrow writes
-        return _hash_strings(aes_key, long_key, pc.cast(array, pa.large_string()))
-    numbers = np.frombuffer(data, dtype=kind.to_pandas_dtype(), count=n, offset=array.offset * kind.bit_width // 8)
+    numbers = np.frombuffer(array.buffers()[1], dtype=kind.to_pandas_dtype(), count=n,
+                            offset=array.offset * kind.bit_width // 8)
     valid = array.is_valid().to_numpy(zero_copy_only=False) if array.null_count else np.ones(n, bool)
     if kind.bit_width == 64 and pa.types.is_unsigned_integer(kind):
         short = numbers < np.uint64(_SHORT_BELOW)
@@ -286,8 +285,9 @@ def _hash_integers(aes_key: bytes, long_key: bytes, array: pa.Array) -> tuple[np
 
 
 def _decimal_blocks(values: np.ndarray) -> np.ndarray:
-    """The one-block encoding of each integer's decimal text (int64, each -10^14 < v < 10^15), as
-    an ``(n, 16)`` uint8 matrix: exactly the block of ``str(v)`` (:func:`_short_block`).
+    """The one-block encoding of each integer's decimal text (int64, at least one, each
+    -10^14 < v < 10^15), as an ``(n, 16)`` uint8 matrix: exactly the block of ``str(v)``
+    (:func:`_short_block`).
 
     Each value's 16-digit zero-padded text is written as two little-endian words, four digits a
     table lookup; the text proper is the 16 bytes from its first significant digit (a "-" in the
@@ -295,10 +295,11 @@ def _decimal_blocks(values: np.ndarray) -> np.ndarray:
     count = len(values)
     negative = values < 0
     magnitude = np.abs(values)
+    smallest, largest = int(magnitude.min()), int(magnitude.max())
     words = np.empty(2 * count + 2, np.uint64)  # each value's two words, then a spare block to read into
     words[2 * count:] = 0
     padded = words[:2 * count].reshape(count, 2)
-    if count and int(magnitude.max()) < 10**8:  # ids of up to 8 digits: the first word is all zeros
+    if largest < 10**8:  # ids of up to 8 digits: the first word is all zeros
         padded[:, 0] = _ASCII_ZEROS
         padded[:, 1] = _eight_digits(magnitude)
     else:
@@ -306,21 +307,15 @@ def _decimal_blocks(values: np.ndarray) -> np.ndarray:
         padded[:, 0] = _eight_digits(high)
         padded[:, 1] = _eight_digits(low)
     data = words.view(np.uint8)
-    smallest, largest = (int(magnitude.min()), int(magnitude.max())) if count else (0, 0)
     if not negative.any() and len(str(smallest)) == len(str(largest)):
         # One number of digits (a day of user ids): every text starts at one place in its 16 bytes.
         size = len(str(largest))
-        blocks = np.ndarray((count,), dtype=HASH_DTYPE, buffer=data, offset=16 - size, strides=(16,)).copy()
-        halves = blocks.view("<u8").reshape(count, 2)
-        halves &= _block_masks()[size:size + 1].view("<u8")
-        matrix = blocks.view(np.uint8).reshape(count, HASH_BYTES)
-        matrix[:, SHORT_BYTES] = size
-        return matrix
-    skip = np.minimum(_leading_zero_digits(padded), HASH_BYTES - 1)  # "0" itself keeps its one digit
-    size = (HASH_BYTES - skip) + negative
-    starts = np.arange(0, HASH_BYTES * count, HASH_BYTES) + skip - negative
-    windows = np.ndarray((len(data) - HASH_BYTES + 1,), dtype=HASH_DTYPE, buffer=data, strides=(1,))
-    matrix = _masked_blocks(windows[starts], size)
+        blocks = np.ndarray((count,), dtype=HASH_DTYPE, buffer=data, offset=HASH_BYTES - size, strides=(HASH_BYTES,))
+        return _masked_blocks(blocks.copy(), size)
+    digits = np.searchsorted(_POWERS_OF_TEN, magnitude, side="right") + 1
+    size = digits + negative
+    starts = np.arange(HASH_BYTES, HASH_BYTES * (count + 1), HASH_BYTES) - size  # each text ends its 16 bytes
+    matrix = _masked_blocks(_blocks_at(data, starts), size)
     matrix[negative, 0] = ord("-")
     return matrix
 
@@ -331,21 +326,11 @@ def _eight_digits(values: np.ndarray) -> np.ndarray:
     return _DIGITS4[high] | (_DIGITS4[low] << np.uint64(32))
 
 
-def _leading_zero_digits(padded: np.ndarray) -> np.ndarray:
-    """How many "0" characters each zero-padded 16-digit text (an ``(n, 2)`` array of little-endian
-    words) starts with, 0 to 16."""
-    first = _zero_bytes_at_start(padded[:, 0] ^ _ASCII_ZEROS)
-    second = _zero_bytes_at_start(padded[:, 1] ^ _ASCII_ZEROS)
-    return np.where(first == 8, 8 + second, first).astype(np.intp)
-
-
-def _zero_bytes_at_start(words: np.ndarray) -> np.ndarray:
-    """The number of zero bytes at the low end of each little-endian word (8 for a zero word): the
-    bits below the lowest set bit, counted, over 8."""
-    below = (words & (~words + np.uint64(1))) - np.uint64(1)  # ones below the lowest set bit (all ones for 0)
-    if hasattr(np, "bitwise_count"):  # NumPy 2
-        return np.bitwise_count(below).astype(np.intp) >> 3
-    return np.unpackbits(below.view(np.uint8).reshape(-1, 8), axis=1).sum(axis=1, dtype=np.intp) >> 3
+def _blocks_at(data: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The 16 bytes of ``data`` (uint8) from each of ``starts``, as a fresh ``V16`` array: one
+    gather from a view of a block at every byte (each start at most ``len(data) - 16``)."""
+    windows = np.ndarray((len(data) - HASH_BYTES + 1,), dtype=HASH_DTYPE, buffer=data, strides=(1,))
+    return windows[starts]
 
 
 @lru_cache(maxsize=1)
@@ -357,11 +342,12 @@ def _block_masks() -> np.ndarray:
     return masks.view(HASH_DTYPE).reshape(HASH_BYTES)
 
 
-def _masked_blocks(blocks: np.ndarray, size: np.ndarray) -> np.ndarray:
-    """``blocks`` (a fresh ``V16`` array, each starting with a text of ``size`` bytes, 1 to 15) with
-    the bytes past each text zeroed and its length put last, as an ``(n, 16)`` uint8 matrix."""
+def _masked_blocks(blocks: np.ndarray, size: np.ndarray | int) -> np.ndarray:
+    """``blocks`` (a fresh ``V16`` array, each starting with a text of ``size`` bytes, 1 to 15: one
+    size for all or one each) with the bytes past each text zeroed and its length put last, as an
+    ``(n, 16)`` uint8 matrix."""
     halves = blocks.view("<u8").reshape(-1, 2)
-    halves &= _block_masks()[size].view("<u8").reshape(-1, 2)
+    halves &= _block_masks()[np.atleast_1d(size)].view("<u8").reshape(-1, 2)
     matrix = blocks.view(np.uint8).reshape(-1, HASH_BYTES)
     matrix[:, SHORT_BYTES] = size
     return matrix
@@ -386,9 +372,7 @@ def _short_blocks(raw: np.ndarray, starts: np.ndarray, size: np.ndarray, first: 
         matrix = blocks.view(np.uint8).reshape(count, HASH_BYTES)
         matrix[:, SHORT_BYTES] = width
         return matrix
-    # The 16 bytes from each text's start (one gather from a view of a block at every byte), masked.
-    windows = np.ndarray((len(data) - HASH_BYTES + 1,), dtype=HASH_DTYPE, buffer=data, strides=(1,))
-    return _masked_blocks(windows[starts - first], size)
+    return _masked_blocks(_blocks_at(data, starts - first), size)
 
 
 def _encrypt_array(aes_key: bytes, blocks: np.ndarray) -> np.ndarray:
