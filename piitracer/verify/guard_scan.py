@@ -9,8 +9,8 @@ whole column at once (:meth:`piitracer.guard.SuppressionList.matches`): a text c
 is all dictionary-encoded with few distinct values for its rows is read as a dictionary and its
 distinct values hashed (:func:`_through_dictionary`); any other is
 read as plain values and every value hashed, dictionary-encoded first only when the chunk says it
-has few distinct values (:func:`_bytes_per_value`). The columns of a row group are matched on a
-few threads while the next row group is read.
+has few distinct values (:func:`_bytes_per_value`). Each column chunk is read and matched by one
+task on a few threads, the next row group's tasks queued behind this one's.
 A value on the list is a :class:`Found`: where (dataset, snapshot or version, file, column) and
 which hash; the value itself is kept only in memory, for the new request that erases it again.
 """
@@ -18,8 +18,8 @@ which hash; the value itself is kept only in memory, for the new request that er
 from __future__ import annotations
 
 import os
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import closing
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol, Sequence
 
@@ -119,30 +119,35 @@ def scan_table(target: ScanTarget, suppression: SuppressionList, store: Store, p
     unread = [identity for identity in sorted(now.files) if identity not in seen]
     if not unread:
         return scan, []
-    # A row group's candidate columns are matched side by side on a few threads (hashing and
-    # searching are mostly NumPy loops, which release the GIL) while this thread reads the next
-    # row group (Arrow's reader on its own threads): one row group read ahead, no more.
     own_pool = pool is None
     if own_pool:
         pool = matching_pool()
-    pending: _RowGroup | None = None
+    # Each column chunk of a row group is read and matched by one task on the pool: its threads do
+    # all the work (Arrow's reader on the task's thread alone; hashing and searching are NumPy
+    # loops, which release the GIL). A row group read on Arrow's threads and then matched on the
+    # pool leaves a core idle for much of each step (three columns do not spread evenly over two
+    # threads); as tasks of one queue, one column is matched while another is read. The next row
+    # group's tasks are queued before this one's are collected, no more: two in memory at most.
+    pending: deque[_RowGroup] = deque()
+    groups: Iterator[_RowGroup] | None = None  # the file being queued
     try:
         for identity in unread:
             relative, where = now.files[identity]
             if on_file is not None:
                 on_file(relative)
-            with closing(_read_row_groups(target, relative, where, suppression, store, scan, pool, columns_used)) as groups:
-                for group in groups:
-                    if pending is not None:
-                        pending.collect(suppression, target.dataset, found)
-                    pending = group
+            groups = _submit_row_groups(target, relative, where, suppression, store, scan, pool, columns_used)
+            for group in groups:
+                pending.append(group)
+                while len(pending) > 1:
+                    pending.popleft().collect(suppression, target.dataset, scan, found)
             scan.files_read.append(identity)
-        if pending is not None:
-            pending.collect(suppression, target.dataset, found)
-            pending = None
+        while pending:
+            pending.popleft().collect(suppression, target.dataset, scan, found)
     finally:
-        if pending is not None:  # stopped by an error: what this table queued is not run for nothing
-            pending.cancel()
+        for group in pending:  # stopped by an error: what this table queued is not run for nothing
+            group.cancel()
+        if groups is not None:
+            groups.close()  # its file, when no queued row group was left to close it
         if own_pool:
             pool.shutdown(cancel_futures=True)
     scan.columns = tuple(sorted(columns_used))
@@ -150,12 +155,12 @@ def scan_table(target: ScanTarget, suppression: SuppressionList, store: Store, p
 
 
 def matching_pool() -> ThreadPoolExecutor:
-    """Threads to match a row group's columns on (:func:`column_threads` of them)."""
+    """Threads to read and match column chunks on (:func:`column_threads` of them)."""
     return ThreadPoolExecutor(column_threads(), thread_name_prefix="piitracer-guard-scan")
 
 
 def column_threads() -> int:
-    """Threads a row group's candidate columns are matched on: the cores this process may use, at
+    """Threads column chunks are read and matched on: the cores this process may use, at
     most 4 (as the verifier decodes files)."""
     try:
         cores = len(os.sched_getaffinity(0))
@@ -166,67 +171,136 @@ def column_threads() -> int:
 
 @dataclass
 class _RowGroup:
-    """One row group read, its columns being matched on the pool."""
+    """One row group whose candidate columns are being read and matched on the pool, a task each."""
 
     relative: str
     where: str
-    table: pa.Table
-    flags: list[tuple[str, Future]]
+    rows: int
+    columns: list[tuple[str, Future]]  # each task gives (the column's values, their flags)
+    closes: pa.NativeFile | None = None  # the file, closed once its last row group's tasks are done
 
     def cancel(self) -> None:
-        """Drop the matching not started yet (a scan stopped by an error)."""
-        for _, future in self.flags:
+        """Drop the tasks not started yet and wait for the running ones (a scan stopped by an
+        error), then close the file if this is its last row group: no task reads a closed file."""
+        for _, future in self.columns:
             future.cancel()
+        wait([future for _, future in self.columns])
+        for _, future in self.columns:  # the read ones: their pieces' matching (no file read there)
+            if not future.cancelled() and future.exception() is None:
+                for piece in future.result()[1]:
+                    piece.cancel()
+        self._close()
 
-    def collect(self, suppression: SuppressionList, dataset: str, found: dict[tuple[str, str, bytes], Found]) -> None:
+    def collect(self, suppression: SuppressionList, dataset: str, scan: TableScan,
+                found: dict[tuple[str, str, bytes], Found]) -> None:
         """Wait for the flags and keep every value on the list, with where it was found."""
-        for name, future in self.flags:
-            matched = future.result()
-            if not pc.any(matched).as_py():
-                continue
-            values = pc.unique(pc.filter(self.table.column(name), matched))
-            if pa.types.is_dictionary(values.type):
-                values = values.cast(values.type.value_type)
-            for value in values.to_pylist():
-                hashed = suppression_hash(suppression.key, value)
-                entry = found.setdefault((self.relative, name, hashed), Found(dataset, self.where, self.relative, name, hashed))
-                entry.values.add(value)
+        try:
+            for name, future in self.columns:
+                column, pieces = future.result()
+                matched = _joined([piece.result() for piece in pieces])
+                if not pc.any(matched).as_py():
+                    continue
+                values = pc.unique(pc.filter(column, matched))
+                if pa.types.is_dictionary(values.type):
+                    values = values.cast(values.type.value_type)
+                for value in values.to_pylist():
+                    hashed = suppression_hash(suppression.key, value)
+                    entry = found.setdefault((self.relative, name, hashed), Found(dataset, self.where, self.relative, name, hashed))
+                    entry.values.add(value)
+            scan.rows_read += self.rows
+        except BaseException:
+            self.cancel()  # the other columns' tasks may still be reading the file
+            raise
+        self._close()
+
+    def _close(self) -> None:
+        if self.closes is not None:
+            self.closes.close()
+            self.closes = None
 
 
-def _read_row_groups(target: ScanTarget, relative: str, where: str, suppression: SuppressionList, store: Store,
-                     scan: TableScan, pool: ThreadPoolExecutor, columns_used: set[str]) -> Iterator[_RowGroup]:
-    """Read each row group of one file's candidate columns and set their matching going."""
-    with store.open_input(target.location.child(relative)) as handle:
+@dataclass(frozen=True)
+class _ColumnRead:
+    """How one column chunk is read and matched."""
+
+    name: str
+    through_dictionary: bool  # read as a dictionary, its distinct values hashed (_through_dictionary)
+    distinct: bool  # dictionary-encoded before hashing (SuppressionList.matches)
+
+
+def _submit_row_groups(target: ScanTarget, relative: str, where: str, suppression: SuppressionList, store: Store,
+                       scan: TableScan, pool: ThreadPoolExecutor, columns_used: set[str]) -> Iterator[_RowGroup]:
+    """Open one file, read its footer and queue a read-and-match task for each candidate column
+    of each row group, a row group at a time. The last row group closes the file once its tasks
+    are done; closed before that (the scan stopped, its queued row groups cancelled first), this
+    closes it."""
+    handle = store.open_input(target.location.child(relative))
+    handed = False  # whether the last row group took the file to close
+    try:
         parquet = pq.ParquetFile(handle)
-        schema = parquet.schema_arrow
-        chosen = _candidate_columns(schema, target.columns)
         metadata = parquet.metadata
+        plan = _row_group_reads(metadata, parquet.schema_arrow, target.columns)
         scan.bytes_read += metadata.serialized_size
-        if not chosen:
-            return
-        columns_used.update(chosen)
-        text = [name for name in chosen if pa.types.is_string(schema.field(name).type)
-                or pa.types.is_large_string(schema.field(name).type)]
-        leaf = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
-        readers: dict[tuple[str, ...], pq.ParquetFile] = {}
-        for group in range(metadata.num_row_groups):
-            row_group = metadata.row_group(group)
-            widths = {name: _bytes_per_value(row_group.column(leaf[name])) if name in leaf else None for name in chosen}
+        for _, _, reads in plan[:1]:
+            columns_used.update(read.name for read in reads)
+        for number, (group, rows, reads) in enumerate(plan):
+            tasks = [(read.name, pool.submit(_read_and_match, handle, metadata, group, read, suppression, pool))
+                     for read in reads]
+            handed = number == len(plan) - 1
+            yield _RowGroup(relative, where, rows, tasks, closes=handle if handed else None)
+    finally:
+        if not handed:
+            handle.close()
+
+
+def _row_group_reads(metadata: pq.FileMetaData, schema: pa.Schema,
+                     wanted: Sequence[str] | None) -> list[tuple[int, int, list[_ColumnRead]]]:
+    """For each row group of a file: its number, its rows and how each candidate column is read
+    (none when the file has no candidate column), judged from the footer alone."""
+    chosen = _candidate_columns(schema, wanted)
+    if not chosen:
+        return []
+    text = {name for name in chosen if pa.types.is_string(schema.field(name).type)
+            or pa.types.is_large_string(schema.field(name).type)}
+    leaf = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
+    plan = []
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        reads = []
+        for name in chosen:
+            width = _bytes_per_value(row_group.column(leaf[name])) if name in leaf else None
             # A text column whose chunk is all dictionary-encoded and holds few distinct values for
             # its rows is read as a dictionary: its distinct values come with it, each hashed once.
-            # Any other is read as plain values (_through_dictionary).
-            as_dictionary = tuple(name for name in text if _through_dictionary(widths[name], row_group.num_rows))
-            reader = readers.get(as_dictionary)
-            if reader is None:
-                reader = readers[as_dictionary] = (pq.ParquetFile(handle, read_dictionary=list(as_dictionary), metadata=metadata)
-                                                   if as_dictionary else parquet)
-            table = reader.read_row_group(group, columns=chosen)
-            scan.rows_read += table.num_rows
-            # A plain column is dictionary-encoded before hashing only when its chunk says it has
-            # few distinct values (an index of a byte or less); otherwise every value is hashed.
-            flags = [(name, pool.submit(suppression.matches, table.column(name),
-                                        distinct=_below(widths[name], _FEW_DISTINCT))) for name in chosen]
-            yield _RowGroup(relative, where, table, flags)
+            # Any other is read as plain values (_through_dictionary), and dictionary-encoded
+            # before hashing only when its chunk says it has few distinct values (an index of a
+            # byte or less); otherwise every value is hashed.
+            reads.append(_ColumnRead(name, name in text and _through_dictionary(width, row_group.num_rows),
+                                     _below(width, _FEW_DISTINCT)))
+        plan.append((group, row_group.num_rows, reads))
+    return plan
+
+
+def _read_and_match(handle: pa.NativeFile, metadata: pq.FileMetaData, group: int, read: _ColumnRead,
+                    suppression: SuppressionList, pool: ThreadPoolExecutor) -> tuple[pa.ChunkedArray, list[Future]]:
+    """One column chunk read on this thread alone (the pool's threads are the parallelism; the
+    file is read at offsets, safe from several threads), its matching queued on the pool in pieces
+    of up to :data:`_MATCH_ROWS` values: its values and the pieces' flags to come. Queued behind
+    the row group's other reads, the matching of the first columns read runs while the last are
+    read, and pieces let a thread that would sit idle at the end take half a column's matching."""
+    reader = pq.ParquetFile(handle, metadata=metadata, read_dictionary=[read.name] if read.through_dictionary else None)
+    values = reader.read_row_group(group, columns=[read.name], use_threads=False).column(0)
+    if read.distinct or pa.types.is_dictionary(values.type) or len(values) <= _MATCH_ROWS:
+        # A dictionary, or a column to dictionary-encode first, is matched whole: each piece would
+        # hash the dictionary again.
+        return values, [pool.submit(suppression.matches, values, distinct=read.distinct)]
+    step = -(-len(values) // -(-len(values) // _MATCH_ROWS))  # equal pieces of at most _MATCH_ROWS
+    return values, [pool.submit(suppression.matches, values.slice(start, step), distinct=False)
+                    for start in range(0, len(values), step)]
+
+
+def _joined(flags: list[pa.BooleanArray]) -> pa.BooleanArray:
+    """A column's flags from its pieces' flags, in order."""
+    return flags[0] if len(flags) == 1 else pa.concat_arrays(flags)
 
 
 # Bytes a value of a chunk's data pages (its dictionary page aside). Dictionary indices take at most
@@ -236,6 +310,8 @@ _DICTIONARY_ONLY = 3.0
 _FEW_DISTINCT = 1.0
 # Read through its dictionary only a chunk with at most this many distinct values per row.
 _DISTINCT_SHARE = 0.5
+# A plain column is matched in pieces of at most this many values (_read_and_match).
+_MATCH_ROWS = 1 << 17
 
 
 def _through_dictionary(width: float | None, rows: int) -> bool:
