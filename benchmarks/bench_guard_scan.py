@@ -43,7 +43,8 @@ Memory, each in a fresh child process (``_memory``): the peak resident set (Linu
 through ``/proc/self/clear_refs`` before each step) above the resident set before it, and
 tracemalloc's peak (Python objects and NumPy arrays; Arrow's own allocations are not traced) of
 building the 1,000,000-hash list from the list of bytes, of one incremental scan against it, and of
-the bare read.
+the bare read. The first call in a fresh child process (``_first``), untraced, against the next: what
+a ``guard scan`` command of one day pays once beyond the medians (an incremental scan, a bare read).
 
 Where the time goes: each part of an incremental scan alone on one thread (reading the candidate
 columns, then per column the keyed hashes and the search in the list), printed after the timings;
@@ -323,6 +324,36 @@ def memory_child(argv: list[str]) -> None:
     del hashes
     scan = scanner(fmt, folder, lake)
     print(json.dumps(_step(lambda: scan(suppression)[0].rows_read)))
+
+
+def first_call_child(argv: list[str]) -> None:
+    """``_first WHAT FOLDER FORMAT SIZE DAYS``: in this fresh process (piitracer.guard and the scan
+    imported, the list built, as a ``guard scan`` command has them before its first table), the
+    first call of one step and the next, untraced; one JSON line. What a first call costs beyond
+    the next (Arrow's allocator and thread pool, the scan's threads, anything loaded on first
+    use) is what a nightly ``guard scan`` of one day pays and the medians above do not show."""
+    what, folder, fmt, size, days = argv[0], Path(argv[1]), argv[2], int(argv[3]), int(argv[4])
+    import pyarrow.parquet  # noqa: F401
+
+    from piitracer.guard import SuppressionList
+    from piitracer.verify import guard_scan  # noqa: F401
+
+    lake = json.loads((folder / f"{fmt}.built.json").read_text())
+    if what == "bare":
+        step = lambda: bare_read(lake["new_paths"])  # noqa: E731
+    else:
+        suppression, scan = SuppressionList(KEY, list_hashes(size, days)), scanner(fmt, folder, lake)
+        step = lambda: scan(suppression)  # noqa: E731
+    first, after = _time(step), _time(step)
+    print(json.dumps({"first_s": first, "next_s": after}))
+
+
+def first_call_in_child(what: str, folder: Path, fmt: str, size: int, days: int) -> dict:
+    done = subprocess.run([sys.executable, str(HERE), "_first", what, str(folder), fmt, str(size), str(days)],
+                          capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"the first-call child ({what}) failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def memory_in_child(what: str, folder: Path, fmt: str, size: int, days: int) -> dict:
@@ -804,6 +835,9 @@ def run_format(fmt: str, args, folder: Path) -> dict:
                  for name, m in memory.items()])
     print(f"(the {largest:,} hashes as the list of bytes the records give: "
           f"{memory['list'].get('hashes_as_bytes_mb', 0):.0f} MB before the list is built)")
+    fresh = {what: first_call_in_child(what, folder, fmt, largest, args.days) for what in ("scan", "bare")}
+    print_table(f"a fresh process ({largest:,} hashes): the first call and the next", ["step", "first s", "next s"],
+                [[what, f["first_s"], f["next_s"]] for what, f in fresh.items()])
     compared = None
     if args.compare:
         compared = compare_in_child(args.compare.resolve(), folder, fmt, args.days, min(args.runs, 3), args.sizes)
@@ -821,7 +855,8 @@ def run_format(fmt: str, args, folder: Path) -> dict:
             "full": {name: {"median_s": statistics.median(t), "runs": t, "ratio": statistics.median(t) / full_base,
                             "cpu_s": full_cpu[name]} for name, t in full.items()},
             "breakdown": {part: seconds for part, seconds in parts},
-            "build_list": {str(k): v for k, v in build_times.items()}, "memory": memory, "compare": compared}
+            "build_list": {str(k): v for k, v in build_times.items()}, "memory": memory, "fresh_process": fresh,
+            "compare": compared}
 
 
 def _time(fn) -> float:
@@ -878,6 +913,8 @@ if __name__ == "__main__":
         memory_child(sys.argv[2:])
     elif sys.argv[1:2] == ["_compare"]:
         compare_child(sys.argv[2:])
+    elif sys.argv[1:2] == ["_first"]:
+        first_call_child(sys.argv[2:])
     elif sys.argv[1:2] == ["_build_demo"]:
         demo_build_child(sys.argv[2:])
     else:
