@@ -74,7 +74,7 @@ HASH_DTYPE = np.dtype(f"V{HASH_BYTES}")  # NumPy's raw-bytes type of one hash (c
 
 _LOCAL = threading.local()  # each thread's AES encryptors, by key (_encryptor)
 
-# _MASKS[k]: the k low bytes of a little-endian 64-bit word (k = 0..8).
+# _MASKS[k]: the k low bytes of a little-endian 64-bit word (k = 0..8); long texts' last block.
 _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
 # _DIGITS4[k]: the four ASCII digits of k (0000 to 9999) in the low bytes of a little-endian word,
 # the first digit lowest: an integer's decimal text is built four digits a lookup.
@@ -364,14 +364,9 @@ def _short_blocks(raw: np.ndarray, starts: np.ndarray, size: np.ndarray, first: 
     data[:last - first] = raw[first:last]
     if width * count == last - first and np.all(size == width):
         # Every text the same length and nothing else in the data (ids of one number of digits,
-        # phone numbers, PANs): text k starts at k * width. The 16 bytes from each start, the
-        # bytes past the text masked off, the length put last.
-        blocks = np.ndarray((count,), dtype=HASH_DTYPE, buffer=data, strides=(width,)).copy()
-        halves = blocks.view("<u8").reshape(count, 2)
-        halves &= np.array([_MASKS[min(width, 8)], _MASKS[max(0, width - 8)]], dtype=np.uint64)
-        matrix = blocks.view(np.uint8).reshape(count, HASH_BYTES)
-        matrix[:, SHORT_BYTES] = width
-        return matrix
+        # phone numbers, PANs): text k starts at k * width, the 16 bytes from each start a strided
+        # view of the data (no gather).
+        return _masked_blocks(np.ndarray((count,), dtype=HASH_DTYPE, buffer=data, strides=(width,)).copy(), width)
     return _masked_blocks(_blocks_at(data, starts - first), size)
 
 

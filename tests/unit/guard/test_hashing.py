@@ -215,15 +215,15 @@ def test_a_random_day_of_ids_of_one_width_and_of_many(slice_rows, monkeypatch) -
 def test_a_wrong_block_in_the_vectorised_path_is_caught(monkeypatch, broken) -> None:
     """The comparisons above fail when a column path builds its blocks differently from one value
     alone: each table the paths build blocks from, broken by one byte (texts of one width and of
-    many; integers of one width and of many)."""
+    many; integers of one width and of many; texts over 15 bytes)."""
     arrays = [pa.array(["123456789", "12345678901234", "123"]), pa.array(["123456789", "987654321"]),
               pa.array([123456789, 12345678901234, 123]), pa.array([123456789, 987654321]),
-              pa.array([5, 12, 123456789012, -4242])]
+              pa.array([5, 12, 123456789012, -4242]), pa.array(["x" * 17, "y" * 20, "z" * 18])]
     for array in arrays:
         assert_same(KEY, array)
     if broken == "_MASKS":
         wrong = hashing._MASKS.copy()
-        wrong[1:8] = hashing._MASKS[2:9]  # the second 8 bytes keep one byte too many
+        wrong[1:8] = hashing._MASKS[2:9]  # a long text's last block keeps one byte too many
         monkeypatch.setattr(hashing, "_MASKS", wrong)
     elif broken == "_block_masks":
         wrong = hashing._block_masks().copy().view(np.uint8).reshape(16, 16)
@@ -241,7 +241,7 @@ def test_a_wrong_block_in_the_vectorised_path_is_caught(monkeypatch, broken) -> 
         except AssertionError:
             caught.append(n)
     # each table breaks exactly the arrays whose path reads it (and the entry broken)
-    assert caught == {"_MASKS": [1], "_block_masks": [0, 2, 3, 4], "_DIGITS4": [4]}[broken]
+    assert caught == {"_MASKS": [5], "_block_masks": [0, 1, 2, 3, 4], "_DIGITS4": [4]}[broken]
 
 
 @pytest.mark.parametrize("seed", range(5))
