@@ -207,14 +207,38 @@ def expected_hashes(days: int) -> tuple[set[bytes], set[bytes]]:
     return of(new_people), of(old_people)
 
 
+def numbers_kept() -> bool:
+    """Whether the piitracer imported keeps whole numbers' number forms (``number_hash``; a
+    ``--compare`` checkout from before does not)."""
+    import piitracer.guard
+
+    return hasattr(piitracer.guard, "number_hash")
+
+
 def list_hashes(size: int, days: int) -> list[bytes]:
-    """``size`` hashes, sorted (as the records store gives them): the chosen people's and random ones."""
+    """The hashes a store of ``size`` erased identifiers gives, sorted (as it reads them): the
+    chosen people's and random ones; where number forms are kept, also the number form of the
+    chosen people's ids and of a third of the random identifiers (taken as ids)."""
     import numpy as np
 
     new, old = expected_hashes(days)
     real = np.frombuffer(b"".join(sorted(new | old)), dtype="V16")
-    noise = np.frombuffer(np.random.default_rng(size).bytes(16 * (size - len(real))), dtype="V16")
+    count = size - len(real)
+    if numbers_kept():
+        from piitracer.guard import number_hash
+
+        ids = [value for people in chosen_people(days) for value in person_columns(people)[0].to_pylist()]
+        real = np.concatenate([real, np.frombuffer(b"".join(number_hash(KEY, value) for value in ids), dtype="V16")])
+        count += size // 3
+    noise = np.frombuffer(np.random.default_rng(size).bytes(16 * count), dtype="V16")
     return [bytes(h) for h in np.unique(np.concatenate([real, noise]))]  # made in order, as the store reads them
+
+
+def new_list(hashes: list[bytes]):
+    """The SuppressionList of ``hashes``: by number on integer columns where number forms are kept."""
+    from piitracer.guard import SuppressionList
+
+    return SuppressionList(KEY, hashes, numbers=True) if numbers_kept() else SuppressionList(KEY, hashes)
 
 
 class Positions:
@@ -316,11 +340,11 @@ def memory_child(argv: list[str]) -> None:
     hashes = list_hashes(size, days)
     if what == "list":
         kept = []  # the list stays alive while its memory is read
-        figures = _step(lambda: kept.append(SuppressionList(KEY, hashes)) or len(kept[0]))
+        figures = _step(lambda: kept.append(new_list(hashes)) or len(kept[0]))
         figures["hashes_as_bytes_mb"] = (sys.getsizeof(hashes) + sum(map(sys.getsizeof, hashes))) / 1e6
         print(json.dumps(figures))
         return
-    suppression = SuppressionList(KEY, hashes)
+    suppression = new_list(hashes)
     del hashes
     scan = scanner(fmt, folder, lake)
     print(json.dumps(_step(lambda: scan(suppression)[0].rows_read)))
@@ -342,7 +366,7 @@ def first_call_child(argv: list[str]) -> None:
     if what == "bare":
         step = lambda: bare_read(lake["new_paths"])  # noqa: E731
     else:
-        suppression, scan = SuppressionList(KEY, list_hashes(size, days)), scanner(fmt, folder, lake)
+        suppression, scan = new_list(list_hashes(size, days)), scanner(fmt, folder, lake)
         step = lambda: scan(suppression)  # noqa: E731
     first, after = _time(step), _time(step)
     print(json.dumps({"first_s": first, "next_s": after}))
@@ -374,7 +398,7 @@ def compare_child(argv: list[str]) -> None:
     from piitracer.guard import SuppressionList
 
     lake = json.loads((folder / f"{fmt}.built.json").read_text())
-    lists = {size: SuppressionList(KEY, list_hashes(size, days)) for size in sizes}
+    lists = {size: new_list(list_hashes(size, days)) for size in sizes}
     scan = scanner(fmt, folder, lake)
     new_expected, _ = expected_hashes(days)
     for size in sizes:
@@ -609,14 +633,15 @@ def run_demo_lake(args, folder: Path) -> dict:
     remembered_s = time.perf_counter() - start
     hashes = suppression.hashes()
     records, requests = suppression.count()
-    if len(hashes) != args.full_size or records != args.full_size:
+    if records != args.full_size or len(hashes) < args.full_size:
         raise SystemExit(f"the suppression store holds {records} records / {len(hashes)} hashes, not {args.full_size:,}")
     key = suppression.key()
-    list_s = statistics.median(_time(lambda: SuppressionList(key, hashes)) for _ in range(3))
-    listed = SuppressionList(key, hashes)
+    list_s = statistics.median(_time(suppression.suppression_list) for _ in range(3))
+    listed = suppression.suppression_list()
     subject_hashes = {suppression_hash(key, value) for value in subject}
-    print(f"suppression store: {records:,} records of {requests} requests ({remembered_s:.1f} s to remember); "
-          f"SuppressionList built in {list_s * 1000:.0f} ms", flush=True)
+    print(f"suppression store: {records:,} records of {requests} requests ({remembered_s:.1f} s to remember), "
+          f"{len(hashes):,} hashes (texts' and whole numbers' number forms); the list read and built in "
+          f"{list_s * 1000:.0f} ms", flush=True)
 
     start = time.perf_counter()
     candidates = guard_targets(workspace, lakehouse, suppression, all_columns=False)
@@ -788,9 +813,9 @@ def run_format(fmt: str, args, folder: Path) -> dict:
     for size in sorted(set(args.sizes) | {args.full_size}):
         hashes = list_hashes(size, args.days)
         shuffled = list(reversed(hashes))
-        build_times[size] = {"sorted_s": statistics.median(_time(lambda: SuppressionList(KEY, hashes)) for _ in range(3)),
-                             "unsorted_s": statistics.median(_time(lambda: SuppressionList(KEY, shuffled)) for _ in range(3))}
-        lists[size] = SuppressionList(KEY, hashes)
+        build_times[size] = {"sorted_s": statistics.median(_time(lambda: new_list(hashes)) for _ in range(3)),
+                             "unsorted_s": statistics.median(_time(lambda: new_list(shuffled)) for _ in range(3))}
+        lists[size] = new_list(hashes)
         del hashes, shuffled
     scan = scanner(fmt, folder, lake)
     for size in args.sizes:

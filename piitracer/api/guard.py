@@ -20,7 +20,6 @@ from typing import Callable, Sequence
 
 from piitracer.api.requests import DERIVED, SUBJECT_KIND, subject_kind
 from piitracer.audit import AuditLog, record_request_entry
-from piitracer.guard import SuppressionList
 from piitracer.model.errors import NotFoundError
 from piitracer.model.lineage import ColumnRef
 from piitracer.model.plan import Subject
@@ -171,7 +170,7 @@ def run_guard_scan(workspace: Workspace, lakehouse, suppression: SuppressionStor
     result = GuardScan(full=full, suppressed=records, people=people)
     if records == 0:
         return result
-    listed = SuppressionList(suppression.key(), suppression.hashes())
+    listed = suppression.suppression_list()
     targets = guard_targets(workspace, lakehouse, suppression, all_columns, new_tables, result.not_read)
     scans, found = scan_tables(targets, listed, lakehouse.store, suppression, full, on_table)
     result.tables = scans

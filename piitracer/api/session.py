@@ -857,10 +857,8 @@ class Session:
         Raises:
             MasterKeyError: no master key.
         """
-        from piitracer.guard import SuppressionList
-
         suppression = self.suppression()
-        listed = SuppressionList(suppression.key(), suppression.hashes())
+        listed = suppression.suppression_list()
         listed.write(path)
         return len(listed)
 

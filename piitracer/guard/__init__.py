@@ -21,11 +21,11 @@ from __future__ import annotations
 from typing import Any
 
 from piitracer.guard.arrow import GuardResult, guard_batch
-from piitracer.guard.hashing import canonical_text, suppression_hash
+from piitracer.guard.hashing import canonical_text, number_hash, suppression_hash
 from piitracer.guard.suppression_list import SuppressionList
 
 __all__ = ["GuardResult", "GuardedFrame", "SuppressionList", "canonical_text", "guard_batch", "guard_dataframe",
-           "suppression_hash"]
+           "number_hash", "suppression_hash"]
 
 _SPARK_NAMES = {"guard_dataframe", "GuardedFrame"}
 

@@ -45,6 +45,13 @@ decimals and floats) are their decimal digits; strings are kept exactly as store
 case folding: a neighbouring value is a different person). Other types (booleans, dates, binary,
 nested values, nulls, the empty string) identify no one here and have no canonical text.
 
+**Whole numbers have a second form.** A record of a value whose text is a 64-bit whole number
+(:func:`whole_number`) also keeps its :func:`number_hash`: one AES block of the number's 8 bytes
+under a third derived key. An integer column is then hashed from its values' bytes
+(``hash_array(..., integers_as_numbers=True)``), with no decimal text written, and matches exactly
+the values the text form would (the number ``v`` and the text ``str(v)`` are one value). A list
+made before number forms were kept has none for its old records: it hashes integers by text.
+
 The derived keys of the last few suppression keys are kept in this process (``_keys``, a small
 LRU cache, and each thread's AES contexts) so that hashing one value does not derive them again;
 they are as secret as the key.
@@ -52,6 +59,7 @@ they are as secret as the key.
 
 from __future__ import annotations
 
+import re
 import threading
 from decimal import Decimal
 from functools import lru_cache
@@ -69,7 +77,9 @@ KEY_BYTES = 32
 SHORT_BYTES = 15  # a canonical text of at most this many UTF-8 bytes is hashed by one AES block
 AES_INFO = b"piitracer/suppress/v1/aes-256-block"
 LONG_INFO = b"piitracer/suppress/v1/aes-256-cbc-mac"
+NUMBER_INFO = b"piitracer/suppress/v1/aes-256-int64"
 LONG_TAG = b"pt-long1"  # the second half of a long text's length block
+NUMBER_TAG = b"pt-int64"  # the second half of a whole number's block
 HASH_DTYPE = np.dtype(f"V{HASH_BYTES}")  # NumPy's raw-bytes type of one hash (compared bytewise)
 
 _LOCAL = threading.local()  # each thread's AES encryptors, by key (_encryptor)
@@ -84,6 +94,11 @@ _POWERS_OF_TEN = 10 ** np.arange(1, 16, dtype=np.int64)  # an integer's digits: 
 # An integer whose decimal text is one block: 0 <= v < 10^15 (15 digits), -10^14 < v < 0 ("-" and 14).
 _SHORT_ABOVE, _SHORT_BELOW = -(10**14), 10**15
 _SLICE_ROWS = 1 << 15  # a column is hashed this many values at a time (hash_array)
+# A canonical text that is a whole number as Python and Arrow write one: ASCII digits, no leading
+# zero, "-" before a negative, no "+", no "-0", no spaces.
+_WHOLE_NUMBER = re.compile(r"-?[1-9][0-9]*|0")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_NUMBER_TAG_WORD = np.uint64(int.from_bytes(NUMBER_TAG, "little"))
 
 
 def canonical_text(value: Any) -> str | None:
@@ -109,6 +124,41 @@ def _keys(key: bytes) -> tuple[bytes, bytes]:
         return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive(key)
 
     return derive(AES_INFO), derive(LONG_INFO)
+
+
+@lru_cache(maxsize=8)
+def _number_key(key: bytes) -> bytes:
+    """The AES-256 key of whole numbers' number form, derived from the suppression key with
+    HKDF-SHA256 (its own ``info``)."""
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=NUMBER_INFO).derive(key)
+
+
+def whole_number(value: Any) -> int | None:
+    """The 64-bit signed integer a value's canonical text writes, or None: the text is not a whole
+    number as an integer column's value is written (``"0042"``, ``"+5"``, ``"-0"``, ``" 5"`` are
+    not), or it is outside the 64-bit range."""
+    text = canonical_text(value)
+    if text is None or not _WHOLE_NUMBER.fullmatch(text):
+        return None
+    number = int(text)
+    return number if _INT64_MIN <= number <= _INT64_MAX else None
+
+
+def number_hash(key: bytes, value: Any) -> bytes | None:
+    """The keyed hash of a value's *number form* (None when it is no 64-bit whole number,
+    :func:`whole_number`): ``AES-256(number key, the number as 8 little-endian bytes, two's
+    complement, + b"pt-int64")``, one block under a third key derived from the suppression key.
+
+    A record of a whole number keeps this beside its text's hash, so that an integer column is
+    matched from its values' bytes, with no decimal text built (a day of user ids: ~2 ms a million
+    values against ~50 ms). Exactly as a text match: an integer ``v`` of a column is flagged by
+    number when some kept text is a whole number ``t`` with ``int(t) == v``, which is
+    ``t == str(v)``, the text-form rule. A keyed PRF like the text form: without the key it says
+    nothing of the number, and it never equals a text form's hash but by a 2^-128 accident."""
+    number = whole_number(value)
+    if number is None:
+        return None
+    return _encrypt_blocks(_number_key(bytes(key)), number.to_bytes(8, "little", signed=True) + NUMBER_TAG)
 
 
 def _encryptor(aes_key: bytes):
@@ -186,7 +236,8 @@ def suppression_hashes(key: bytes, values: Iterable[Any]) -> list[bytes | None]:
     return out
 
 
-def hash_array(key: bytes, array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+def hash_array(key: bytes, array: pa.Array | pa.ChunkedArray, *,
+               integers_as_numbers: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The keyed hash of every element of an Arrow column, computed a column at a time.
 
     Strings (``string``, ``large_string``, ``string_view``) are hashed from their UTF-8 bytes,
@@ -198,6 +249,9 @@ def hash_array(key: bytes, array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarra
     Args:
         key: the 32-byte suppression key.
         array: a column, in one piece or in chunks, sliced or not.
+        integers_as_numbers: hash an integer column's values by their number form
+            (:func:`number_hash`) instead of their text; a ``uint64`` above the 64-bit signed
+            range, which has no number form, still by its text.
 
     Returns:
         ``(hashes, valid)``: a NumPy array of ``len(array)`` 16-byte hashes (dtype ``V16``; zeros
@@ -205,9 +259,10 @@ def hash_array(key: bytes, array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarra
         (the empty string, booleans, dates, binary, nested values, non-integral numbers).
     """
     aes_key, long_key = _keys(bytes(key))
+    number_key = _number_key(bytes(key)) if integers_as_numbers else None
     chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
     if len(chunks) == 1 and (len(chunks[0]) <= _SLICE_ROWS or pa.types.is_dictionary(chunks[0].type)):
-        return _hash_one(aes_key, long_key, chunks[0])
+        return _hash_one(aes_key, long_key, number_key, chunks[0])
     hashes, valid = np.empty(len(array), HASH_DTYPE), np.empty(len(array), bool)
     at = 0
     for chunk in chunks:
@@ -218,15 +273,16 @@ def hash_array(key: bytes, array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarra
         step = len(chunk) if pa.types.is_dictionary(chunk.type) else _SLICE_ROWS
         for start in range(0, len(chunk), max(step, 1)):
             part = chunk.slice(start, step)
-            hashes[at:at + len(part)], valid[at:at + len(part)] = _hash_one(aes_key, long_key, part)
+            hashes[at:at + len(part)], valid[at:at + len(part)] = _hash_one(aes_key, long_key, number_key, part)
             at += len(part)
     return hashes, valid
 
 
-def _hash_one(aes_key: bytes, long_key: bytes, array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def _hash_one(aes_key: bytes, long_key: bytes, number_key: bytes | None,
+              array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     kind = array.type
     if pa.types.is_dictionary(kind):
-        hashes, valid = _hash_one(aes_key, long_key, array.dictionary)
+        hashes, valid = _hash_one(aes_key, long_key, number_key, array.dictionary)
         indices = array.indices
         at = indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.intp, copy=False)
         if len(hashes) == 0:  # every index null
@@ -240,6 +296,8 @@ def _hash_one(aes_key: bytes, long_key: bytes, array: pa.Array) -> tuple[np.ndar
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
         return _hash_strings(aes_key, long_key, array)
     if pa.types.is_integer(kind):
+        if number_key is not None:
+            return _hash_numbers(aes_key, long_key, number_key, array)
         return _hash_integers(aes_key, long_key, array)
     if hasattr(pa.types, "is_string_view") and pa.types.is_string_view(kind):
         return _hash_strings(aes_key, long_key, pc.cast(array, pa.large_string()))
@@ -249,6 +307,31 @@ def _hash_one(aes_key: bytes, long_key: bytes, array: pa.Array) -> tuple[np.ndar
         texts = pa.array([canonical_text(value) for value in array.to_pylist()], pa.large_string())
         return _hash_strings(aes_key, long_key, texts)
     return np.zeros(len(array), HASH_DTYPE), np.zeros(len(array), bool)
+
+
+def _hash_numbers(aes_key: bytes, long_key: bytes, number_key: bytes,
+                  array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Every element of an integer array (any width, signed or not, any offset) by its number form
+    (:func:`number_hash`): its value as 8 little-endian bytes and the tag, one AES call; a ``uint64``
+    above the 64-bit signed range (no number form) by its text."""
+    n = len(array)
+    if n == 0:
+        return np.zeros(0, HASH_DTYPE), np.zeros(0, bool)
+    kind = array.type
+    numbers = np.frombuffer(array.buffers()[1], dtype=kind.to_pandas_dtype(), count=n,
+                            offset=array.offset * kind.bit_width // 8)
+    valid = array.is_valid().to_numpy(zero_copy_only=False) if array.null_count else np.ones(n, bool)
+    blocks = np.empty((n, 2), "<u8")
+    blocks[:, 0] = numbers.astype(np.int64, copy=False).view(np.uint64)  # two's complement, sign-extended
+    blocks[:, 1] = _NUMBER_TAG_WORD
+    hashes = _encrypt_array(number_key, blocks.view(np.uint8).reshape(n, HASH_BYTES))
+    if array.null_count:
+        hashes[~valid] = np.zeros(1, HASH_DTYPE)  # zeros where not valid, as elsewhere
+    if kind.bit_width == 64 and pa.types.is_unsigned_integer(kind):
+        beyond = np.flatnonzero((numbers > np.uint64(_INT64_MAX)) & valid)
+        if len(beyond):
+            hashes[beyond] = _hash_integers(aes_key, long_key, array.take(pa.array(beyond)))[0]
+    return hashes, valid
 
 
 def _hash_integers(aes_key: bytes, long_key: bytes, array: pa.Array) -> tuple[np.ndarray, np.ndarray]:

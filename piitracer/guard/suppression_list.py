@@ -6,13 +6,16 @@ the file can answer "was this value erased?" for a value they guess, and nothing
 never in it, in clear or under an unkeyed hash, and no hash can be turned back into its value
 without guessing). Without the key the hashes say nothing.
 
-File layout (version 1), every integer big-endian::
+File layout (version 2), every integer big-endian::
 
     b"PIITRACER-SUPPRESS\\n"   magic (19 bytes)
-    0x01                      version (1 byte)
+    0x02                      version (1 byte)
+    flags                     1 byte: bit 0 set when the list holds every whole number's number form
     key                       the suppression key (32 bytes)
     count                     how many hashes follow (8 bytes)
     hashes                    count x 16 bytes, sorted and distinct
+
+Version 1 (written before number forms were kept) has no flags byte and is read as flags 0.
 """
 
 from __future__ import annotations
@@ -31,9 +34,9 @@ from piitracer.guard.hashing import HASH_BYTES, HASH_DTYPE, KEY_BYTES, hash_arra
 from piitracer.storage.key_files import replace_private_file
 
 MAGIC = b"PIITRACER-SUPPRESS\n"
-VERSION = 1
+VERSION = 2
+_NUMBERS = 0x01  # the flags byte's bit: every whole number's number form is on the list
 _COUNT = struct.Struct(">Q")
-_HEADER = len(MAGIC) + 1 + KEY_BYTES + _COUNT.size
 _MAX_BITMAP_BITS = 30  # the membership bitmap's largest size: 2^30 bits, 128 MB (for 33M hashes and more)
 _MAX_BUCKET_BITS = 28  # the most buckets: 2^28 (past 268M hashes a bucket holds more than one)
 # numpy's raw-bytes type of one hash: compared and sorted bytewise, like the file's order.
@@ -54,10 +57,15 @@ class SuppressionList:
     Pickles as the key and the hashes (Spark ships it to executors); the rest is rebuilt on arrival.
     """
 
-    __slots__ = ("_key", "_hashes", "_bits", "_bit_shift", "_starts", "_bucket_shift")
+    __slots__ = ("_key", "_hashes", "_numbers", "_bits", "_bit_shift", "_starts", "_bucket_shift")
 
-    def __init__(self, key: bytes, hashes: Iterable[bytes]) -> None:
+    def __init__(self, key: bytes, hashes: Iterable[bytes], *, numbers: bool = False) -> None:
         """A list of ``hashes`` (16 bytes each, any order, repeats allowed) made under ``key`` (32 bytes).
+
+        ``numbers``: ``hashes`` hold the number form (:func:`~piitracer.guard.hashing.number_hash`)
+        of every kept value that is a whole number, beside its text's hash (the records of a store
+        that kept them all): integer columns are then hashed by number, no decimal text written.
+        False (a list of texts' hashes alone) hashes them by text; both match the same values.
 
         Raises:
             ValueError: the key is not 32 bytes or a hash is not 16 bytes.
@@ -72,12 +80,18 @@ class SuppressionList:
         if wrong:
             raise ValueError(f"a suppression hash is {HASH_BYTES} bytes, not {wrong[0]}")
         self._key = key
+        self._numbers = bool(numbers)
         self._set_hashes(_sorted_distinct(np.frombuffer(b"".join(items), dtype=_HASH)))
 
     @property
     def key(self) -> bytes:
         """The 32-byte suppression key the hashes are made under."""
         return self._key
+
+    @property
+    def numbers(self) -> bool:
+        """Whether every whole number's number form is on the list (integer columns hashed by number)."""
+        return self._numbers
 
     def __len__(self) -> int:
         return len(self._hashes)
@@ -94,15 +108,16 @@ class SuppressionList:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SuppressionList):
             return NotImplemented
-        return hmac.compare_digest(self._key, other._key) and np.array_equal(self._hashes, other._hashes)
+        return (hmac.compare_digest(self._key, other._key) and self._numbers == other._numbers
+                and np.array_equal(self._hashes, other._hashes))
 
     __hash__ = None  # type: ignore[assignment]  # equal by content, and mutable-looking: no set member
 
-    def __getstate__(self) -> tuple[bytes, bytes]:
-        return self._key, self._hashes.tobytes()
+    def __getstate__(self) -> tuple[bytes, bytes, bool]:
+        return self._key, self._hashes.tobytes(), self._numbers
 
-    def __setstate__(self, state: tuple[bytes, bytes]) -> None:
-        self._key = state[0]
+    def __setstate__(self, state: tuple[bytes, bytes, bool]) -> None:
+        self._key, self._numbers = state[0], state[2]
         self._set_hashes(np.frombuffer(state[1], dtype=_HASH).copy())  # already sorted and distinct
 
     def _set_hashes(self, hashes: np.ndarray) -> None:
@@ -145,7 +160,7 @@ class SuppressionList:
         if not _may_hold_an_identifier(array.type) or len(self) == 0:
             return pa.array(np.zeros(len(array), dtype=bool))
         if not distinct and not pa.types.is_dictionary(array.type):
-            hashes, valid = hash_array(self._key, array)
+            hashes, valid = hash_array(self._key, array, integers_as_numbers=self._numbers)
             return pa.array(self._found(hashes) & valid)
         encoded = array if pa.types.is_dictionary(array.type) else pc.dictionary_encode(array)
         if isinstance(encoded, pa.ChunkedArray):
@@ -170,7 +185,8 @@ class SuppressionList:
         Returns:
             The path written.
         """
-        data = b"".join((MAGIC, bytes([VERSION]), self._key, _COUNT.pack(len(self)), self._hashes.tobytes()))
+        flags = _NUMBERS if self._numbers else 0
+        data = b"".join((MAGIC, bytes([VERSION, flags]), self._key, _COUNT.pack(len(self)), self._hashes.tobytes()))
         return replace_private_file(path, data)
 
     @classmethod
@@ -178,18 +194,27 @@ class SuppressionList:
         """The list written to ``path`` by :meth:`write`.
 
         Raises:
-            ValueError: the file is not a suppression list of this version, or is cut short or extended.
+            ValueError: the file is not a suppression list of version 1 or 2, or is cut short or extended.
         """
         data = Path(path).read_bytes()
-        expected = f"a piitracer suppression list (starting {MAGIC!r}, version {VERSION})"
-        if not data.startswith(MAGIC) or len(data) < _HEADER:
+        expected = f"a piitracer suppression list (starting {MAGIC!r}, version 1 or {VERSION})"
+        version = data[len(MAGIC)] if data.startswith(MAGIC) and len(data) > len(MAGIC) else None
+        if version is None:
             raise ValueError(f"{path} is not {expected}")
-        if data[len(MAGIC)] != VERSION:
-            raise ValueError(f"{path} is a suppression list of version {data[len(MAGIC)]}; expected {expected}")
+        if version not in (1, VERSION):
+            raise ValueError(f"{path} is a suppression list of version {version}; expected {expected}")
         start = len(MAGIC) + 1
+        flags = 0
+        if version == VERSION:
+            flags, start = data[start] if len(data) > start else 0, start + 1
+        header = start + KEY_BYTES + _COUNT.size
+        if len(data) < header:
+            raise ValueError(f"{path} is not {expected}")
+        if flags & ~_NUMBERS:
+            raise ValueError(f"{path} is damaged: its flags byte is {flags:#04x}; expected {expected} (flags 0 or 1)")
         key = data[start:start + KEY_BYTES]
         (count,) = _COUNT.unpack_from(data, start + KEY_BYTES)
-        body = data[_HEADER:]
+        body = data[header:]
         if len(body) != count * HASH_BYTES:
             raise ValueError(f"{path} is damaged: its header counts {count} hashes ({count * HASH_BYTES} bytes), "
                              f"{len(body)} bytes follow; expected {expected}")
@@ -197,7 +222,7 @@ class SuppressionList:
         if count > 1 and not _is_sorted_distinct(hashes):
             raise ValueError(f"{path} is damaged: its hashes are not sorted and distinct; expected {expected}")
         suppression = cls.__new__(cls)
-        suppression.__setstate__((key, body))
+        suppression.__setstate__((key, body, bool(flags & _NUMBERS)))
         return suppression
 
     def _found(self, probe: np.ndarray) -> np.ndarray:
@@ -234,7 +259,7 @@ class SuppressionList:
         """One flag per value of ``values`` (each hashed once, the whole array at once)."""
         if not _may_hold_an_identifier(values.type) or len(values) == 0:
             return pa.array(np.zeros(len(values), dtype=bool))
-        hashes, valid = hash_array(self._key, values)
+        hashes, valid = hash_array(self._key, values, integers_as_numbers=self._numbers)
         return pa.array(self._found(hashes) & valid)
 
 

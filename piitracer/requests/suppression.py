@@ -4,8 +4,9 @@ back is noticed.
 
 One SQLite file beside the request store (``.piitracer/suppression.sqlite``, mode 0600,
 ``secure_delete`` on). Each record holds the identifier's keyed hash
-(:mod:`piitracer.guard.hashing`: never the value, never an unkeyed hash), its kind (the column the
-value came from and its type), the request id and the day it was erased. The suppression key is a
+(:mod:`piitracer.guard.hashing`: never the value, never an unkeyed hash), for a whole number also
+the keyed hash of its number form (so integer columns are matched from their values' bytes), its
+kind (the column the value came from and its type), the request id and the day it was erased. The suppression key is a
 random 32-byte key wrapped under the master key and kept in the same file; forgetting everyone
 destroys the records and the key, forgetting one person destroys their records.
 
@@ -24,12 +25,14 @@ from typing import Iterable, Sequence
 
 from piitracer.crypto.envelope import KeyWrapper, MasterKeyError
 from piitracer.requests.private_sqlite import open_private, transaction
-from piitracer.guard.hashing import KEY_BYTES, canonical_text, suppression_hash
+from piitracer.guard.hashing import KEY_BYTES, canonical_text, number_hash, suppression_hash
+from piitracer.guard.suppression_list import SuppressionList
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (
     hash BLOB NOT NULL, kind TEXT NOT NULL, value_type TEXT NOT NULL, request_id TEXT NOT NULL, erased_on TEXT NOT NULL,
+    number_hash BLOB,
     PRIMARY KEY (hash, kind, request_id)
 );
 CREATE INDEX IF NOT EXISTS records_by_request ON records (request_id);
@@ -40,6 +43,9 @@ CREATE TABLE IF NOT EXISTS seen_files (dataset TEXT NOT NULL, path TEXT NOT NULL
 """
 
 KEY_CONTEXT = "piitracer-suppression-key/v1"
+# records.number_hash: the number form's keyed hash; NOT_A_NUMBER for a value that is no 64-bit whole
+# number; NULL for a record kept before number forms were (its value is gone: it cannot be added).
+NOT_A_NUMBER = b""
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,9 @@ class SuppressionStore:
         self.wrapper = wrapper
         self._db = open_private(self.path)  # secure_delete: a forgotten record or key is overwritten in the file
         self._db.executescript(SCHEMA)
+        if "number_hash" not in {row[1] for row in self._db.execute("PRAGMA table_info(records)")}:
+            with self._transaction():  # a list kept before number forms: its records have none (NULL)
+                self._db.execute("ALTER TABLE records ADD COLUMN number_hash BLOB")
         self._key: bytes | None = None
 
     def close(self) -> None:
@@ -121,14 +130,27 @@ class SuppressionStore:
         for identifier in identifiers:
             hashed = suppression_hash(key, identifier.value)
             if hashed is not None:
-                rows[(hashed, identifier.kind)] = (hashed, identifier.kind, identifier.value_type, request_id, day)
+                number = number_hash(key, identifier.value) or NOT_A_NUMBER
+                rows[(hashed, identifier.kind)] = (hashed, identifier.kind, identifier.value_type, request_id, day, number)
         with self._transaction():
-            self._db.executemany("INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?, ?)", sorted(rows.values()))
+            self._db.executemany("INSERT OR REPLACE INTO records (hash, kind, value_type, request_id, erased_on, number_hash) "
+                                 "VALUES (?, ?, ?, ?, ?, ?)", sorted(rows.values()))
         return len(rows)
 
     def hashes(self) -> list[bytes]:
-        """Every kept hash, distinct and sorted."""
-        return [bytes(h) for (h,) in self._db.execute("SELECT DISTINCT hash FROM records ORDER BY hash")]
+        """Every kept hash, distinct and sorted: the texts' hashes and the whole numbers' number forms."""
+        return [bytes(h) for (h,) in self._db.execute(
+            "SELECT hash FROM records UNION SELECT number_hash FROM records WHERE length(number_hash) > 0 ORDER BY 1")]
+
+    def numbers_complete(self) -> bool:
+        """Whether every record has its number form decided (kept, or none for a value that is no
+        whole number): False while a record kept before number forms remains."""
+        return self._db.execute("SELECT NOT EXISTS (SELECT 1 FROM records WHERE number_hash IS NULL)").fetchone()[0] == 1
+
+    def suppression_list(self) -> SuppressionList:
+        """The list a scan or a pipeline's guard checks values against: every kept hash, under the
+        suppression key, integer columns hashed by number when every record has its number form."""
+        return SuppressionList(self.key(), self.hashes(), numbers=self.numbers_complete())
 
     def records_for(self, hashes: Sequence[bytes]) -> list[SuppressionRecord]:
         """The records of these hashes, sorted by request, kind and hash."""

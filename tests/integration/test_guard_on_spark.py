@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from byte_scan import find_values
-from piitracer.guard import SuppressionList, guard_dataframe, suppression_hash
+from piitracer.guard import SuppressionList, guard_dataframe, number_hash, suppression_hash
 from spark_lakehouse import checksum, spark_for
 
 COLUMNS = ["user_id", "pan", "phone", "amount"]
@@ -50,11 +50,17 @@ def written(folder) -> list[tuple]:
     return [tuple(row[name] for name in COLUMNS) for row in table.to_pylist()]
 
 
-def test_a_guarded_write_holds_no_erased_row_and_every_other_row(warehouse, tmp_path) -> None:
+@pytest.mark.parametrize("numbers", [False, True], ids=["ids-by-text", "ids-by-number"])
+def test_a_guarded_write_holds_no_erased_row_and_every_other_row(warehouse, tmp_path, numbers) -> None:
+    """(ids-by-number: the list holds the ids' number forms, as a store's list does, and the
+    executors hash the integer column by number.)"""
     spark = spark_for(warehouse)
     key = secrets.token_bytes(32)
     erased_values = [str(ERASED[0][0]), *ERASED[0][1:], *(value for person in ERASED[1:] for value in person)]
-    suppression = SuppressionList(key, [suppression_hash(key, value) for value in erased_values])
+    hashes = [suppression_hash(key, value) for value in erased_values]
+    if numbers:
+        hashes += [h for h in (number_hash(key, value) for value in erased_values) if h is not None]
+    suppression = SuppressionList(key, hashes, numbers=numbers)
     rows = scene()
     erased = {value for person in ERASED for value in person}
     kept = [row for row in rows if not erased & set(row[:3])]

@@ -328,3 +328,49 @@ def test_threads_hashing_at_once_agree_with_one_thread() -> None:
             assert list(pool.map(lambda column: vectorised(KEY, column), columns)) == expected
         values = columns[0].to_pylist()
         assert list(pool.map(lambda value: suppression_hash(KEY, value), values)) == expected[0]
+
+
+def by_number(key: bytes, value) -> bytes | None:
+    """The one-value definition an integer column is hashed by when numbers are kept: the number
+    form, or the text form for a whole number past 64 bits (it has no number form)."""
+    return hashing.number_hash(key, value) if hashing.whole_number(value) is not None else suppression_hash(key, value)
+
+
+def test_the_number_form_is_the_documented_construction() -> None:
+    number_key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None,
+                      info=b"piitracer/suppress/v1/aes-256-int64").derive(KEY)
+    for value in (0, 1, -1, 8841302, 2**63 - 1, -(2**63)):
+        block = value.to_bytes(8, "little", signed=True) + b"pt-int64"
+        encryptor = Cipher(algorithms.AES(number_key), modes.ECB()).encryptor()
+        assert hashing.number_hash(KEY, value) == encryptor.update(block) + encryptor.finalize()
+        assert hashing.number_hash(KEY, str(value)) == hashing.number_hash(KEY, value)  # one value, text or number
+    assert hashing.number_hash(KEY, 7) != suppression_hash(KEY, 7)
+
+
+@pytest.mark.parametrize("text,number", [("42", 42), ("0", 0), ("-42", -42), ("0042", None), ("+42", None),
+                                         ("-0", None), (" 42", None), ("42 ", None), ("4_2", None), ("\u0664\u0662", None),
+                                         ("１２", None), ("4e2", None), (str(2**63 - 1), 2**63 - 1),
+                                         (str(-(2**63)), -(2**63)), (str(2**63), None), (str(-(2**63) - 1), None)])
+def test_which_texts_are_whole_numbers(text, number) -> None:
+    assert hashing.whole_number(text) == number
+    assert (hashing.number_hash(KEY, text) is None) == (number is None)
+
+
+@pytest.mark.parametrize("slice_rows", [None, 61])
+@pytest.mark.parametrize("kind", [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(),
+                                  pa.uint32(), pa.uint64()])
+def test_integer_columns_hashed_by_number_are_each_value_hashed_alone(kind, slice_rows, monkeypatch) -> None:
+    """Every integer type at its limits and every number of digits, with nulls, sliced, in chunks,
+    dictionary-encoded, hashed in slices: each element's hash is its number form (a uint64 past
+    the 64-bit signed range: its text form)."""
+    if slice_rows:
+        monkeypatch.setattr(hashing, "_SLICE_ROWS", slice_rows)
+    values = _boundary_integers(kind)
+    array = pa.array(values + [None] + values[::-1], kind)
+    for column in (array, array.slice(3), pa.chunked_array([array.slice(0, 5), array.slice(5)]), array.dictionary_encode()):
+        digests, valid = hash_array(KEY, column, integers_as_numbers=True)
+        got = [bytes(d) if ok else None for d, ok in zip(digests, valid)]
+        assert got == [None if value is None else by_number(KEY, value) for value in column.to_pylist()]
+        assert all(bytes(d) == bytes(16) for d, ok in zip(digests, valid) if not ok)
+    texts = pa.array([str(value) for value in values])
+    assert hash_array(KEY, texts, integers_as_numbers=True)[0].tolist() == hash_array(KEY, texts)[0].tolist()  # texts stay texts

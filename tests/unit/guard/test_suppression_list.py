@@ -17,13 +17,21 @@ import pyarrow as pa
 import pytest
 
 import piitracer.guard.suppression_list as suppression_module
-from piitracer.guard import SuppressionList, canonical_text, suppression_hash
+from piitracer.guard import SuppressionList, canonical_text, number_hash, suppression_hash
 
 ERASED = [8841302, "4111111111111111", "+44 7700 900123", "ann@example.org", 42]
 
 
 def listing(key: bytes, values) -> SuppressionList:
     return SuppressionList(key, [suppression_hash(key, value) for value in values])
+
+
+def listing_with_numbers(key: bytes, values) -> SuppressionList:
+    """As a store that keeps number forms makes it: each value's text hash, and its number form
+    when it is a whole number."""
+    hashes = [suppression_hash(key, value) for value in values]
+    numbers = [number_hash(key, value) for value in values]
+    return SuppressionList(key, hashes + [h for h in numbers if h is not None], numbers=True)
 
 
 def reference(key: bytes, values: list, on_list: set[bytes]) -> list[bool]:
@@ -136,9 +144,9 @@ def test_each_distinct_value_is_hashed_once(key, monkeypatch) -> None:
     hashed = []
     real = suppression_module.hash_array
 
-    def counting(list_key, values):
+    def counting(list_key, values, **how):
         hashed.extend(values.to_pylist())
-        return real(list_key, values)
+        return real(list_key, values, **how)
 
     monkeypatch.setattr(suppression_module, "hash_array", counting)
     suppression = listing(key, [3, 17])
@@ -183,7 +191,23 @@ def test_the_file_round_trip_is_0600_and_atomic(key, tmp_path) -> None:
     empty.write(tmp_path / "empty.bin")
     assert SuppressionList.read(tmp_path / "empty.bin") == empty
     data = path.read_bytes()
-    assert data.startswith(b"PIITRACER-SUPPRESS\n\x01") and len(data) == 19 + 1 + 32 + 8 + 16 * 6
+    assert data.startswith(b"PIITRACER-SUPPRESS\n\x02\x00") and len(data) == 19 + 2 + 32 + 8 + 16 * 6
+    with_numbers = listing_with_numbers(key, ERASED)  # 8841302, 42 and the card number's text have a number form too
+    with_numbers.write(path)
+    assert path.read_bytes()[19:21] == b"\x02\x01" and len(path.read_bytes()) == 19 + 2 + 32 + 8 + 16 * 8
+    back = SuppressionList.read(path)
+    assert back == with_numbers and back.numbers and back != SuppressionList(key, with_numbers._hashes.tolist())
+
+
+def test_a_version_1_file_is_read_as_a_list_of_texts_hashes(key, tmp_path) -> None:
+    """A list exported before number forms were kept (version 1: no flags byte) still guards:
+    its integers are hashed by their text."""
+    suppression = listing(key, ERASED)
+    old = b"PIITRACER-SUPPRESS\n\x01" + key + len(suppression).to_bytes(8, "big") + suppression._hashes.tobytes()
+    (tmp_path / "v1.bin").write_bytes(old)
+    back = SuppressionList.read(tmp_path / "v1.bin")
+    assert back == suppression and not back.numbers
+    assert back.matches(pa.array([8841302, 8841303, 42], pa.int64())).to_pylist() == [True, False, True]
 
 
 def test_a_file_that_is_not_a_suppression_list_is_refused_by_name(key, tmp_path) -> None:
@@ -192,10 +216,11 @@ def test_a_file_that_is_not_a_suppression_list_is_refused_by_name(key, tmp_path)
         "text.bin": b"user_id\n8841302\n",
         "empty.bin": b"",
         "header-only.bin": good[:40],
-        "version.bin": good[:19] + b"\x02" + good[20:],
+        "version.bin": good[:19] + b"\x03" + good[20:],
+        "flags.bin": good[:20] + b"\x04" + good[21:],
         "cut.bin": good[:-1],
         "extended.bin": good + b"\x00" * 16,
-        "unsorted.bin": good[:60] + good[76:92] + good[60:76] + good[92:],
+        "unsorted.bin": good[:61] + good[77:93] + good[61:77] + good[93:],
     }
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
@@ -207,9 +232,11 @@ def test_a_file_that_is_not_a_suppression_list_is_refused_by_name(key, tmp_path)
 
 
 def test_the_file_holds_no_value_in_clear_nor_an_unkeyed_hash(key, tmp_path) -> None:
-    values = ERASED + [f"+44 7700 9{n:05d}" for n in range(50)] + list(range(1000, 1050))
-    data = listing(key, values).write(tmp_path / "suppress.bin").read_bytes()
+    values = ERASED + [f"+44 7700 9{n:05d}" for n in range(50)] + list(range(1000, 1050)) + [10**12 + 7, -4242]
+    data = listing_with_numbers(key, values).write(tmp_path / "suppress.bin").read_bytes()
     for value in values:
+        if isinstance(value, int):  # the number form is keyed: no number's own 8 bytes are in the file
+            assert value.to_bytes(8, "little", signed=True) not in data and value.to_bytes(8, "big", signed=True) not in data
         for text in {str(value), canonical_text(value)}:
             raw = text.encode()
             # (a text of 2 or 3 bytes, such as "42", turns up among ~1,700 random bytes by chance,
@@ -221,3 +248,45 @@ def test_the_file_holds_no_value_in_clear_nor_an_unkeyed_hash(key, tmp_path) -> 
                     assert digest.digest()[:8] not in data
                     assert digest.hexdigest()[:16].encode() not in data
                     assert digest.hexdigest()[:16].upper().encode() not in data
+
+
+INTEGER_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_integer_columns_match_by_number_exactly_as_by_text(key, seed) -> None:
+    """A list that keeps number forms hashes integer columns by number; it flags exactly the values
+    the text rule does (each value's text hashed alone, looked up in the texts' hashes): the kept
+    texts that are no whole number as written ("0042", "+7", "-0", " 8") match no integer, the
+    whole numbers past 64 bits match a uint64 by its text, 3.0 matches 3."""
+    rng = random.Random(seed)
+    kept = ([rng.randrange(-10**6, 10**6) for _ in range(40)] + [str(rng.randrange(10**9, 10**10)) for _ in range(20)]
+            + ["0042", "+7", "-0", " 8", "9 ", "1e3", "\u0663", str(2**63), str(2**64 - 1), str(-(2**63)),
+               str(2**63 - 1), 3.0, 255, -128])
+    by_text, by_number = listing(key, kept), listing_with_numbers(key, kept)
+    assert by_number.numbers and not by_text.numbers and len(by_number) > len(by_text)
+    on_list = {suppression_hash(key, value) for value in kept}
+    ints = [v for v in kept if isinstance(v, int)] + [int(v) for v in kept if isinstance(v, str) and v.isdigit()]
+    edges = [0, 42, 7, 8, 9, 3, 1000, 2**63 - 1, -(2**63), 2**63, 2**64 - 1, 255, 256, -128, -129]
+    pool = ints + [v + 1 for v in ints] + edges
+    for kind in INTEGER_TYPES:
+        low, high = (0, 2 ** kind.bit_width - 1) if pa.types.is_unsigned_integer(kind) else \
+            (-(2 ** (kind.bit_width - 1)), 2 ** (kind.bit_width - 1) - 1)
+        fits = [v for v in pool if low <= v <= high]
+        values = [rng.choice(fits) if rng.random() > 0.1 else None for _ in range(600)] + fits
+        array = pa.array(values, kind)
+        columns = [array, array.slice(7, 400), pa.chunked_array([array.slice(0, 300), array.slice(300)]),
+                   array.dictionary_encode()]
+        for column in columns:
+            expected = reference(key, column.to_pylist(), on_list)
+            assert 0 < sum(expected) < len(expected), kind
+            for distinct in (True, False):
+                assert by_number.matches(column, distinct=distinct).to_pylist() == expected, (kind, distinct)
+                assert by_text.matches(column, distinct=distinct).to_pylist() == expected, (kind, distinct)
+
+
+def test_a_pickled_list_keeps_its_number_forms(key) -> None:
+    suppression = listing_with_numbers(key, ERASED)
+    copy = pickle.loads(pickle.dumps(suppression))
+    assert copy == suppression and copy.numbers
+    assert copy.matches(pa.array([8841302, 8841303, 42, 4111111111111111])).to_pylist() == [True, False, True, True]

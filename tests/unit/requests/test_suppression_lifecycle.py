@@ -88,9 +88,11 @@ def rows_of(folder: Path) -> list[tuple]:
 
 
 def forms(person: dict) -> list[bytes]:
-    """The person's values as text and as the unkeyed hashes a dictionary attack would reverse."""
+    """The person's values as text, as the unkeyed hashes a dictionary attack would reverse, and a
+    whole number's own 8 bytes (the unkeyed form of a number)."""
     texts = [str(v) for v in person.values()]
     found = [t.encode() for t in texts]
+    found += [v.to_bytes(8, order, signed=True) for v in person.values() if isinstance(v, int) for order in ("little", "big")]
     for text in texts:
         for algorithm in ("sha256", "sha1", "md5"):
             digest = hashlib.new(algorithm, text.encode())
@@ -118,6 +120,10 @@ def test_closing_keeps_keyed_records_only(erased) -> None:
     assert {r[2] for r in records} == {"r1"}
     assert {r[0] for r in records} >= {"crm.users.user_id", "crm.users.pan", "crm.users.phone"}
     assert len(set(hashes)) >= 3 and all(len(h) == 16 for h in hashes)
+    with sqlite3.connect(path) as db:  # a whole number keeps its number form's keyed hash too; a text, none
+        numbers = {kind: bytes(h) for kind, h in db.execute("SELECT kind, number_hash FROM records")}
+    assert len(numbers["crm.users.user_id"]) == 16 and numbers["crm.users.user_id"] not in hashes
+    assert numbers["crm.users.pan"] == numbers["crm.users.phone"] == b""
     raw = path.read_bytes()
     assert [f for f in forms(PERSON) if f in raw] == []
     with open_session(workspace, keys) as session:
@@ -166,6 +172,38 @@ def test_a_restored_file_brings_the_person_back_and_the_scan_reopens_them(erased
         assert session.guard_scan(full=True).came_back == []
     raw = b"".join(p.read_bytes() for p in (workspace.root / ".piitracer").rglob("*") if p.is_file())
     assert [f for f in forms(PERSON)[:3] if f in raw] == []  # nothing of the person beyond the keyed records
+
+
+def test_a_list_kept_before_number_forms_still_finds_an_id_by_its_text(erased) -> None:
+    """A suppression file from before number forms were kept (its records table without the
+    column; the values are gone, so no form can be added): opened, its old records are marked as
+    having none, integer columns are hashed by text, and a restored file still brings the person
+    back in every column. New records keep number forms; the list hashes by number only once no
+    old record is left."""
+    workspace, keys, tmp_path = erased
+    path = workspace.root / ".piitracer" / "suppression.sqlite"
+    with sqlite3.connect(path) as db:  # the records table as it was made before
+        db.executescript("""
+            CREATE TABLE old_records (hash BLOB NOT NULL, kind TEXT NOT NULL, value_type TEXT NOT NULL,
+                request_id TEXT NOT NULL, erased_on TEXT NOT NULL, PRIMARY KEY (hash, kind, request_id));
+            INSERT INTO old_records SELECT hash, kind, value_type, request_id, erased_on FROM records;
+            DROP TABLE records;
+            ALTER TABLE old_records RENAME TO records;
+            CREATE INDEX records_by_request ON records (request_id);""")
+    with open_session(workspace, keys) as session:
+        store = session.suppression()
+        assert not store.numbers_complete() and not store.suppression_list().numbers
+        with sqlite3.connect(path) as db:
+            texts = sorted({bytes(h) for (h,) in db.execute("SELECT hash FROM records")})
+        assert store.hashes() == texts  # texts' hashes alone
+    shutil.copy(tmp_path / "backup.parquet", workspace.root / "users" / "restored-part-0.parquet")
+    with open_session(workspace, keys) as session:
+        scan = session.guard_scan()
+    assert sorted({p["column"] for p in scan.came_back[0].places}) == ["pan", "phone", "user_id"]
+    with open_session(workspace, keys) as session:
+        session.guard_forget("r1")
+        store = session.suppression()
+        assert store.numbers_complete() and store.suppression_list().numbers  # only new records are left
 
 
 def test_the_cli_scan_exits_1_when_someone_came_back_and_prints_no_value(erased) -> None:
