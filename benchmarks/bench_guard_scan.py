@@ -372,19 +372,12 @@ def first_call_child(argv: list[str]) -> None:
     print(json.dumps({"first_s": first, "next_s": after}))
 
 
-def first_call_in_child(what: str, folder: Path, fmt: str, size: int, days: int) -> dict:
-    done = subprocess.run([sys.executable, str(HERE), "_first", what, str(folder), fmt, str(size), str(days)],
+def step_in_child(child: str, what: str, folder: Path, fmt: str, size: int, days: int) -> dict:
+    """Run ``child`` (``_memory`` or ``_first``) for one step in a fresh process; its JSON line."""
+    done = subprocess.run([sys.executable, str(HERE), child, what, str(folder), fmt, str(size), str(days)],
                           capture_output=True, text=True)
     if done.returncode:
-        raise SystemExit(f"the first-call child ({what}) failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def memory_in_child(what: str, folder: Path, fmt: str, size: int, days: int) -> dict:
-    done = subprocess.run([sys.executable, str(HERE), "_memory", what, str(folder), fmt, str(size), str(days)],
-                          capture_output=True, text=True)
-    if done.returncode:
-        raise SystemExit(f"the memory child ({what}) failed:\n{done.stderr[-3000:]}")
+        raise SystemExit(f"the {child} child ({what}) failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -851,16 +844,16 @@ def run_format(fmt: str, args, folder: Path) -> dict:
                 [[f"{size:,}", t["sorted_s"], t["unsorted_s"]] for size, t in build_times.items()])
 
     largest = max(args.sizes)
-    memory = {"list": memory_in_child("list", folder, fmt, largest, args.days),
-              "scan": memory_in_child("scan", folder, fmt, largest, args.days),
-              "bare": memory_in_child("bare", folder, fmt, largest, args.days)}
+    memory = {"list": step_in_child("_memory", "list", folder, fmt, largest, args.days),
+              "scan": step_in_child("_memory", "scan", folder, fmt, largest, args.days),
+              "bare": step_in_child("_memory", "bare", folder, fmt, largest, args.days)}
     print_table(f"memory, each step in a fresh process ({largest:,} hashes)",
                 ["step", "peak RSS above before, MB", "kept RSS, MB", "tracemalloc peak, MB", "Arrow pool peak, MB"],
                 [[name, m["peak_rss_above_mb"], m["retained_rss_mb"], m["tracemalloc_peak_mb"], m["arrow_pool_peak_mb"]]
                  for name, m in memory.items()])
     print(f"(the {largest:,} hashes as the list of bytes the records give: "
           f"{memory['list'].get('hashes_as_bytes_mb', 0):.0f} MB before the list is built)")
-    fresh = {what: first_call_in_child(what, folder, fmt, largest, args.days) for what in ("scan", "bare")}
+    fresh = {what: step_in_child("_first", what, folder, fmt, largest, args.days) for what in ("scan", "bare")}
     print_table(f"a fresh process ({largest:,} hashes): the first call and the next", ["step", "first s", "next s"],
                 [[what, f["first_s"], f["next_s"]] for what, f in fresh.items()])
     compared = None

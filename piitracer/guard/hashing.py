@@ -309,6 +309,16 @@ def _hash_one(aes_key: bytes, long_key: bytes, number_key: bytes | None,
     return np.zeros(len(array), HASH_DTYPE), np.zeros(len(array), bool)
 
 
+def _integer_values(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A non-empty integer array's values as a NumPy view of its buffer (at its offset; garbage
+    under nulls) and whether each is valid."""
+    kind, n = array.type, len(array)
+    numbers = np.frombuffer(array.buffers()[1], dtype=kind.to_pandas_dtype(), count=n,
+                            offset=array.offset * kind.bit_width // 8)
+    valid = array.is_valid().to_numpy(zero_copy_only=False) if array.null_count else np.ones(n, bool)
+    return numbers, valid
+
+
 def _hash_numbers(aes_key: bytes, long_key: bytes, number_key: bytes,
                   array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """Every element of an integer array (any width, signed or not, any offset) by its number form
@@ -318,9 +328,7 @@ def _hash_numbers(aes_key: bytes, long_key: bytes, number_key: bytes,
     if n == 0:
         return np.zeros(0, HASH_DTYPE), np.zeros(0, bool)
     kind = array.type
-    numbers = np.frombuffer(array.buffers()[1], dtype=kind.to_pandas_dtype(), count=n,
-                            offset=array.offset * kind.bit_width // 8)
-    valid = array.is_valid().to_numpy(zero_copy_only=False) if array.null_count else np.ones(n, bool)
+    numbers, valid = _integer_values(array)
     blocks = np.empty((n, 2), "<u8")
     blocks[:, 0] = numbers.astype(np.int64, copy=False).view(np.uint64)  # two's complement, sign-extended
     blocks[:, 1] = _NUMBER_TAG_WORD
@@ -342,9 +350,7 @@ def _hash_integers(aes_key: bytes, long_key: bytes, array: pa.Array) -> tuple[np
     if n == 0:
         return np.zeros(0, HASH_DTYPE), np.zeros(0, bool)
     kind = array.type
-    numbers = np.frombuffer(array.buffers()[1], dtype=kind.to_pandas_dtype(), count=n,
-                            offset=array.offset * kind.bit_width // 8)
-    valid = array.is_valid().to_numpy(zero_copy_only=False) if array.null_count else np.ones(n, bool)
+    numbers, valid = _integer_values(array)
     if kind.bit_width == 64 and pa.types.is_unsigned_integer(kind):
         short = numbers < np.uint64(_SHORT_BELOW)
         values = np.where(short, numbers, 0).astype(np.int64)
