@@ -54,7 +54,8 @@ class SuppressionList:
     of the sorted hashes (a table of where each value of the top ~log2(n) bits starts: about one
     hash a bucket) and are compared on all 16 bytes with the few hashes there. For 1,000,000
     hashes: 16 MB of hashes, 4 MB of bitmap, 4 MB of bucket starts. No set is rebuilt per call.
-    Pickles as the key and the hashes (Spark ships it to executors); the rest is rebuilt on arrival.
+    Pickles as the key, the hashes and whether number forms are on it (Spark ships it to
+    executors); the rest is rebuilt on arrival.
     """
 
     __slots__ = ("_key", "_hashes", "_numbers", "_bits", "_bit_shift", "_starts", "_bucket_shift")
@@ -203,13 +204,11 @@ class SuppressionList:
             raise ValueError(f"{path} is not {expected}")
         if version not in (1, VERSION):
             raise ValueError(f"{path} is a suppression list of version {version}; expected {expected}")
-        start = len(MAGIC) + 1
-        flags = 0
-        if version == VERSION:
-            flags, start = data[start] if len(data) > start else 0, start + 1
+        start = len(MAGIC) + (1 if version == 1 else 2)  # version 2: a flags byte after the version
         header = start + KEY_BYTES + _COUNT.size
         if len(data) < header:
             raise ValueError(f"{path} is not {expected}")
+        flags = data[len(MAGIC) + 1] if version == VERSION else 0
         if flags & ~_NUMBERS:
             raise ValueError(f"{path} is damaged: its flags byte is {flags:#04x}; expected {expected} (flags 0 or 1)")
         key = data[start:start + KEY_BYTES]

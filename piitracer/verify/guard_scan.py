@@ -241,8 +241,8 @@ def _submit_row_groups(target: ScanTarget, relative: str, where: str, suppressio
         metadata = parquet.metadata
         plan = _row_group_reads(metadata, parquet.schema_arrow, target.columns)
         scan.bytes_read += metadata.serialized_size
-        for _, _, reads in plan[:1]:
-            columns_used.update(read.name for read in reads)
+        if plan:  # every row group reads the same columns
+            columns_used.update(read.name for read in plan[0][2])
         for number, (group, rows, reads) in enumerate(plan):
             tasks = [(read.name, pool.submit(_read_and_match, handle, metadata, group, read, suppression, pool))
                      for read in reads]
